@@ -1,0 +1,203 @@
+"""The child process: imports the submission and runs its kernel on each rung.
+
+Runs as ``python -I -m autograder.child JOB_JSON FD``. It reads inputs as
+``.npy`` (allow_pickle=False), writes outputs as ``.npy`` and reports events as
+JSON lines on the inherited pipe ``FD``; what the student prints goes to
+stdout/stderr, which the parent treats as data, never as protocol. The parent
+never unpickles anything this process writes.
+"""
+from __future__ import annotations
+
+import inspect
+import json
+import os
+import sys
+import time
+import traceback
+import types
+from pathlib import Path
+
+import numpy as np
+
+MAX_TRACEBACK_FRAMES = 8
+
+
+class Channel:
+    def __init__(self, fd: int):
+        # Keep a private duplicate: a student who closes fd 3 does not close ours.
+        self._f = os.fdopen(os.dup(fd), "w", buffering=1, encoding="utf-8")
+        os.close(fd)
+
+    def send(self, **event) -> None:
+        self._f.write(json.dumps(event) + "\n")
+        self._f.flush()
+
+
+def _student_frames(exc: BaseException, student_files: set[str]) -> list[str]:
+    """The traceback lines that point into the student's files, innermost last.
+
+    JAX re-raises kernel errors with the user's frames on the ``__cause__``
+    chain, so the whole chain is searched.
+    """
+    lines, seen, chain = [], set(), []
+    e: BaseException | None = exc
+    while e is not None and id(e) not in seen:
+        seen.add(id(e))
+        chain.append(e)
+        e = e.__cause__ or e.__context__
+    for e in reversed(chain):
+        for fr in traceback.extract_tb(e.__traceback__):
+            if os.path.realpath(fr.filename) in student_files:
+                text = f'File "{os.path.basename(fr.filename)}", line {fr.lineno}, in {fr.name}'
+                if fr.line:
+                    text += f"\n    {fr.line.strip()}"
+                if text not in lines:
+                    lines.append(text)
+    return lines[-MAX_TRACEBACK_FRAMES:]
+
+
+def _error_event(exc: BaseException, phase: str, student_files: set[str]) -> dict:
+    from . import pallas_surface as ps
+    etype, message = ps.unwrap_error(exc)
+    return {"status": "error", "phase": phase, "type": etype, "message": message[:4000],
+            "frames": _student_frames(exc, student_files)}
+
+
+def _load(job: dict, channel: Channel) -> tuple[object, set[str]] | None:
+    path = job["module_file"]
+    student_files = {os.path.realpath(path)}
+    folder = job["module_dir"]
+    # Appended, not prepended: the submission's helper modules are importable,
+    # but cannot shadow numpy/jax/json or the grader.
+    sys.path.append(folder)
+    for root, _dirs, files in os.walk(folder):
+        student_files.update(os.path.realpath(os.path.join(root, f)) for f in files if f.endswith(".py"))
+    name = job["module_name"]
+    module = types.ModuleType(name)
+    module.__file__ = path
+    sys.modules[name] = module
+    try:
+        source = Path(path).read_text(encoding="utf-8")
+        code = compile(source, path, "exec")
+        exec(code, module.__dict__)
+    except SystemExit as e:
+        channel.send(event="load", status="error", kind="exit", type="SystemExit",
+                     message=f"the submission called exit({e.code!r}) while being imported", frames=[])
+        return None
+    except SyntaxError as e:
+        channel.send(event="load", status="error", kind="syntax", type=type(e).__name__,
+                     message=str(e.msg), line=e.lineno, frames=[])
+        return None
+    except BaseException as e:  # noqa: BLE001 - any student failure is a finding
+        ev = _error_event(e, "import", student_files)
+        ev.pop("status")
+        channel.send(event="load", status="error", kind="import", **ev)
+        return None
+    fn = getattr(module, job["function"], None)
+    if fn is None or not callable(fn):
+        defined = sorted(k for k, v in vars(module).items()
+                         if callable(v) and not k.startswith("_") and not isinstance(v, type(sys))
+                         and getattr(v, "__module__", None) == name)
+        channel.send(event="load", status="error", kind="missing-function",
+                     type="AttributeError",
+                     message=f"no function named {job['function']!r}",
+                     found=defined[:20], frames=[])
+        return None
+    try:
+        inspect.signature(fn).bind(*range(job["arity"]))
+    except TypeError as e:
+        channel.send(event="load", status="error", kind="arity", type="TypeError",
+                     message=str(e), signature=f"{job['function']}{_signature(fn)}", frames=[])
+        return None
+    except ValueError:
+        pass  # builtins without a signature: let the call decide
+    return fn, student_files
+
+
+def _signature(fn) -> str:
+    try:
+        return str(inspect.signature(fn))
+    except (TypeError, ValueError):
+        return "(...)"
+
+
+def _inputs(job_inputs: list[dict]):
+    import jax.numpy as jnp
+    args, static = [], []
+    for i, spec in enumerate(job_inputs):
+        if spec["kind"] == "float":
+            args.append(float(spec["value"]))
+            static.append(i)
+        else:
+            arr = np.load(spec["file"], allow_pickle=False)
+            args.append(jnp.asarray(arr, dtype=jnp.dtype(spec["dtype"])))
+    return args, static
+
+
+def _save_output(out, path: str) -> dict:
+    """Save one output array; report its real type, dtype and shape."""
+    import jax
+    if not isinstance(out, (jax.Array, np.ndarray)):
+        return {"status": "bad-type", "type": type(out).__module__ + "." + type(out).__qualname__}
+    dtype = str(out.dtype)
+    arr = np.asarray(out)
+    if dtype in ("bfloat16", "float16"):
+        arr = arr.astype(np.float32)
+    elif arr.dtype.kind not in "fiub":
+        return {"status": "bad-type", "type": f"array of {dtype}"}
+    np.save(path, np.ascontiguousarray(arr), allow_pickle=False)
+    return {"status": "ok", "file": path, "dtype": dtype, "shape": list(out.shape)}
+
+
+def main(argv: list[str]) -> int:
+    job_path, fd = argv[0], int(argv[1])
+    channel = Channel(fd)
+    job = json.loads(Path(job_path).read_text(encoding="utf-8"))
+    t0 = time.monotonic()
+    from . import pallas_surface as ps
+    channel.send(event="jax", version=ps.jax_version(), seconds=round(time.monotonic() - t0, 3))
+    loaded = _load(job, channel)
+    if loaded is None:
+        return 0
+    fn, student_files = loaded
+    channel.send(event="ready", seconds=round(time.monotonic() - t0, 3))
+    traced_cache: dict[str, object] = {}
+    for run in job["runs"]:
+        channel.send(event="start", run=run["id"])
+        t = time.monotonic()
+        try:
+            args, static = _inputs(run["inputs"])
+            arrays = [a for i, a in enumerate(args) if i not in static]
+            try:
+                traced = traced_cache.get(run["case"])
+                if traced is None:
+                    traced = ps.trace(fn, args, static)
+                    traced_cache[run["case"]] = traced
+            except BaseException as e:  # noqa: BLE001
+                if isinstance(e, KeyboardInterrupt):
+                    raise
+                channel.send(event="done", run=run["id"], **_error_event(e, "trace", student_files),
+                             seconds=round(time.monotonic() - t, 3))
+                continue
+            try:
+                out = ps.run(traced, arrays, run["rung"], run.get("params"))
+            except BaseException as e:  # noqa: BLE001
+                if isinstance(e, KeyboardInterrupt):
+                    raise
+                ps.reset_state()
+                channel.send(event="done", run=run["id"], **_error_event(e, "run", student_files),
+                             seconds=round(time.monotonic() - t, 3))
+                continue
+            saved = _save_output(out, os.path.join(job["out_dir"], run["id_file"] + ".npy"))
+            channel.send(event="done", run=run["id"], pallas_calls=traced.pallas_calls,
+                         seconds=round(time.monotonic() - t, 3), **saved)
+        except SystemExit as e:
+            channel.send(event="done", run=run["id"], status="error", phase="run",
+                         type="SystemExit", message=f"the submission called exit({e.code!r})",
+                         frames=[], seconds=round(time.monotonic() - t, 3))
+    channel.send(event="finished")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

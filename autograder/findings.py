@@ -1,0 +1,152 @@
+"""The one immutable finding type and the catalogue of stable finding IDs.
+
+Checks produce findings; scoring and rendering consume them and never re-run
+code. IDs are a public contract: they appear in results.json tags, in the
+templates and in the README, so they never change once published.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+# The ladder of rungs, in the order a kernel climbs it.
+RUNGS: dict[str, str] = {
+    "static": "static analysis (nothing runs)",
+    "generic": "generic interpreter (interpret=True)",
+    "tpu-interpret": "TPU interpret mode (pltpu.InterpretParams)",
+    "tpu": "real TPU (Mosaic compiler)",
+}
+
+
+@dataclass(frozen=True)
+class FindingKind:
+    id: str
+    title: str
+    summary: str
+
+
+_KINDS = (
+    FindingKind("submission-error", "Submission cannot be graded",
+                "missing file or function, syntax/import error, exception, wrong output "
+                "shape/dtype/type, timeout, memory limit"),
+    FindingKind("wrong-result", "Wrong result",
+                "wrong on every rung alike: a logic error; the arithmetic on the interpreters "
+                "is real, so it is wrong on a chip too"),
+    FindingKind("numerics", "Numerical problem",
+                "wrong through floating point: overflow/NaN from an unstable formula, "
+                "low-precision accumulation"),
+    FindingKind("out-of-bounds", "Out-of-bounds access",
+                "reads or writes outside an array: an index map that addresses a block past "
+                "the end (or before the start), a DMA or pl.ds slice past the edge"),
+    FindingKind("output-block-revisit", "Output block revisited",
+                "an output block is written at grid points that are not consecutive, or "
+                "across a parallel axis"),
+    FindingKind("uninitialized-memory", "Depends on uninitialized memory",
+                "the result depends on memory the kernel never wrote: an accumulator never "
+                "zeroed, an output block never written"),
+    FindingKind("grid-order-dependence", "Depends on grid order",
+                "the result changes when grid points run in another order or on two cores"),
+    FindingKind("padding-dependence", "Depends on edge-block padding",
+                "the result depends on the padding of partial edge blocks"),
+    FindingKind("data-race", "Data race", "the race detector found conflicting accesses"),
+    FindingKind("dma-protocol", "DMA or semaphore misuse",
+                "a DMA or semaphore is misused: waited before started, never waited, buffer "
+                "reused while in flight, deadlock"),
+    FindingKind("compile-reject", "The TPU compiler will refuse it",
+                "block tiling, dtype or an unsupported op, though both interpreters run it"),
+    FindingKind("vmem-overflow", "Blocks overflow VMEM",
+                "blocks plus scratch exceed the target chip's VMEM at the real problem size"),
+    FindingKind("not-a-kernel", "Work done outside the kernel",
+                "the work is not done in a pallas_call (jnp outside the kernel, the "
+                "reference called)"),
+    FindingKind("chip-reject", "Refused by the TPU compiler", "on a real TPU the compiler refused it"),
+    FindingKind("chip-divergence", "Chip result differs",
+                "on a real TPU the compiled result differs from the interpreters'"),
+)
+CATALOGUE: dict[str, FindingKind] = {k.id: k for k in _KINDS}
+
+# Root-cause order: when several findings hit one test, the earliest here is the
+# primary one (an out-of-bounds map explains the wrong numbers it causes).
+PRECEDENCE: tuple[str, ...] = (
+    "submission-error", "not-a-kernel", "out-of-bounds", "output-block-revisit",
+    "dma-protocol", "data-race", "uninitialized-memory", "padding-dependence",
+    "grid-order-dependence", "compile-reject", "vmem-overflow", "chip-reject",
+    "numerics", "wrong-result", "chip-divergence",
+)
+assert set(PRECEDENCE) == set(CATALOGUE), "every ID needs a place in PRECEDENCE"
+
+
+class FrozenMap(tuple):
+    """An immutable mapping stored as a tuple of (key, value) pairs."""
+
+    __slots__ = ()
+
+
+def _freeze(value: Any) -> Any:
+    """Evidence must be JSON-like and immutable, so a finding can be shared freely."""
+    if isinstance(value, Mapping):
+        return FrozenMap((str(k), _freeze(v)) for k, v in value.items())
+    if isinstance(value, (list, tuple)):
+        return tuple(_freeze(v) for v in value)
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    raise TypeError(f"finding evidence must be JSON-like; got {type(value).__name__}: {value!r}")
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One observation about a submission.
+
+    ``id``: catalogue ID; ``rung``: where it was seen; ``case``: the test case
+    name or None for submission-wide findings; ``message``: one plain sentence;
+    ``evidence``: structured facts for templates (frozen key/value pairs);
+    ``check``: the check that produced it.
+    """
+
+    id: str
+    rung: str
+    message: str
+    case: str | None = None
+    check: str = "correctness"
+    evidence: FrozenMap = field(default=FrozenMap())
+
+    def __post_init__(self) -> None:
+        if self.id not in CATALOGUE:
+            raise ValueError(f"finding ID must be one of the catalogue; got {self.id!r}")
+        if self.rung not in RUNGS:
+            raise ValueError(f"finding rung must be one of {list(RUNGS)}; got {self.rung!r}")
+        if not isinstance(self.evidence, FrozenMap):
+            object.__setattr__(self, "evidence", _freeze(dict(self.evidence)))
+
+    @classmethod
+    def make(cls, id: str, rung: str, message: str, *, case: str | None = None,
+             check: str = "correctness", **evidence: Any) -> "Finding":
+        return cls(id=id, rung=rung, message=message, case=case, check=check,
+                   evidence=_freeze(evidence))
+
+    @property
+    def kind(self) -> FindingKind:
+        return CATALOGUE[self.id]
+
+    def facts(self) -> dict[str, Any]:
+        """Evidence as plain nested dicts/lists for templates and JSON."""
+        return _thaw(self.evidence)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "rung": self.rung, "case": self.case, "check": self.check,
+                "message": self.message, "evidence": self.facts()}
+
+
+def _thaw(value: Any) -> Any:
+    if isinstance(value, FrozenMap):
+        return {k: _thaw(v) for k, v in value}
+    if isinstance(value, tuple):
+        return [_thaw(v) for v in value]
+    return value
+
+
+def primary(findings: list[Finding]) -> Finding | None:
+    """The root cause among findings for one test: the first by PRECEDENCE."""
+    if not findings:
+        return None
+    return min(findings, key=lambda f: PRECEDENCE.index(f.id))

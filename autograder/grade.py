@@ -1,0 +1,147 @@
+"""The `grade` verb: one submission through every rung, to a scored report.
+
+Data flows one way: submission -> child process (runs the kernel on each rung)
+-> parent (reference, comparison, diagnosis) -> findings -> scored tests. This
+module imports no JAX; the reference is float64 numpy run here, in the parent.
+"""
+from __future__ import annotations
+
+import importlib.util
+import shutil
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from . import diagnosis, inputs, sandbox, scoring, submission
+from .findings import Finding
+from .spec import Assignment, Case
+
+
+@dataclass(frozen=True)
+class GradeOptions:
+    cases: tuple[str, ...] = ()         # empty: every case
+    rungs: tuple[str, ...] = ()         # empty: the spec's rungs
+    case_timeout_s: float | None = None
+    startup_timeout_s: float | None = None
+
+
+@dataclass
+class Report:
+    assignment: Assignment
+    submission: str
+    tests: list[scoring.TestResult]
+    findings: list[Finding]
+    uploaded_as: str | None
+    seconds: float
+    jax_version: str | None = None
+    children: int = 0
+    peak_child_rss_mb: float = 0.0
+    student_output: str = ""
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def score(self) -> float:
+        return sum(t.score for t in self.tests)
+
+    @property
+    def max_score(self) -> float:
+        return sum(t.max_score for t in self.tests)
+
+    @property
+    def wide_findings(self) -> list[Finding]:
+        return [f for f in self.findings if f.case is None]
+
+
+def load_reference(assignment: Assignment):
+    """The instructor's float64 numpy reference (trusted code, run in the parent)."""
+    file, _, fn = assignment.reference.partition(":")
+    path = assignment.folder / file
+    spec = importlib.util.spec_from_file_location(f"_reference_{assignment.slug}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return getattr(module, fn)
+
+
+def select(assignment: Assignment, options: GradeOptions) -> tuple[tuple[Case, ...], tuple[str, ...]]:
+    for name in options.cases:
+        assignment.case(name)  # KeyError names the unknown case
+    cases = tuple(c for c in assignment.cases if not options.cases or c.name in options.cases)
+    for rung in options.rungs:
+        if rung not in assignment.rungs:
+            raise KeyError(rung)
+    rungs = tuple(r for r in assignment.rungs if not options.rungs or r in options.rungs)
+    return cases, rungs
+
+
+def grade(assignment: Assignment, submission_path: Path, options: GradeOptions = GradeOptions()) -> Report:
+    t0 = time.monotonic()
+    limits = assignment.limits
+    deadline = t0 + limits.total_s
+    cases, rungs = select(assignment, options)
+    workdir = Path(tempfile.mkdtemp(prefix="pallas-grade-"))
+    try:
+        findings: list[Finding] = []
+        loc = submission.locate(Path(submission_path), assignment.entry_file, workdir)
+        if isinstance(loc, Finding):
+            return _finish(assignment, submission_path, [loc], cases, rungs, None, t0)
+        problem = submission.check_source(loc)
+        if problem is not None:
+            return _finish(assignment, submission_path, [problem], cases, rungs, loc, t0)
+
+        reference_fn = load_reference(assignment)
+        in_dir, out_dir = workdir / "in", workdir / "out"
+        in_dir.mkdir()
+        out_dir.mkdir()
+        runs, references = [], {}
+        for case in cases:
+            case_inputs = inputs.make(assignment, case)
+            files = []
+            for i, ci in enumerate(case_inputs):
+                if ci.kind == "float":
+                    files.append({"kind": "float", "value": ci.value})
+                    continue
+                path = in_dir / f"{len(references)}_{i}.npy"
+                np.save(path, ci.array, allow_pickle=False)
+                files.append({"kind": "array", "file": str(path), "dtype": ci.dtype})
+            references[case.name] = np.asarray(
+                reference_fn(*[ci.array if ci.kind == "array" else ci.value for ci in case_inputs]),
+                dtype=np.float64)
+            for rung in rungs:
+                runs.append({"id": f"{case.name}/{rung}", "id_file": f"{len(runs)}",
+                             "case": case.name, "rung": rung, "params": {}, "inputs": files})
+        base_job = {"module_file": str(loc.module_file), "module_dir": str(loc.module_dir),
+                    "module_name": Path(assignment.entry_file).stem,
+                    "function": assignment.entry_function, "arity": len(assignment.inputs),
+                    "out_dir": str(out_dir)}
+        report = sandbox.run_jobs(
+            workdir, base_job, runs,
+            startup_s=options.startup_timeout_s or limits.startup_s,
+            run_s=options.case_timeout_s or limits.case_s,
+            memory_mb=limits.memory_mb, deadline=deadline)
+        if report.load_error is not None:
+            findings.append(diagnosis.from_load_error(
+                report.load_error, loc, options.startup_timeout_s or limits.startup_s,
+                limits.memory_mb))
+        for run in runs:
+            case = assignment.case(run["case"])
+            f = diagnosis.from_outcome(assignment, case, run["rung"], report.outcomes[run["id"]],
+                                       references[case.name], loc, out_dir)
+            if f is not None:
+                findings.append(f)
+        result = _finish(assignment, submission_path, findings, cases, rungs, loc, t0)
+        result.jax_version = report.jax_version
+        result.children = report.children
+        result.peak_child_rss_mb = report.peak_rss_mb
+        result.student_output = report.stdout_tail.strip()
+        return result
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _finish(assignment, submission_path, findings, cases, rungs, loc, t0) -> Report:
+    tests = scoring.score(assignment, findings, rungs, cases)
+    return Report(assignment, str(submission_path), tests, findings,
+                  loc.uploaded_as if loc else None, time.monotonic() - t0)

@@ -1,0 +1,81 @@
+"""Test inputs: random, non-periodic data from each case's seed (numpy only).
+
+All-ones or periodic data hides stale-block bugs, so every array is drawn from
+a seeded generator. Low-precision dtypes are rounded here, in the parent, so
+the reference is computed on exactly the values the kernel receives. Arrays
+cross to the child as float32/int32 ``.npy`` plus a dtype name.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .spec import Assignment, Case
+
+_NUMPY_DTYPES = {"float32": np.float32, "float16": np.float16, "int32": np.int32}
+
+
+@dataclass(frozen=True)
+class CaseInput:
+    name: str
+    kind: str                 # "array" or "float"
+    dtype: str                # the dtype the kernel receives ("float" for Python floats)
+    array: np.ndarray | None  # exact values, in a transport dtype (float32 or int32)
+    value: float | None = None
+
+
+def _round_to(x: np.ndarray, dtype: str) -> np.ndarray:
+    if dtype == "bfloat16":
+        import ml_dtypes  # a numpy extension, not JAX: the parent stays JAX-free
+        return x.astype(np.float32).astype(ml_dtypes.bfloat16).astype(np.float32)
+    if dtype == "float16":
+        return x.astype(np.float16).astype(np.float32)
+    return x.astype(_NUMPY_DTYPES[dtype])
+
+
+def make(assignment: Assignment, case: Case) -> list[CaseInput]:
+    rng = np.random.default_rng(case.seed)
+    scales = dict(case.scale)
+    params = dict(case.params)
+    out = []
+    for spec in assignment.inputs:
+        if spec.kind == "float":
+            out.append(CaseInput(spec.name, "float", "float", None, params[spec.name]))
+            continue
+        shape = assignment.shape(spec.shape, case)
+        dtype = assignment.dtype_of(spec.dtype, case)
+        scale = scales.get(spec.name, spec.scale)
+        if dtype == "int32":
+            raw = rng.integers(-int(scale * 100), int(scale * 100) + 1, size=shape)
+        elif spec.distribution == "uniform":
+            raw = rng.uniform(-scale, scale, size=shape)
+        else:
+            raw = rng.standard_normal(shape) * scale
+        out.append(CaseInput(spec.name, "array", dtype, _round_to(raw, dtype)))
+    return out
+
+
+def generator_source(assignment: Assignment, case: Case) -> list[str]:
+    """Python lines that rebuild exactly these inputs, for the reproduction snippet."""
+    lines = [f"rng = np.random.default_rng({case.seed})"]
+    scales = dict(case.scale)
+    params = dict(case.params)
+    for spec in assignment.inputs:
+        if spec.kind == "float":
+            lines.append(f"{spec.name} = {params[spec.name]!r}")
+            continue
+        shape = assignment.shape(spec.shape, case)
+        dtype = assignment.dtype_of(spec.dtype, case)
+        scale = scales.get(spec.name, spec.scale)
+        if dtype == "int32":
+            draw = f"rng.integers({-int(scale * 100)}, {int(scale * 100) + 1}, size={shape})"
+        elif spec.distribution == "uniform":
+            draw = f"rng.uniform({-scale!r}, {scale!r}, size={shape})"
+        else:
+            draw = f"rng.standard_normal({shape}) * {scale!r}"
+        if dtype in ("bfloat16", "float16"):
+            lines.append(f"{spec.name} = jnp.asarray(({draw}).astype(np.float32), dtype=jnp.{dtype})")
+        else:
+            lines.append(f"{spec.name} = jnp.asarray(({draw}).astype(np.{dtype}))")
+    return lines
