@@ -1,0 +1,106 @@
+"""The command line: `pallas-autograder VERB ...` (also `python -m autograder`).
+
+Each verb's work lives in its own module (grade, build, harness); this file
+only parses arguments and turns bad arguments into messages that say what is
+valid.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from . import __version__
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="pallas-autograder",
+                                description="Grade JAX Pallas kernels on every interpreter rung.")
+    p.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    sub = p.add_subparsers(dest="verb", required=True, metavar="VERB")
+
+    g = sub.add_parser("grade", help="grade a submission file or folder and print feedback")
+    g.add_argument("submission", type=Path, help="a .py or .ipynb file, or a folder")
+    g.add_argument("--assignment", "-a", required=True, help="assignment slug (see `list`)")
+    g.add_argument("--results", type=Path, help="also write Gradescope results.json here")
+    g.add_argument("--format", choices=("text", "md", "html"), default="text",
+                   help="feedback format printed (default text); results.json uses md unless html")
+    g.add_argument("--case", action="append", default=[], help="grade only this case (repeatable)")
+    g.add_argument("--rung", action="append", default=[], choices=("generic", "tpu-interpret"),
+                   help="grade only on this rung (repeatable)")
+    g.add_argument("--case-timeout", type=float, help="seconds per case and rung (overrides the spec)")
+    g.add_argument("--assignments", type=Path, help="folder of assignment folders (default: bundled)")
+
+    b = sub.add_parser("build", help="build the Gradescope autograder zip for an assignment")
+    b.add_argument("slug")
+    b.add_argument("-o", "--output", type=Path, required=True, help="zip file to write")
+    b.add_argument("--assignments", type=Path, help="folder of assignment folders (default: bundled)")
+
+    gs = sub.add_parser("gradescope", help="grade as Gradescope does (what run_autograder calls)")
+    gs.add_argument("--root", type=Path, help="the /autograder root (default $AUTOGRADER_ROOT or /autograder)")
+    gs.add_argument("--assignment", help="slug (default: source/assignment.txt)")
+
+    ls = sub.add_parser("list", help="list the available assignments")
+    ls.add_argument("--assignments", type=Path, help="folder of assignment folders")
+    return p
+
+
+def _assignment(slug: str, folder: Path | None, parser: argparse.ArgumentParser):
+    from . import spec
+    try:
+        return spec.find(slug, folder)
+    except LookupError as e:
+        parser.error(str(e.args[0]))
+    except spec.SpecError as e:
+        parser.exit(2, f"pallas-autograder: broken assignment spec: {e}\n")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if args.verb == "list":
+        from . import spec
+        for slug in spec.available(args.assignments):
+            print(slug)
+        return 0
+    if args.verb == "gradescope":
+        from . import harness
+        return harness.run_gradescope(args.root, args.assignment)
+    if args.verb == "build":
+        from . import build
+        assignment = _assignment(args.slug, args.assignments, parser)
+        path = build.build(assignment, args.output)
+        print(f"wrote {path}: upload it as the autograder of a Gradescope programming assignment")
+        return 0
+    return _grade(args, parser)
+
+
+def _grade(args, parser) -> int:
+    from . import gradescope, grade, harness, render
+    assignment = _assignment(args.assignment, args.assignments, parser)
+    try:
+        options = grade.GradeOptions(cases=tuple(args.case), rungs=tuple(args.rung),
+                                     case_timeout_s=args.case_timeout)
+        grade.select(assignment, options)
+    except KeyError as e:
+        parser.error(f"unknown case or rung {e.args[0]!r} for {assignment.slug}; valid cases: "
+                     f"{', '.join(c.name for c in assignment.cases)}; rungs: {', '.join(assignment.rungs)}")
+    if not args.submission.exists():
+        parser.error(f"submission {args.submission} does not exist; give a .py or .ipynb file or a folder")
+    try:
+        report = grade.grade(assignment, args.submission, options)
+        if args.results:
+            gradescope.write(harness.results_document(report, "html" if args.format == "html" else "md"),
+                             args.results)
+    except Exception as exc:  # the grader failed, not the student: still leave results
+        if args.results:
+            gradescope.write(gradescope.catastrophic(exc), args.results)
+        raise
+    print(render.render_report(render.report_view(report), args.format))
+    if args.results:
+        print(f"results written to {args.results}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

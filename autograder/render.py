@@ -1,0 +1,121 @@
+"""Feedback rendering: findings and scored tests -> text, Markdown or HTML.
+
+Renderers never check anything; they turn a report into plain data (dicts,
+lists, strings) and hand it to jinja2 templates with StrictUndefined, so a
+missing field fails loudly instead of printing nothing. Imports no JAX.
+"""
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import jinja2
+
+from . import repro
+from .findings import CATALOGUE, RUNGS, Finding
+from .scoring import TestResult
+
+FORMATS = ("text", "md", "html")
+TEMPLATES = Path(__file__).parent / "templates"
+
+# What a hidden test may show: no shapes, no seeds, no expected values, no raw
+# error text (which can quote shapes).
+_HIDDEN_SAFE = {"problem", "mismatch_text", "nonfinite", "relative_to_output", "type",
+                "frames", "phase", "limit_s", "memory_mb", "exit", "not_run", "rule"}
+_HIDDEN_MESSAGES = {
+    "wrong-result": "the output is wrong",
+    "numerics": "the output has a numerical (precision or overflow) problem",
+    "out-of-bounds": "a block or DMA reaches outside an array",
+    "output-block-revisit": "an output block is revisited at grid points that are not consecutive",
+}
+
+
+_STATES = {"passed": "passed", "failed": "failed", "not-run": "not run in this grading"}
+
+
+@lru_cache(maxsize=None)
+def _env(fmt: str) -> jinja2.Environment:
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(TEMPLATES)), undefined=jinja2.StrictUndefined,
+        autoescape=(fmt == "html"), trim_blocks=True, lstrip_blocks=True,
+        keep_trailing_newline=False)
+    env.globals["fmt"] = fmt
+    env.globals["rungs"] = RUNGS
+    return env
+
+
+def _finding_view(f: Finding, visible: bool) -> dict[str, Any]:
+    facts = f.facts()
+    if "mismatches" in facts and "total" in facts:
+        share = facts["mismatches"] / max(facts["total"], 1)
+        facts["mismatch_text"] = (f"{facts['mismatches']} of {facts['total']}" if visible
+                                  else f"{share:.1%} of the outputs")
+    if not visible:
+        facts = {k: v for k, v in facts.items() if k in _HIDDEN_SAFE}
+        problem = facts.get("problem", "")
+        message = _HIDDEN_MESSAGES.get(f.id, f"{CATALOGUE[f.id].title.lower()}"
+                                       + (f" ({problem.replace('-', ' ')})" if problem else ""))
+    else:
+        message = f.message
+    return {"id": f.id, "title": f.kind.title, "summary": f.kind.summary, "rung": f.rung,
+            "rung_label": RUNGS[f.rung], "message": message, "facts": facts, "visible": visible,
+            "check": f.check}
+
+
+def test_view(t: TestResult, assignment, uploaded_as: str | None) -> dict[str, Any]:
+    case = t.case
+    visible = case.visible
+    described = ", ".join(
+        f"{i.name}: {assignment.dtype_of(i.dtype, case)}{list(assignment.shape(i.shape, case))}"
+        if i.kind == "array" else f"{i.name} = {dict(case.params)[i.name]!r}"
+        for i in assignment.inputs) if visible else None
+    return {
+        "number": t.number, "name": t.name, "passed": t.passed, "score": t.score,
+        "max_score": t.max_score, "rung": t.rung, "rung_label": RUNGS[t.rung],
+        "visible": visible,
+        "case": {"name": case.name if visible else None, "dtype": case.dtype if visible else None,
+                 "seed": case.seed if visible else None, "inputs": described},
+        # Submission-wide findings are about the student's own file: never redacted.
+        "finding": (_finding_view(t.finding, visible or t.finding.case is None)
+                    if t.finding else None),
+        "also": [_finding_view(f, visible)["title"] for f in t.others],
+        "ladder": [{"rung": r, "label": RUNGS[r], "state": s, "line": f"{RUNGS[r]}: {_STATES[s]}"}
+                   for r, s in t.ladder],
+        "snippet": repro.snippet(assignment, case, t.rung) if visible and t.finding else None,
+        "command": repro.command(assignment, case, t.rung, uploaded_as) if visible and t.finding else None,
+    }
+
+
+def report_view(report) -> dict[str, Any]:
+    a = report.assignment
+    return {
+        "title": a.title, "slug": a.slug, "score": report.score, "max_score": report.max_score,
+        "uploaded_as": report.uploaded_as, "seconds": round(report.seconds, 1),
+        "jax_version": report.jax_version,
+        "wide": [_finding_view(f, True) for f in report.wide_findings],
+        "tests": [test_view(t, a, report.uploaded_as) for t in report.tests],
+        "passed": sum(t.passed for t in report.tests), "count": len(report.tests),
+        "student_output": report.student_output[-3000:], "notes": list(report.notes),
+    }
+
+
+def render(template: str, fmt: str, **data: Any) -> str:
+    if fmt not in FORMATS:
+        raise ValueError(f"format must be one of {FORMATS}; got {fmt!r}")
+    text = _env(fmt).get_template(template).render(**data)
+    return re.sub(r"\n\s*\n(\s*\n)+", "\n\n", text).strip() + "\n"
+
+
+def render_test(view: dict, fmt: str) -> str:
+    return render("test.j2", fmt, test=view)
+
+
+def render_summary(view: dict, fmt: str) -> str:
+    return render("summary.j2", fmt, report=view)
+
+
+def render_report(view: dict, fmt: str) -> str:
+    """The whole report, for the terminal: summary, then every test."""
+    return render("report.j2", fmt, report=view)

@@ -1,0 +1,55 @@
+"""Copy-pasteable local reproductions of one test (plain text; imports no JAX).
+
+Only for visible cases: a hidden case's shapes and seed are never shown.
+"""
+from __future__ import annotations
+
+from . import inputs
+from .spec import Assignment, Case
+
+
+def interpret_source(rung: str, params: dict | None = None) -> str:
+    """The Python expression for a rung's interpreter parameters."""
+    if rung == "generic":
+        return "True"
+    args = ", ".join(f"{k}={v!r}" for k, v in sorted((params or {}).items()))
+    return f"pltpu.InterpretParams({args})"
+
+
+def command(assignment: Assignment, case: Case, rung: str, uploaded_as: str | None) -> str:
+    target = uploaded_as or assignment.entry_file
+    return (f"pallas-autograder grade {target} --assignment {assignment.slug} "
+            f"--case {case.name} --rung {rung}")
+
+
+def snippet(assignment: Assignment, case: Case, rung: str, params: dict | None = None) -> str:
+    module = assignment.entry_file[:-3]
+    fn = assignment.entry_function
+    names = [i.name for i in assignment.inputs]
+    lines = [
+        f"# Case {case.name!r} on the {rung} rung. Run beside your {assignment.entry_file}.",
+        "import numpy as np",
+        "import jax.numpy as jnp",
+        "from jax.experimental.pallas import tpu as pltpu",
+        f"from {module} import {fn}",
+        "",
+        *inputs.generator_source(assignment, case),
+        "",
+    ]
+    call = f"{fn}({', '.join(names)})"
+    if rung == "generic":
+        lines += ["# The generic interpreter: keep interpret=True in your pallas_call.",
+                  f"out = np.asarray({call}, dtype=np.float64)"]
+    else:
+        lines += [f"with pltpu.force_tpu_interpret_mode({interpret_source(rung, params)}):",
+                  f"    out = np.asarray({call}, dtype=np.float64)",
+                  "pltpu.reset_tpu_interpret_mode_state()  # needed after an exception"]
+    arrays = [i.name for i in assignment.inputs if i.kind == "array"]
+    if assignment.snippet_reference:
+        lines += [f"{', '.join(arrays)}{',' if len(arrays) == 1 else ''} = "
+                  f"{', '.join(f'np.asarray({a}, dtype=np.float64)' for a in arrays)}",
+                  f"expected = {assignment.snippet_reference}",
+                  "err = np.abs(out - expected)",
+                  'print("max abs error:", np.nanmax(err), "NaNs:", int(np.isnan(out).sum()))',
+                  'print("first bad index:", np.argwhere(~(err <= 1e-3))[:1])']
+    return "\n".join(lines)
