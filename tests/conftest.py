@@ -1,0 +1,37 @@
+"""Shared helpers: run the real CLI in a child process and read what it wrote."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+CORPUS = Path(__file__).resolve().parent / "corpus"
+
+
+def run_cli(*args: str, timeout: float = 600, env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "autograder", *args], capture_output=True,
+                          text=True, timeout=timeout, cwd=REPO, env={**os.environ, **(env or {})})
+
+
+@pytest.fixture
+def grade_cli(tmp_path):
+    """Grade a submission through the real CLI; returns (results dict, stdout)."""
+    def grade(submission: Path, assignment: str, *extra: str):
+        results = tmp_path / "results.json"
+        proc = run_cli("grade", str(submission), "--assignment", assignment,
+                       "--results", str(results), *extra)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        doc = json.loads(results.read_text())
+        from autograder.gradescope import validate
+        assert validate(doc) == [], validate(doc)
+        return doc, proc.stdout
+    return grade
+
+
+def tags(doc: dict) -> list[list[str]]:
+    return [t["tags"] for t in doc["tests"]]

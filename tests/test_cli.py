@@ -1,0 +1,129 @@
+"""The real CLI on correct, buggy and broken submissions: exact finding IDs."""
+import json
+
+import pytest
+
+from conftest import CORPUS, REPO, run_cli, tags
+
+ADD = CORPUS / "add"
+MATMUL = CORPUS / "matmul"
+OK = []
+
+
+def _all(doc, tag_list):
+    return tags(doc) == [tag_list] * len(doc["tests"])
+
+
+@pytest.mark.parametrize("slug", ["add", "matmul"])
+def test_instructor_solution_gets_full_marks_on_both_rungs(grade_cli, slug):
+    doc, out = grade_cli(REPO / "solutions" / f"{slug}.py", slug)
+    assert doc["score"] == sum(t["max_score"] for t in doc["tests"]) > 0
+    assert all(t["status"] == "passed" for t in doc["tests"])
+    rungs = {t["name"].split(" · ")[1] for t in doc["tests"]}
+    assert rungs == {"generic interpreter (interpret=True)", "TPU interpret mode (pltpu.InterpretParams)"}
+
+
+@pytest.mark.parametrize("path,slug", [
+    (ADD / "nested_control_flow.py", "add"),
+    (ADD / "colab_notebook.ipynb", "add"),
+    (MATMUL / "accumulate_in_output.py", "matmul"),
+])
+def test_correct_corpus_submissions_get_full_marks(grade_cli, path, slug):
+    doc, _ = grade_cli(path, slug)
+    assert _all(doc, []) and doc["score"] == sum(t["max_score"] for t in doc["tests"])
+
+
+@pytest.mark.parametrize("path,slug", [
+    (ADD / "wrong_formula.py", "add"),
+    (MATMUL / "wrong_formula.py", "matmul"),
+])
+def test_wrong_formula_is_wrong_result_everywhere(grade_cli, path, slug):
+    doc, out = grade_cli(path, slug)
+    assert doc["score"] == 0 and _all(doc, ["wrong-result"])
+    assert "outputs are wrong" in out
+
+
+def test_bf16_accumulation_is_numerics_on_bf16_cases_only(grade_cli):
+    doc, _ = grade_cli(MATMUL / "bf16_accumulator.py", "matmul")
+    assert tags(doc) == [[], [], ["numerics"], ["numerics"], [], [], ["numerics"], ["numerics"]]
+
+
+def test_grid_one_step_too_long_passes_generic_but_not_tpu_interpret(grade_cli):
+    doc, out = grade_cli(ADD / "grid_one_step_too_long.py", "add")
+    assert tags(doc) == [[], ["out-of-bounds"]] * 4
+    assert "Out-of-bounds block index" in out
+
+
+def test_nan_output_is_numerics(grade_cli):
+    doc, _ = grade_cli(ADD / "nan_output.py", "add")
+    assert _all(doc, ["numerics"])
+
+
+@pytest.mark.parametrize("name,problem,needle", [
+    ("syntax_error.py", "syntax-error", "syntax error at syntax_error.py:6"),
+    ("missing_function.py", "function-missing", "add_arrays"),
+    ("wrong_arity.py", "wrong-arity", "add(x, y, z)"),
+    ("import_error.py", "import-error", "pallas_helpers_that_do_not_exist"),
+    ("exits_at_import.py", "exit-at-import", "exit(0)"),
+    ("memory_hog.py", "memory-limit", "600 MB"),
+    ("raises_in_kernel.py", "exception", "scale_factor"),
+    ("wrong_shape.py", "wrong-shape", "expected (16, 256)"),
+    ("returns_tuple.py", "wrong-type", "tuple"),
+])
+def test_broken_submissions_are_clear_submission_errors(grade_cli, name, problem, needle):
+    doc, out = grade_cli(ADD / name, "add", "--case", "small")
+    assert doc["score"] == 0 and _all(doc, ["submission-error"])
+    assert needle in out, out[-2000:]
+
+
+def test_infinite_loop_is_a_timeout_and_grading_stays_bounded(grade_cli):
+    doc, out = grade_cli(ADD / "infinite_loop.py", "add", "--case-timeout", "5")
+    assert _all(doc, ["submission-error"])
+    assert "did not finish within 5 s" in out and "not run: earlier runs" in out
+    assert doc["execution_time"] < 60
+
+
+def test_missing_file_lists_what_was_uploaded(grade_cli, tmp_path):
+    sub = tmp_path / "submission"
+    sub.mkdir()
+    (sub / "notes.txt").write_text("hi")
+    (sub / "my_add.py").write_text("def add(x, y): return x + y\n")
+    doc, out = grade_cli(sub, "add")
+    assert _all(doc, ["submission-error"])
+    assert "expected a file named add.py" in out and "my_add.py" in out and "notes.txt" in out
+
+
+def test_folder_submission_finds_the_entry_file(grade_cli, tmp_path):
+    sub = tmp_path / "submission" / "nested"
+    sub.mkdir(parents=True)
+    (sub / "add.py").write_text((REPO / "solutions" / "add.py").read_text())
+    doc, _ = grade_cli(tmp_path / "submission", "add", "--case", "small")
+    assert _all(doc, [])
+
+
+def test_rung_and_case_selection(grade_cli):
+    doc, _ = grade_cli(REPO / "solutions" / "add.py", "add", "--case", "small", "--rung", "tpu-interpret")
+    assert [t["name"] for t in doc["tests"]] == ["small · TPU interpret mode (pltpu.InterpretParams)"]
+
+
+@pytest.mark.parametrize("fmt,marker", [("md", "#### "), ("html", "<h4>"), ("text", "-----")])
+def test_formats(tmp_path, fmt, marker):
+    proc = run_cli("grade", str(ADD / "wrong_formula.py"), "-a", "add", "--case", "small",
+                   "--format", fmt)
+    assert proc.returncode == 0 and marker in proc.stdout
+
+
+@pytest.mark.parametrize("args,needle", [
+    (["grade", "x.py", "--assignment", "nope"], "valid: add, matmul"),
+    (["grade", "does-not-exist.py", "--assignment", "add"], "does not exist"),
+    (["grade", "solutions/add.py", "--assignment", "add", "--case", "zzz"], "valid cases: small"),
+    (["grade", "solutions/add.py", "--assignment", "add", "--format", "pdf"], "invalid choice"),
+])
+def test_bad_arguments_exit_nonzero_saying_what_is_valid(args, needle):
+    proc = run_cli(*args)
+    assert proc.returncode == 2 and needle in proc.stderr
+
+
+def test_list_verb():
+    proc = run_cli("list")
+    assert proc.returncode == 0 and proc.stdout.split() == ["add", "matmul"]

@@ -1,0 +1,48 @@
+"""Comparison with the float64 reference (numpy only)."""
+import math
+
+import numpy as np
+
+from autograder.compare import compare
+from autograder.spec import Tolerance
+
+TOL = Tolerance(rtol=1e-5, atol=1e-5)
+
+
+def test_exact_match_is_ok():
+    ref = np.arange(12.0).reshape(3, 4)
+    c = compare(ref.astype(np.float32), ref, TOL, 1, 0.05)
+    assert c.ok and c.verdict == "ok" and c.mismatches == 0
+
+
+def test_nan_never_matches_even_nan():
+    ref = np.array([1.0, np.nan])
+    c = compare(np.array([1.0, np.nan], np.float32), ref, TOL, 1, 0.05)
+    assert not c.ok and c.mismatches == 1
+
+
+def test_logic_error_is_wrong_result_with_indices():
+    ref = np.ones((4, 4))
+    out = ref.copy()
+    out[2, 3] = 5.0
+    c = compare(out, ref, TOL, 1, 0.05)
+    assert c.verdict == "wrong-result" and c.first_mismatches == ((2, 3),)
+    assert math.isclose(c.max_abs_error, 4.0)
+
+
+def test_small_relative_error_is_numerics_and_nonfinite_is_numerics():
+    rng = np.random.default_rng(0)
+    ref = rng.standard_normal((64, 64)) * 10
+    c = compare(ref * (1 + 3e-3), ref, TOL, 1, 0.05)
+    assert c.verdict == "numerics"
+    out = ref.copy()
+    out[0, 0] = np.inf
+    c = compare(out, ref, TOL, 1, 0.05)
+    assert c.verdict == "numerics" and c.nonfinite == 1
+
+
+def test_atol_grows_with_sqrt_of_reduction_length():
+    ref = np.zeros(4)
+    out = np.full(4, 1.5e-4)
+    assert not compare(out, ref, TOL, 1, 0.05).ok
+    assert compare(out, ref, TOL, 400, 0.05).ok   # atol 1e-5 * 20 = 2e-4

@@ -1,0 +1,78 @@
+"""The built zip, unpacked into a temporary AUTOGRADER_ROOT, run by the real
+setup.sh and run_autograder, gives a spec-valid results.json."""
+import json
+import os
+import shutil
+import subprocess
+import zipfile
+
+import pytest
+
+from autograder.gradescope import validate
+from conftest import CORPUS, REPO, run_cli
+
+
+@pytest.fixture(scope="module")
+def autograder_root(tmp_path_factory):
+    root = tmp_path_factory.mktemp("autograder")
+    zpath = root / "matmul.zip"
+    proc = run_cli("build", "add", "-o", str(zpath))
+    assert proc.returncode == 0, proc.stderr
+    with zipfile.ZipFile(zpath) as zf:
+        names = set(zf.namelist())
+        assert {"setup.sh", "run_autograder", "requirements.txt", "assignment.txt",
+                "assignments/add/spec.toml", "solutions/add.py", "autograder/cli.py",
+                "autograder/templates/test.j2"} <= names
+        assert not any(n.startswith("assignments/matmul") for n in names)
+        zf.extractall(root / "source")
+    for name in ("setup.sh", "run_autograder"):
+        os.chmod(root / "source" / name, 0o755)   # Gradescope keeps the modes; extractall does not
+    setup = subprocess.run(["bash", str(root / "source" / "setup.sh")], capture_output=True,
+                           text=True, timeout=900, cwd=root / "source")
+    assert setup.returncode == 0, setup.stdout[-2000:] + setup.stderr[-3000:]
+    return root
+
+
+def _run(root, submission):
+    sub = root / "submission"
+    shutil.rmtree(sub, ignore_errors=True)
+    sub.mkdir()
+    shutil.copy(submission, sub / "add.py")
+    shutil.rmtree(root / "results", ignore_errors=True)
+    proc = subprocess.run([str(root / "source" / "run_autograder")], capture_output=True, text=True,
+                          timeout=600, env={**os.environ, "AUTOGRADER_ROOT": str(root)})
+    doc = json.loads((root / "results" / "results.json").read_text())
+    assert validate(doc) == [], validate(doc)
+    return proc, doc
+
+
+def test_run_autograder_grades_a_correct_submission(autograder_root):
+    proc, doc = _run(autograder_root, REPO / "solutions" / "add.py")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert doc["score"] == 10 and all(t["status"] == "passed" for t in doc["tests"])
+    hidden = [t for t in doc["tests"] if t["visibility"] == "hidden"]
+    assert hidden and all("hidden case" in t["name"] for t in hidden)
+
+
+def test_run_autograder_grades_a_buggy_submission(autograder_root):
+    proc, doc = _run(autograder_root, CORPUS / "add" / "wrong_formula.py")
+    assert doc["score"] == 0 and {tuple(t["tags"]) for t in doc["tests"]} == {("wrong-result",)}
+
+
+def test_setup_is_idempotent(autograder_root):
+    again = subprocess.run(["bash", str(autograder_root / "source" / "setup.sh")],
+                           capture_output=True, text=True, timeout=900)
+    assert again.returncode == 0 and "ready" in again.stdout
+
+
+def test_a_grader_crash_still_writes_valid_results(autograder_root):
+    spec_file = autograder_root / "source" / "assignments" / "add" / "spec.toml"
+    saved = spec_file.read_text()
+    spec_file.write_text(saved.replace("seed = 101", 'seed = "broken"'))
+    try:
+        proc, doc = _run(autograder_root, REPO / "solutions" / "add.py")
+    finally:
+        spec_file.write_text(saved)
+    assert proc.returncode != 0
+    assert doc["tests"][0]["name"].startswith("Autograder error")
+    assert "seed" in doc["tests"][1]["output"] and doc["tests"][1]["visibility"] == "hidden"

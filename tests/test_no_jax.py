@@ -1,0 +1,12 @@
+"""The grader's own process never imports JAX: checked in a fresh interpreter."""
+import subprocess
+import sys
+
+
+def test_parent_modules_do_not_import_jax():
+    code = ("import sys; import autograder.cli, autograder.grade, autograder.render, "
+            "autograder.gradescope, autograder.scoring, autograder.harness, autograder.build; "
+            "bad = [m for m in sys.modules if m == 'jax' or m.startswith('jax.')]; "
+            "print(bad); sys.exit(1 if bad else 0)")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr

@@ -1,0 +1,69 @@
+"""Rendering from findings (no JAX): formats, hidden-case redaction, strict templates."""
+import jinja2
+import pytest
+
+from autograder import render, scoring, spec
+from autograder.findings import CATALOGUE, Finding
+from autograder.grade import Report
+
+
+def _report(findings):
+    a = spec.find("matmul")
+    tests = scoring.score(a, findings, a.rungs, a.cases)
+    return Report(a, "matmul.py", tests, findings, "matmul.py", 1.0)
+
+
+def _wrong(case, rung="generic"):
+    return Finding.make("wrong-result", rung, "65535 of 65536 outputs are wrong", case=case,
+                        max_abs_error=85.5, max_rel_error=1.0, relative_to_output=0.9,
+                        mismatches=65535, total=65536, first_mismatches=[[0, 0]], nonfinite=0,
+                        atol=1e-4, rtol=1e-5)
+
+
+@pytest.mark.parametrize("fmt", render.FORMATS)
+def test_every_format_renders_a_failed_visible_test_with_snippet(fmt):
+    rep = _report([_wrong("f32-256x384x256")])
+    view = render.report_view(rep)
+    out = render.render_test(view["tests"][0], fmt)
+    assert "wrong-result" in out and "default_rng(1001)" in out and "256, 384" in out
+    assert "--case f32-256x384x256 --rung generic" in out
+    whole = render.render_report(view, fmt)
+    assert "[wrong-result]" in whole
+
+
+def test_tpu_rung_snippet_forces_tpu_interpret_mode():
+    rep = _report([_wrong("f32-256x384x256", "tpu-interpret")])
+    out = render.render_test(render.report_view(rep)["tests"][1], "text")
+    assert "force_tpu_interpret_mode(pltpu.InterpretParams())" in out
+
+
+def test_hidden_tests_show_no_shape_seed_or_expected_values():
+    hidden = [c for c in spec.find("matmul").cases if not c.visible][0]
+    rep = _report([_wrong(hidden.name)])
+    view = render.report_view(rep)
+    t = next(t for t in view["tests"] if not t["passed"])
+    out = render.render_test(t, "md")
+    assert str(hidden.seed) not in out and hidden.name not in out
+    for dim in hidden.dim_map.values():
+        assert f"{dim}," not in out and f"[{dim}" not in out
+    assert "65536" not in out and "85.5" not in out and "default_rng" not in out
+    assert "hidden" in t["name"]
+
+
+def test_html_escapes_student_text():
+    f = Finding.make("submission-error", "static", "<script>alert(1)</script>",
+                     check="submission", problem="import-error", file="add.py", type="X",
+                     detail="<b>", frames=[])
+    rep = _report([f])
+    out = render.render_summary(render.report_view(rep), "html")
+    assert "<script>" not in out and "&lt;script&gt;" in out
+
+
+def test_every_catalogue_id_has_a_template():
+    for fid in CATALOGUE:
+        assert (render.TEMPLATES / "findings" / f"{fid}.j2").is_file(), fid
+
+
+def test_templates_fail_on_a_missing_field():
+    with pytest.raises(jinja2.UndefinedError):
+        render.render("test.j2", "md", test={"passed": True})

@@ -1,0 +1,61 @@
+"""Spec loading: bundled specs load; broken specs name file, key, rule and value."""
+import shutil
+from pathlib import Path
+
+import pytest
+
+from autograder import spec
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def test_bundled_assignments_load():
+    assert {"add", "matmul"} <= set(spec.available())
+    mm = spec.find("matmul")
+    assert mm.entry_file == "matmul.py" and mm.entry_function == "matmul"
+    assert {c.dtype for c in mm.cases} == {"float32", "bfloat16"}
+    # Every matmul case spans >= 3 K blocks and >= 2 blocks on M and N.
+    for c in mm.cases:
+        d = c.dim_map
+        assert d["K"] >= 3 * 128 and d["M"] >= 256 and d["N"] >= 256
+    add = spec.find("add")
+    assert any(c.dim_map["M"] % 16 for c in add.cases), "a case with M not a multiple of 16"
+    assert any(not c.visible for c in add.cases) and any(c.visible for c in add.cases)
+
+
+def test_unknown_assignment_lists_valid_ones():
+    with pytest.raises(LookupError, match="valid: add, matmul"):
+        spec.find("nope")
+
+
+def _broken(tmp_path, old, new):
+    folder = tmp_path / "add"
+    shutil.copytree(REPO / "assignments" / "add", folder)
+    text = (folder / "spec.toml").read_text()
+    assert old in text
+    (folder / "spec.toml").write_text(text.replace(old, new, 1))
+    return folder
+
+
+@pytest.mark.parametrize("old,new,key,value", [
+    ("dims = { M = 16, N = 256 }", "dims = { M = 12, N = 256 }", "cases[0].dims.M", "12"),
+    ('dtype = "float32"\n\n[[inputs]]', 'dtype = "float64"\n\n[[inputs]]', "inputs[0].dtype", "'float64'"),
+    ("seed = 101", 'seed = "x"', "cases[0].seed", "'x'"),
+    ("points = 2", "points = -1", "cases[0].points", "-1"),
+    ('entry_file = "add.py"', 'entry_file = "add.txt"', "entry_file", "'add.txt'"),
+    ('name = "odd-rows"', 'name = "small"', "cases[1].name", "'small'"),
+    ("[limits]", "[limitz]", "limitz", "{"),
+])
+def test_broken_spec_names_file_key_rule_and_value(tmp_path, old, new, key, value):
+    folder = _broken(tmp_path, old, new)
+    with pytest.raises(spec.SpecError) as info:
+        spec.load(folder)
+    e = info.value
+    assert e.file.endswith("spec.toml") and e.key == key
+    assert f"key '{key}'" in str(e) and value in str(e) and e.rule
+
+
+def test_invalid_toml_is_reported(tmp_path):
+    folder = _broken(tmp_path, 'title = "', 'title = ')
+    with pytest.raises(spec.SpecError, match="must be valid TOML"):
+        spec.load(folder)
