@@ -69,11 +69,14 @@ def test_nan_output_is_numerics(grade_cli):
     ("raises_in_kernel.py", "exception", "scale_factor"),
     ("wrong_shape.py", "wrong-shape", "expected (16, 256)"),
     ("returns_tuple.py", "wrong-type", "tuple"),
+    ("wrong_dtype.py", "wrong-dtype", "returned dtype bfloat16; expected float32"),
+    ("os_exit_in_call.py", "killed", "ended abruptly (exit code 3)"),
 ])
 def test_broken_submissions_are_clear_submission_errors(grade_cli, name, problem, needle):
     doc, out = grade_cli(ADD / name, "add", "--case", "small")
     assert doc["score"] == 0 and _all(doc, ["submission-error"])
     assert needle in out, out[-2000:]
+    assert all(t["status"] == "failed" for t in doc["tests"])
 
 
 def test_infinite_loop_is_a_timeout_and_grading_stays_bounded(grade_cli):

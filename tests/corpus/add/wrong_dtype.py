@@ -1,0 +1,15 @@
+"""Bug: returns bfloat16 instead of float32."""
+import jax
+import jax.numpy as jnp
+from jax.experimental import pallas as pl
+
+
+def kernel(x_ref, y_ref, o_ref):
+    o_ref[...] = (x_ref[...] + y_ref[...]).astype(o_ref.dtype)
+
+
+def add(x, y):
+    spec = pl.BlockSpec((8, 128), lambda i, j: (i, j))
+    return pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct(x.shape, jnp.bfloat16),
+                          grid=(x.shape[0] // 8, x.shape[1] // 128),
+                          in_specs=[spec, spec], out_specs=spec, interpret=True)(x, y)
