@@ -78,6 +78,8 @@ def select(assignment: Assignment, options: GradeOptions) -> tuple[tuple[Case, .
 
 def grade(assignment: Assignment, submission_path: Path, options: GradeOptions = GradeOptions()) -> Report:
     t0 = time.monotonic()
+    # The child runs in its own working directory: a relative path would not resolve there.
+    submission_path = Path(submission_path).absolute()
     limits = assignment.limits
     deadline = t0 + limits.total_s
     cases, rungs = select(assignment, options)

@@ -43,7 +43,7 @@ def score(assignment: Assignment, findings: list[Finding], rungs: tuple[str, ...
             by_test.setdefault((f.case, f.rung), []).append(f)
     tests = []
     for ci, case in enumerate(cases, 1):
-        share = case.points / len(rungs)
+        share = case.points / len(assignment.rungs)   # stable per test, whatever is selected
         states = []
         for rung in assignment.rungs:
             if rung not in rungs:
