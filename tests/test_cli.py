@@ -132,3 +132,9 @@ def test_bad_arguments_exit_nonzero_saying_what_is_valid(args, needle):
 def test_list_verb():
     proc = run_cli("list")
     assert proc.returncode == 0 and proc.stdout.split() == ["add", "matmul"]
+
+
+def test_k_axis_outermost_is_an_output_block_revisit_on_tpu_interpret_only(grade_cli):
+    doc, out = grade_cli(MATMUL / "k_axis_outermost.py", "matmul", "--case", "f32-256x384x256")
+    assert tags(doc) == [[], ["output-block-revisit"]]
+    assert "Revisited block" in out
