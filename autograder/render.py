@@ -81,6 +81,7 @@ def test_view(t: TestResult, assignment, uploaded_as: str | None) -> dict[str, A
         "finding": (_finding_view(t.finding, visible or t.finding.case is None)
                     if t.finding else None),
         "also": [_finding_view(f, visible)["title"] for f in t.others],
+        "wide": bool(t.finding and t.finding.case is None),
         "ladder": [{"rung": r, "label": RUNGS[r], "state": s, "line": f"{RUNGS[r]}: {_STATES[s]}"}
                    for r, s in t.ladder],
         "snippet": repro.snippet(assignment, case, t.rung) if visible and t.finding else None,
