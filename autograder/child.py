@@ -149,6 +149,90 @@ def _save_output(out, path: str) -> dict:
     return {"status": "ok", "file": path, "dtype": dtype, "shape": list(out.shape)}
 
 
+def _abstract_inputs(job_inputs: list[dict]):
+    import jax
+    import jax.numpy as jnp
+    args, static = [], []
+    for i, spec in enumerate(job_inputs):
+        if spec["kind"] == "float":
+            args.append(float(spec["value"]))
+            static.append(i)
+        else:
+            args.append(jax.ShapeDtypeStruct(tuple(spec["shape"]), jnp.dtype(spec["dtype"])))
+    return args, static
+
+
+def _static(run: dict, fn, args, static, traced, student_files) -> dict:
+    """A static analysis: JSON facts about the traced kernel; nothing runs."""
+    from . import pallas_surface as ps
+    analysis = run["analysis"]
+    if analysis == "index-maps":
+        arrays = [a for i, a in enumerate(args) if i not in static]
+        sites = ps.call_sites(traced, arrays)
+        return {"calls": [ps.scan_index_maps(site) for site in sites]}
+    if analysis == "compile":
+        return ps.lower_for_tpu(fn, args, static)
+    if analysis == "vmem":
+        return ps.vmem_budget(fn, args, static)
+    if analysis == "structure":
+        return ps.structure(traced)
+    raise ValueError(f"unknown analysis {analysis!r}")
+
+
+def _execute(run: dict, fn, job: dict, traced_cache: dict, student_files: set[str]) -> dict:
+    from . import pallas_surface as ps
+    abstract = run.get("analysis") == "vmem"
+    args, static = (_abstract_inputs if abstract else _inputs)(run["inputs"])
+    key = ("abstract:" if abstract else "") + run["case"]
+    try:
+        traced = traced_cache.get(key)
+        if traced is None:
+            traced = traced_cache[key] = ps.trace(fn, args, static)
+    except BaseException as e:  # noqa: BLE001 - student code raised while tracing
+        if isinstance(e, KeyboardInterrupt):
+            raise
+        return _error_event(e, "trace", student_files)
+    if run.get("kind") == "static":
+        try:
+            return {"status": "ok", "facts": _static(run, fn, args, static, traced, student_files)}
+        except BaseException as e:  # noqa: BLE001
+            if isinstance(e, KeyboardInterrupt):
+                raise
+            return _error_event(e, "analysis", student_files)
+    arrays = [a for i, a in enumerate(args) if i not in static]
+    extra: dict = {}
+    order: list = []
+    params = dict(run.get("params") or {})
+    if run.get("record"):
+        params["grid_point_recorder"] = ps.order_recorder(order)
+    try:
+        with ps.run_options(fill=run.get("fill"), capture=run.get("capture", False)) as opts:
+            out = ps.run(traced, arrays, run["rung"], params)
+    except BaseException as e:  # noqa: BLE001
+        if isinstance(e, KeyboardInterrupt):
+            raise
+        ev = _error_event(e, "run", student_files)
+        ev.update(_run_extras(run, order, opts if "opts" in locals() else None))
+        ps.reset_state()
+        return ev
+    extra.update(_run_extras(run, order, opts))
+    ps.reset_state()
+    saved = _save_output(out, os.path.join(job["out_dir"], run["id_file"] + ".npy"))
+    return {"pallas_calls": traced.pallas_calls, **saved, **extra}
+
+
+def _run_extras(run: dict, order: list, opts) -> dict:
+    from . import pallas_surface as ps
+    extra: dict = {}
+    if run.get("record"):
+        extra["order"] = order[:4096]
+    if run.get("races"):
+        extra["races_found"] = ps.races_found()
+    if opts is not None and run.get("capture"):
+        extra["captured"] = opts.captured[-4000:]
+    return extra
+
+
 def main(argv: list[str]) -> int:
     job_path, fd = argv[0], int(argv[1])
     channel = Channel(fd)
@@ -166,35 +250,11 @@ def main(argv: list[str]) -> int:
         channel.send(event="start", run=run["id"])
         t = time.monotonic()
         try:
-            args, static = _inputs(run["inputs"])
-            arrays = [a for i, a in enumerate(args) if i not in static]
-            try:
-                traced = traced_cache.get(run["case"])
-                if traced is None:
-                    traced = ps.trace(fn, args, static)
-                    traced_cache[run["case"]] = traced
-            except BaseException as e:  # noqa: BLE001
-                if isinstance(e, KeyboardInterrupt):
-                    raise
-                channel.send(event="done", run=run["id"], **_error_event(e, "trace", student_files),
-                             seconds=round(time.monotonic() - t, 3))
-                continue
-            try:
-                out = ps.run(traced, arrays, run["rung"], run.get("params"))
-            except BaseException as e:  # noqa: BLE001
-                if isinstance(e, KeyboardInterrupt):
-                    raise
-                ps.reset_state()
-                channel.send(event="done", run=run["id"], **_error_event(e, "run", student_files),
-                             seconds=round(time.monotonic() - t, 3))
-                continue
-            saved = _save_output(out, os.path.join(job["out_dir"], run["id_file"] + ".npy"))
-            channel.send(event="done", run=run["id"], pallas_calls=traced.pallas_calls,
-                         seconds=round(time.monotonic() - t, 3), **saved)
+            ev = _execute(run, fn, job, traced_cache, student_files)
         except SystemExit as e:
-            channel.send(event="done", run=run["id"], status="error", phase="run",
-                         type="SystemExit", message=f"the submission called exit({e.code!r})",
-                         frames=[], seconds=round(time.monotonic() - t, 3))
+            ev = {"status": "error", "phase": "run", "type": "SystemExit",
+                  "message": f"the submission called exit({e.code!r})", "frames": []}
+        channel.send(event="done", run=run["id"], seconds=round(time.monotonic() - t, 3), **ev)
     channel.send(event="finished")
     return 0
 

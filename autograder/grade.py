@@ -114,6 +114,8 @@ def grade(assignment: Assignment, submission_path: Path, options: GradeOptions =
             for rung in rungs:
                 runs.append({"id": f"{case.name}/{rung}", "id_file": f"{len(runs)}",
                              "case": case.name, "rung": rung, "params": {}, "inputs": files})
+        probe_runs = _plan_probes(assignment, cases, options, runs, references)
+        runs.extend(probe_runs)
         base_job = {"module_file": str(loc.module_file), "module_dir": str(loc.module_dir),
                     "module_name": Path(assignment.entry_file).stem,
                     "function": assignment.entry_function, "arity": len(assignment.inputs),
@@ -127,13 +129,17 @@ def grade(assignment: Assignment, submission_path: Path, options: GradeOptions =
             findings.append(diagnosis.from_load_error(
                 report.load_error, loc, options.startup_timeout_s or limits.startup_s,
                 limits.memory_mb))
+        findings.extend(_judge_probes(assignment, probe_runs, report, references, out_dir))
         for run in runs:
+            if run.get("probe"):
+                continue
             case = assignment.case(run["case"])
             f = diagnosis.from_outcome(assignment, case, run["rung"], report.outcomes[run["id"]],
                                        references[case.name], loc, out_dir)
             if f is not None:
                 findings.append(f)
-        result = _finish(assignment, submission_path, findings, cases, rungs, loc, t0)
+        probes_run = tuple(dict.fromkeys(r["probe"] for r in probe_runs))
+        result = _finish(assignment, submission_path, findings, cases, rungs, loc, t0, probes_run)
         result.jax_version = report.jax_version
         result.children = report.children
         result.peak_child_rss_mb = report.peak_rss_mb
@@ -143,7 +149,64 @@ def grade(assignment: Assignment, submission_path: Path, options: GradeOptions =
         shutil.rmtree(workdir, ignore_errors=True)
 
 
-def _finish(assignment, submission_path, findings, cases, rungs, loc, t0) -> Report:
-    tests = scoring.score(assignment, findings, rungs, cases)
+def _plan_probes(assignment: Assignment, cases, options: GradeOptions, runs: list[dict],
+                 references: dict) -> list[dict]:
+    """Child runs for every enabled probe on every probe case being graded."""
+    from .probes import REGISTRY
+    if options.cases or options.rungs:
+        return []   # a local, selective run: correctness only
+    by_case = {r["case"]: r["inputs"] for r in runs}
+    probe_cases = [c for c in cases if c.name in assignment.probe_cases and c.name in by_case]
+    planned = []
+    for rubric in assignment.probes:
+        probe = REGISTRY[rubric.name]
+        for case in probe_cases if probe.per_case else probe_cases[:1]:
+            for spec in probe.plan(assignment, case, rubric):
+                run = {**spec, "id": f"{case.name}/{probe.name}/{spec['variant']}",
+                       "id_file": f"p{len(runs) + len(planned)}", "case": case.name,
+                       "probe": probe.name, "inputs": by_case[case.name]}
+                if spec.get("abstract"):
+                    run["inputs"] = _abstract_inputs(assignment)
+                    run["case"] = "production"
+                planned.append(run)
+    return planned
+
+
+def _abstract_inputs(assignment: Assignment) -> list[dict]:
+    prod = assignment.production
+    dims = dict(prod.dims)
+    params = dict(assignment.cases[0].params)
+    out = []
+    for spec in assignment.inputs:
+        if spec.kind == "float":
+            out.append({"kind": "float", "value": params[spec.name]})
+        else:
+            dtype = prod.dtype if spec.dtype == "case" else spec.dtype
+            out.append({"kind": "array", "shape": [dims[d] for d in spec.shape], "dtype": dtype})
+    return out
+
+
+def _judge_probes(assignment: Assignment, probe_runs: list[dict], report, references: dict,
+                  out_dir: Path) -> list[Finding]:
+    from .probes import REGISTRY, ProbeResults
+    groups: dict[tuple[str, str], dict] = {}
+    for run in probe_runs:
+        case = run["id"].split("/")[0]
+        groups.setdefault((run["probe"], case), {})[run["variant"]] = report.outcomes.get(run["id"])
+    found = []
+    for (name, case_name), outcomes in groups.items():
+        probe = REGISTRY[name]
+        case = assignment.case(case_name)
+        correctness = {rung: report.outcomes.get(f"{case_name}/{rung}") for rung in assignment.rungs}
+        results = ProbeResults(assignment, case, assignment.probe(name), references[case_name], out_dir,
+                               {k: v for k, v in outcomes.items() if v is not None},
+                               {k: v for k, v in correctness.items() if v is not None},
+                               probe_rung=probe.rung, check=name)
+        found.extend(probe.judge(results))
+    return found
+
+
+def _finish(assignment, submission_path, findings, cases, rungs, loc, t0, probes=()) -> Report:
+    tests = scoring.score(assignment, findings, rungs, cases, probes)
     return Report(assignment, str(submission_path), tests, findings,
                   loc.uploaded_as if loc else None, time.monotonic() - t0)

@@ -25,7 +25,7 @@ def results_document(report, fmt: str = "md") -> dict:
         tests.append(gradescope.test_entry(
             name=t.name, number=t.number, score=t.score, max_score=t.max_score,
             output=render.render_test(tv, fmt), output_format=fmt, tags=t.tags,
-            visibility=VISIBILITY[t.case.visibility]))
+            visibility=VISIBILITY[t.visibility], status="passed" if t.passed else "failed"))
     return gradescope.document(score=report.score, execution_time=report.seconds,
                                output=render.render_summary(view, fmt), output_format=fmt,
                                tests=tests)

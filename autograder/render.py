@@ -77,16 +77,39 @@ def test_view(t: TestResult, assignment, uploaded_as: str | None) -> dict[str, A
         "visible": visible,
         "case": {"name": case.name if visible else None, "dtype": case.dtype if visible else None,
                  "seed": case.seed if visible else None, "inputs": described},
-        # Submission-wide findings are about the student's own file: never redacted.
-        "finding": (_finding_view(t.finding, visible or t.finding.case is None)
-                    if t.finding else None),
-        "also": [_finding_view(f, visible)["title"] for f in t.others],
+        "finding": _finding_view(t.finding, _shows(t.finding, assignment)) if t.finding else None,
+        "also": [_finding_view(f, _shows(f, assignment))["title"] for f in t.others],
+        "related": [_finding_view(f, True) for f in t.others
+                    if f.id in _RELATED and _shows(f, assignment)],
         "wide": bool(t.finding and t.finding.case is None),
         "ladder": [{"rung": r, "label": RUNGS[r], "state": s, "line": f"{RUNGS[r]}: {_STATES[s]}"}
                    for r, s in t.ladder],
-        "snippet": repro.snippet(assignment, case, t.rung) if visible and t.finding else None,
-        "command": repro.command(assignment, case, t.rung, uploaded_as) if visible and t.finding else None,
+        "snippet": _snippet(t, assignment, visible),
+        "command": (repro.command(assignment, assignment.case(t.finding.case), t.rung, uploaded_as)
+                    if t.finding and t.finding.case and _shows(t.finding, assignment)
+                    and t.rung in ("generic", "tpu-interpret") else None),
+        "probe": t.probe,
+        "charged_in": t.charged_in,
     }
+
+
+# Evidence worth showing in full beside a root cause (e.g. the grid order that broke it).
+_RELATED = ("grid-order-dependence", "data-race")
+
+
+def _shows(f: Finding, assignment) -> bool:
+    """Redact by the finding's own case: submission-wide findings are about the
+    student's file, and probe findings come from (usually visible) probe cases."""
+    return f.case is None or assignment.case(f.case).visible
+
+
+def _snippet(t: TestResult, assignment, visible: bool) -> str | None:
+    f = t.finding
+    if f is None or f.case is None or not _shows(f, assignment):
+        return None
+    params = f.facts().get("interpret_params")
+    rung = t.rung if t.rung in ("generic", "tpu-interpret") else "tpu-interpret"
+    return repro.snippet(assignment, assignment.case(f.case), rung, params)
 
 
 def report_view(report) -> dict[str, Any]:

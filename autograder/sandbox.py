@@ -184,7 +184,8 @@ def run_jobs(workdir: Path, base_job: dict, runs: list[dict], *, startup_s: floa
                         phase_start, limit, phase = time.monotonic(), run_s, "between"
                     elif kind == "start":
                         current = ev.get("run")
-                        phase_start, limit, phase = time.monotonic(), run_s, "run"
+                        limit = next((r.get("timeout_s", run_s) for r in pending if r["id"] == current), run_s)
+                        phase_start, phase = time.monotonic(), "run"
                     elif kind == "done" and ev.get("run") == current:
                         outcomes[current] = RunOutcome(ev.get("status", "error"), ev,
                                                        float(ev.get("seconds", 0.0)))
@@ -215,12 +216,14 @@ def run_jobs(workdir: Path, base_job: dict, runs: list[dict], *, startup_s: floa
             outcomes[current] = RunOutcome(failure, {"run": current, **detail},
                                            time.monotonic() - phase_start)
             pending = [r for r in pending if r["id"] != current]
-            if sum(o.status == "timeout" for o in outcomes.values()) >= MAX_TIMEOUTS:
+            probe_ids = {r["id"] for r in runs if r.get("probe")}
+            if sum(o.status == "timeout" for k, o in outcomes.items() if k not in probe_ids) >= MAX_TIMEOUTS:
                 # A kernel that hangs twice will hang again: keep the global budget.
                 for r in pending:
                     outcomes[r["id"]] = RunOutcome("timeout", {"run": r["id"], "not_run": True,
                                                                **detail})
                 pending = []
+                break
     for r in pending:
         outcomes.setdefault(r["id"], RunOutcome("load-error" if load_error else "skipped"))
     return ChildReport(outcomes, load_error, jax_version, stdout_tail, stderr_tail, children,

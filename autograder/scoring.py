@@ -23,6 +23,9 @@ class TestResult:
     finding: Finding | None                 # the primary finding, None when passed
     others: tuple[Finding, ...] = ()       # further findings on the same test (not charged)
     ladder: tuple[tuple[str, str], ...] = field(default=())  # (rung, passed|failed|not-run)
+    probe: str | None = None                # None: a correctness test (case, rung)
+    visibility: str = "visible"
+    charged_in: str | None = None           # the test that already charged this finding's ID
 
     @property
     def passed(self) -> bool:
@@ -33,14 +36,40 @@ class TestResult:
         return [self.finding.id] if self.finding else []
 
 
+# Probe findings that explain a failed correctness test on the same case, by
+# rung: the test then reports the root cause, with the symptom kept beside it.
+EXPLAINS = {
+    "out-of-bounds": ("generic", "tpu-interpret"),
+    "output-block-revisit": ("generic", "tpu-interpret"),
+    "dma-protocol": ("generic", "tpu-interpret"),
+    "data-race": ("tpu-interpret",),
+    "uninitialized-memory": ("generic", "tpu-interpret"),
+    "padding-dependence": ("generic", "tpu-interpret"),
+    "grid-order-dependence": ("tpu-interpret",),
+}
+
+
 def score(assignment: Assignment, findings: list[Finding], rungs: tuple[str, ...],
-          cases: tuple[Case, ...]) -> list[TestResult]:
-    """Score every (case, rung) test. Submission-wide findings (case None) fail every test."""
+          cases: tuple[Case, ...], probes: tuple[str, ...] = ()) -> list[TestResult]:
+    """Score every (case, rung) test, then every probe check that ran.
+
+    Submission-wide findings (case None) fail every test. A finding ID is
+    charged once: a probe check whose primary ID already failed a correctness
+    test is shown as failed but keeps its points.
+    """
     wide = [f for f in findings if f.case is None]
     by_test: dict[tuple[str, str], list[Finding]] = {}
+    by_probe: dict[str, list[Finding]] = {}
+    explaining: list[Finding] = []   # probes run on a few cases; the cause is the submission's
     for f in findings:
-        if f.case is not None:
+        if f.case is None:
+            continue
+        if f.check == "correctness":
             by_test.setdefault((f.case, f.rung), []).append(f)
+        else:
+            by_probe.setdefault(f.check, []).append(f)
+            if f.id in EXPLAINS:
+                explaining.append(f)
     tests = []
     for ci, case in enumerate(cases, 1):
         share = case.points / len(assignment.rungs)   # stable per test, whatever is selected
@@ -52,10 +81,37 @@ def score(assignment: Assignment, findings: list[Finding], rungs: tuple[str, ...
                 states.append((rung, "failed" if wide or by_test.get((case.name, rung)) else "passed"))
         for ri, rung in enumerate(rungs, 1):
             hits = wide + by_test.get((case.name, rung), [])
+            if hits and not wide:
+                hits += [f for f in explaining if rung in EXPLAINS[f.id]]
             main = primary(hits)
             label = case.name if case.visible else f"hidden case {ci}"
             tests.append(TestResult(
                 number=f"{ci}.{ri}", name=f"{label} · {RUNGS[rung]}", case=case, rung=rung,
                 max_score=share, score=0.0 if main else share, finding=main,
-                others=tuple(f for f in hits if f is not main), ladder=tuple(states)))
+                others=tuple(f for f in hits if f is not main), ladder=tuple(states),
+                visibility=case.visibility))
+    charged = {}
+    for t in tests:
+        if t.finding is not None:
+            charged.setdefault(t.finding.id, t.number)
+            # One bug, two views: an output block shared across a parallel axis is
+            # also what makes the grid order matter and the cores race.
+            if t.finding.id == "output-block-revisit":
+                for same in ("grid-order-dependence", "data-race"):
+                    charged.setdefault(same, t.number)
+    from .probes import REGISTRY
+    first_case = cases[0] if cases else None
+    for pi, name in enumerate(probes, 1):
+        rubric = assignment.probe(name)
+        hits = wide + by_probe.get(name, [])
+        main = primary(hits)
+        already = charged.get(main.id) if main is not None and main.case is not None else None
+        if main is not None and already is None:
+            charged[main.id] = f"P{pi}"
+        case = assignment.case(main.case) if main is not None and main.case else first_case
+        tests.append(TestResult(
+            number=f"P{pi}", name=REGISTRY[name].title, case=case, rung=REGISTRY[name].rung,
+            max_score=rubric.points, score=rubric.points if (main is None or already) else 0.0,
+            finding=main, others=tuple(f for f in hits if f is not main), probe=name,
+            visibility=rubric.visibility, charged_in=already))
     return tests

@@ -18,6 +18,10 @@ VISIBILITIES = ("visible", "hidden", "after_due_date", "after_published")
 DISTRIBUTIONS = ("normal", "uniform")
 # Rungs that can grade correctness on a CPU-only machine.
 CPU_RUNGS = ("generic", "tpu-interpret")
+# Probe checks an assignment may enable under [probes.<name>]; autograder.probes
+# registers exactly these (asserted there).
+PROBES = ("index-maps", "compile", "vmem", "structure", "poisoning", "grid-order", "races")
+STRUCTURE_TECHNIQUES = ("manual-dma",)
 
 
 class SpecError(ValueError):
@@ -67,6 +71,29 @@ class Limits:
 
 
 @dataclass(frozen=True)
+class ProbeRubric:
+    name: str
+    points: float
+    visibility: str = "visible"
+    seeds: tuple[int, ...] = (1, 2, 3)     # grid-order: TPU interpret random seeds
+
+
+@dataclass(frozen=True)
+class Production:
+    """The real problem size, traced with abstract shapes only (never run)."""
+    dims: tuple[tuple[str, int], ...]
+    dtype: str
+    vmem_limit_bytes: int
+    chip: str
+
+
+@dataclass(frozen=True)
+class Structure:
+    allow: tuple[str, ...] = ()            # primitives allowed outside the kernel
+    require: tuple[str, ...] = ()          # techniques the kernel must use
+
+
+@dataclass(frozen=True)
 class Case:
     name: str
     dims: tuple[tuple[str, int], ...]
@@ -104,6 +131,13 @@ class Assignment:
     cases: tuple[Case, ...]
     limits: Limits
     snippet_reference: str
+    probes: tuple[ProbeRubric, ...] = ()
+    probe_cases: tuple[str, ...] = ()
+    production: Production | None = None
+    structure: Structure = Structure()
+
+    def probe(self, name: str) -> ProbeRubric | None:
+        return next((p for p in self.probes if p.name == name), None)
 
     @property
     def spec_path(self) -> Path:
@@ -215,7 +249,7 @@ def load(folder: Path | str) -> Assignment:
     r = _Reader(file, raw)
     r.unknown({"title", "entry_file", "entry_function", "reference", "inputs", "output", "dims",
                "tolerance", "numerics_bound", "reduction_dim", "rungs", "cases", "limits",
-               "snippet_reference"})
+               "snippet_reference", "probes", "probe_cases", "production", "structure"})
 
     title = r.get("title", str, "must be a string")
     entry_file = r.get("entry_file", str, "must be a file name ending in .py")
@@ -338,12 +372,61 @@ def load(folder: Path | str) -> Assignment:
     if not cases:
         raise r.fail("cases", "must declare at least one case", [])
 
+    probes = []
+    pr = r.sub("probes", {})
+    for name, table in pr.table.items():
+        if name not in PROBES:
+            raise pr.fail(name, f"must be a known probe ({list(PROBES)})", name)
+        if not isinstance(table, dict):
+            raise pr.fail(name, "must be a table such as { points = 1 }", table)
+        t = _Reader(file, table, f"probes.{name}.")
+        t.unknown({"points", "visibility", "seeds"})
+        seeds = t.get("seeds", list, "must be a list of non-negative integers", [1, 2, 3])
+        if not seeds or not all(isinstance(x, int) and not isinstance(x, bool) and x >= 0 for x in seeds):
+            raise t.fail("seeds", "must be a non-empty list of non-negative integers", seeds)
+        points = t.get("points", (int, float), "must be a number >= 0")
+        if points < 0:
+            raise t.fail("points", "must be a number >= 0", points)
+        probes.append(ProbeRubric(name, float(points), t.choice("visibility", VISIBILITIES, "visible"),
+                                  tuple(seeds)))
+    case_names = [c.name for c in cases]
+    probe_cases = r.get("probe_cases", list, "must be a list of case names",
+                        [c.name for c in cases if c.visible])
+    for i, n in enumerate(probe_cases):
+        if n not in case_names:
+            raise SpecError(file, f"probe_cases[{i}]", f"must name a case ({case_names})", n)
+    production = None
+    if "production" in raw:
+        pd = r.sub("production")
+        pd.unknown({"dims", "dtype", "vmem_limit_mib", "chip"})
+        pdims = pd.get("dims", dict, "must be a table of dimension sizes")
+        for rule in dims:
+            v = pdims.get(rule.name)
+            if not (isinstance(v, int) and v >= rule.min and v % rule.multiple_of == 0):
+                raise pd.fail(f"dims.{rule.name}", f"must be an integer >= {rule.min}, a multiple "
+                              f"of {rule.multiple_of}", v)
+        production = Production(tuple(sorted(pdims.items())), pd.choice("dtype", DTYPES, "float32"),
+                                int(pd.positive("vmem_limit_mib") * 1024 * 1024),
+                                pd.get("chip", str, "must be a chip name", "TPU"))
+    if any(p.name == "vmem" for p in probes) and production is None:
+        raise r.fail("production", "is required when [probes.vmem] is enabled", None)
+    sr = r.sub("structure", {})
+    sr.unknown({"allow", "require"})
+    allow = sr.get("allow", list, "must be a list of primitive names", [])
+    require = sr.get("require", list, f"must be a list of techniques {list(STRUCTURE_TECHNIQUES)}", [])
+    for i, tech in enumerate(require):
+        if tech not in STRUCTURE_TECHNIQUES:
+            raise SpecError(file, f"structure.require[{i}]",
+                            f"must be one of {list(STRUCTURE_TECHNIQUES)}", tech)
+
     return Assignment(
         slug=folder.name, folder=folder, title=title, entry_file=entry_file,
         entry_function=entry_function, reference=reference, inputs=tuple(inputs), output=output,
         dims=tuple(dims), tolerances=tuple(tolerances), numerics_bound=numerics_bound,
         reduction_dim=reduction_dim, rungs=rungs, cases=tuple(cases), limits=limits,
-        snippet_reference=r.get("snippet_reference", str, "must be a numpy expression", ""))
+        snippet_reference=r.get("snippet_reference", str, "must be a numpy expression", ""),
+        probes=tuple(probes), probe_cases=tuple(probe_cases), production=production,
+        structure=Structure(tuple(str(a) for a in allow), tuple(require)))
 
 
 def assignments_root() -> Path:

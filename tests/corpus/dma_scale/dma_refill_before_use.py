@@ -1,0 +1,35 @@
+"""Bug: one VMEM buffer; the copy of chunk c+1 into it is started before chunk c
+is read from it. PLACEHOLDER"""
+import functools
+
+import jax
+import jax.numpy as jnp
+from jax.experimental import pallas as pl
+from jax.experimental.pallas import tpu as pltpu
+
+CHUNK = 64
+
+
+def kernel(x_hbm, o_ref, buf, sem, *, alpha):
+    nchunks = x_hbm.shape[0] // CHUNK
+
+    def copy(c):
+        return pltpu.make_async_copy(x_hbm.at[pl.ds(c * CHUNK, CHUNK)], buf.at[0], sem.at[0])
+
+    copy(0).start()
+    for c in range(nchunks):
+        copy(c).wait()
+        if c + 1 < nchunks:
+            copy(c + 1).start()       # overwrites buf[0] while chunk c is still to be read
+        o_ref[pl.ds(c * CHUNK, CHUNK), :] = alpha * buf[0]
+
+
+def dma_scale(x, alpha):
+    m, n = x.shape
+    return pl.pallas_call(
+        functools.partial(kernel, alpha=alpha),
+        out_shape=jax.ShapeDtypeStruct((m, n), jnp.float32),
+        in_specs=[pl.BlockSpec(memory_space=pl.ANY)],
+        out_specs=pl.BlockSpec((m, n), lambda: (0, 0)),
+        scratch_shapes=[pltpu.VMEM((2, CHUNK, n), jnp.float32), pltpu.SemaphoreType.DMA((2,))],
+        interpret=True)(x)
