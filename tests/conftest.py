@@ -34,4 +34,10 @@ def grade_cli(tmp_path):
 
 
 def tags(doc: dict) -> list[list[str]]:
-    return [t["tags"] for t in doc["tests"]]
+    """Tags of the correctness tests (one per case and rung), in order."""
+    return [t["tags"] for t in doc["tests"] if not t["number"].startswith("P")]
+
+
+def probe_tags(doc: dict) -> dict[str, list[str]]:
+    """Tags of the probe checks, by check name."""
+    return {t["name"]: t["tags"] for t in doc["tests"] if t["number"].startswith("P")}

@@ -3,7 +3,7 @@ import json
 
 import pytest
 
-from conftest import CORPUS, REPO, run_cli, tags
+from conftest import CORPUS, REPO, probe_tags, run_cli, tags
 
 ADD = CORPUS / "add"
 MATMUL = CORPUS / "matmul"
@@ -11,7 +11,7 @@ OK = []
 
 
 def _all(doc, tag_list):
-    return tags(doc) == [tag_list] * len(doc["tests"])
+    return tags(doc) == [tag_list] * len(tags(doc))
 
 
 @pytest.mark.parametrize("slug", ["add", "matmul"])
@@ -19,7 +19,8 @@ def test_instructor_solution_gets_full_marks_on_both_rungs(grade_cli, slug):
     doc, out = grade_cli(REPO / "solutions" / f"{slug}.py", slug)
     assert doc["score"] == sum(t["max_score"] for t in doc["tests"]) > 0
     assert all(t["status"] == "passed" for t in doc["tests"])
-    rungs = {t["name"].split(" · ")[1] for t in doc["tests"]}
+    assert any(t["number"].startswith("P") for t in doc["tests"]), "probe checks ran"
+    rungs = {t["name"].split(" · ")[1] for t in doc["tests"] if " · " in t["name"]}
     assert rungs == {"generic interpreter (interpret=True)", "TPU interpret mode (pltpu.InterpretParams)"}
 
 
@@ -39,7 +40,8 @@ def test_correct_corpus_submissions_get_full_marks(grade_cli, path, slug):
 ])
 def test_wrong_formula_is_wrong_result_everywhere(grade_cli, path, slug):
     doc, out = grade_cli(path, slug)
-    assert doc["score"] == 0 and _all(doc, ["wrong-result"])
+    assert _all(doc, ["wrong-result"]) and all(t["score"] == 0 for t in doc["tests"]
+                                                if not t["number"].startswith("P"))
     assert "outputs are wrong" in out
 
 
@@ -52,11 +54,17 @@ def test_grid_one_step_too_long_passes_generic_but_not_tpu_interpret(grade_cli):
     doc, out = grade_cli(ADD / "grid_one_step_too_long.py", "add")
     assert tags(doc) == [[], ["out-of-bounds"]] * 4
     assert "Out-of-bounds block index" in out
+    # The static scan names the grid point and block, and says the generic interpreter clamped it.
+    index_maps = next(t for t in doc["tests"] if t["name"].startswith("Static: index maps"))
+    assert index_maps["tags"] == ["out-of-bounds"] and index_maps["score"] == index_maps["max_score"]
+    assert "at grid point (0, 3) addresses block (0, 3)" in index_maps["output"]
+    assert "clamps" in index_maps["output"] and "caught here" in index_maps["output"]
 
 
 def test_nan_output_is_numerics(grade_cli):
     doc, _ = grade_cli(ADD / "nan_output.py", "add")
     assert _all(doc, ["numerics"])
+    assert all(not v for v in probe_tags(doc).values())
 
 
 @pytest.mark.parametrize("name,problem,needle", [
@@ -119,7 +127,7 @@ def test_formats(tmp_path, fmt, marker):
 
 
 @pytest.mark.parametrize("args,needle", [
-    (["grade", "x.py", "--assignment", "nope"], "valid: add, matmul"),
+    (["grade", "x.py", "--assignment", "nope"], "valid: add, dma_scale, matmul, softmax"),
     (["grade", "does-not-exist.py", "--assignment", "add"], "does not exist"),
     (["grade", "solutions/add.py", "--assignment", "add", "--case", "zzz"], "valid cases: small"),
     (["grade", "solutions/add.py", "--assignment", "add", "--format", "pdf"], "invalid choice"),
@@ -131,7 +139,7 @@ def test_bad_arguments_exit_nonzero_saying_what_is_valid(args, needle):
 
 def test_list_verb():
     proc = run_cli("list")
-    assert proc.returncode == 0 and proc.stdout.split() == ["add", "matmul"]
+    assert proc.returncode == 0 and proc.stdout.split() == ["add", "dma_scale", "matmul", "softmax"]
 
 
 def test_k_axis_outermost_is_an_output_block_revisit_on_tpu_interpret_only(grade_cli):

@@ -49,14 +49,15 @@ def _run(root, submission):
 def test_run_autograder_grades_a_correct_submission(autograder_root):
     proc, doc = _run(autograder_root, REPO / "solutions" / "add.py")
     assert proc.returncode == 0, proc.stderr[-2000:]
-    assert doc["score"] == 10 and all(t["status"] == "passed" for t in doc["tests"])
+    assert doc["score"] == sum(t["max_score"] for t in doc["tests"]) > 10
+    assert all(t["status"] == "passed" for t in doc["tests"])
     hidden = [t for t in doc["tests"] if t["visibility"] == "hidden"]
     assert hidden and all("hidden case" in t["name"] for t in hidden)
 
 
 def test_run_autograder_grades_a_buggy_submission(autograder_root):
     proc, doc = _run(autograder_root, CORPUS / "add" / "wrong_formula.py")
-    assert doc["score"] == 0 and {tuple(t["tags"]) for t in doc["tests"]} == {("wrong-result",)}
+    assert {tuple(t["tags"]) for t in doc["tests"] if not t["number"].startswith("P")} == {("wrong-result",)}
 
 
 def test_setup_is_idempotent(autograder_root):

@@ -24,7 +24,7 @@ def test_bundled_assignments_load():
 
 
 def test_unknown_assignment_lists_valid_ones():
-    with pytest.raises(LookupError, match="valid: add, matmul"):
+    with pytest.raises(LookupError, match="valid: add, dma_scale, matmul, softmax"):
         spec.find("nope")
 
 
@@ -45,6 +45,9 @@ def _broken(tmp_path, old, new):
     ('entry_file = "add.py"', 'entry_file = "add.txt"', "entry_file", "'add.txt'"),
     ('name = "odd-rows"', 'name = "small"', "cases[1].name", "'small'"),
     ("[limits]", "[limitz]", "limitz", "{"),
+    ("[probes.races]", "[probes.racez]", "probes.racez", "'racez'"),
+    ("seeds = [1, 2]", "seeds = [-1]", "probes.grid-order.seeds", "[-1]"),
+    ('probe_cases = ["odd-rows"]', 'probe_cases = ["nope"]', "probe_cases[0]", "'nope'"),
 ])
 def test_broken_spec_names_file_key_rule_and_value(tmp_path, old, new, key, value):
     folder = _broken(tmp_path, old, new)

@@ -1,4 +1,16 @@
-"""Bug: starts each chunk's copy but never waits on it. PLACEHOLDER"""
+"""Bug: starts every chunk's copy (double-buffered, like the solution) but never
+waits on any of them, so it reads a slot whose copy may not have landed.
+Measured (jax 0.10.2, every case):
+- generic interpreter (interpret=True): correct -- it performs a copy as soon
+  as it is started and does not check semaphores at kernel exit.
+- TPU interpret mode, dma_execution_mode='on_wait' (the default): a copy is
+  performed only when it is waited on, so none ever is: the output is alpha *
+  the scratch's initial contents -- all NaN with uninitialized_memory='nan'
+  (the grader's rung), all 0 with uninitialized_memory='zero'.
+- TPU interpret mode, dma_execution_mode='eager': correct numbers; the
+  interpreter only prints "Semaphore ... has non-zero count ... at kernel
+  exit" and raises nothing.
+On a chip it races the DMA engine."""
 import functools
 
 import jax

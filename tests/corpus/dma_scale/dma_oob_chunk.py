@@ -1,5 +1,15 @@
-"""Bug: always prefetches chunk c+1, so the last iteration copies one chunk
-past the end of x. PLACEHOLDER"""
+"""Bug: always prefetches chunk c+1 (no `c + 1 < nchunks` guard), so the last
+iteration of the fori_loop copies rows M .. M+63, one chunk past the end of x;
+the extra copy is waited on (with an in-bounds descriptor of the same size) so
+starts and waits balance, and its data is never read.
+Measured (jax 0.10.2, every case):
+- generic interpreter (interpret=True): no error, correct output.
+- TPU interpret mode ('nan' or 'zero', 'on_wait' or 'eager'): IndexError
+  "Out-of-bounds read of (0 0 hbm 100): reading [(slice(192, 256, 1),
+  slice(0, 256, 1))] but buffer has shape (192, 256)" (f32-192x256); raised
+  at the wait under 'on_wait', at the start under 'eager'.
+With a static Python loop instead of fori_loop the same bug is caught while
+tracing, on every rung: ValueError "Out of bound slice: start=192, dim=192"."""
 import functools
 
 import jax

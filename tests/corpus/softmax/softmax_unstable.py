@@ -1,4 +1,9 @@
-"""Bug: no max subtraction, exp(x) / sum(exp(x)). PLACEHOLDER"""
+"""Bug: no max subtraction, exp(x) / sum(exp(x)) (8-row blocks, otherwise like
+the solution). Measured (jax 0.10.2): within tolerance on the scale-1 cases
+(rows-20x256, wide-64x1024, hidden-tall); on the cases whose logits are scaled
+by 100 or 1000 exp overflows to inf and inf / inf = NaN (907 of 4736 outputs
+on logits100-37x128, in all 37 rows). Identical on the generic interpreter and
+on TPU interpret mode with uninitialized_memory 'nan' and 'zero': numerics."""
 import jax
 import jax.numpy as jnp
 from jax.experimental import pallas as pl

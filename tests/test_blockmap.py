@@ -1,0 +1,55 @@
+"""Block-index facts over a whole grid (numpy only, no JAX)."""
+import numpy as np
+
+from autograder.blockmap import Operand, analyse, grid_points
+
+
+def _op(fn, grid, block, shape, is_output):
+    pts = grid_points(grid)
+    idx = np.array([fn(*p) for p in pts])
+    return Operand("output 0" if is_output else "input 0", is_output, shape, block, idx)
+
+
+def test_grid_points_are_row_major_last_axis_fastest():
+    assert grid_points((2, 2)).tolist() == [[0, 0], [0, 1], [1, 0], [1, 1]]
+    assert grid_points(()).shape == (1, 0)
+
+
+def test_grid_one_step_too_long_is_out_of_bounds_with_grid_point_and_range():
+    op = _op(lambda i, j: (i, j), (2, 3), (8, 128), (16, 256), False)
+    f = analyse(op, (2, 3), ())
+    assert f["out_of_bounds_count"] == 2
+    assert f["out_of_bounds"][0] == {"grid_point": [0, 2], "block_index": [0, 2],
+                                     "element_range": [[0, 8], [256, 384]], "array_shape": [16, 256]}
+
+
+def test_negative_block_index_is_out_of_bounds():
+    op = _op(lambda i: (i - 1, 0), (2,), (8, 128), (16, 128), False)
+    assert analyse(op, (2,), ())["out_of_bounds"][0]["block_index"] == [-1, 0]
+
+
+def test_partial_edge_blocks_are_recorded_not_flagged():
+    op = _op(lambda i: (i, 0), (3,), (8, 128), (20, 128), False)
+    f = analyse(op, (3,), ())
+    assert f["out_of_bounds_count"] == 0 and f["partial_count"] == 1
+    assert f["partial_blocks"][0]["element_range"] == [[16, 24], [0, 128]]
+
+
+def test_output_never_written_blocks():
+    op = _op(lambda i: (0, i), (1,), (8, 128), (16, 128), True)
+    f = analyse(op, (1,), ())
+    assert f["unwritten_count"] == 1 and f["unwritten_blocks"] == [[1, 0]]
+
+
+def test_k_outermost_revisits_output_blocks_non_consecutively():
+    op = _op(lambda k, i: (i, 0), (3, 2), (128, 128), (256, 128), True)
+    f = analyse(op, (3, 2), ())
+    assert f["revisits"][0] == {"block_index": [0, 0], "grid_point": [1, 0], "previous_grid_point": [0, 0]}
+
+
+def test_k_innermost_is_consecutive_but_shared_across_a_parallel_k_axis():
+    op = _op(lambda i, k: (i, 0), (2, 3), (128, 128), (256, 128), True)
+    assert analyse(op, (2, 3), (0,))["revisits"] == []
+    assert analyse(op, (2, 3), (0,))["parallel_shared"] == []
+    shared = analyse(op, (2, 3), (0, 1))["parallel_shared"]
+    assert shared[0]["axis"] == 1 and shared[0]["grid_points"] == [[0, 0], [0, 1]]

@@ -1,0 +1,69 @@
+"""Probes through the real CLI: each corpus bug gets its exact primary ID, on the
+tests where it should, and is charged once."""
+import pytest
+
+from conftest import CORPUS, probe_tags, tags
+
+MATMUL = CORPUS / "matmul"
+CLEAN_PROBES = {"Static: index maps over the whole grid": [], "Static: TPU compile readiness": [],
+                "Static: VMEM budget at the real problem size": [],
+                "Static: the work is done in a kernel": [],
+                "Memory poisoning: NaN, zero and ±large fills": [],
+                "Grid order: shuffled parallel axes, two cores": [], "Races and DMA protocol": []}
+
+
+def _probe(doc, prefix):
+    return next(t for t in doc["tests"] if t["name"].startswith(prefix))
+
+
+def test_k_axis_marked_parallel(grade_cli):
+    doc, out = grade_cli(MATMUL / "k_axis_parallel.py", "matmul")
+    # Generic interpreter passes (it ignores dimension semantics); TPU interpret mode fails.
+    assert tags(doc) == [[], ["output-block-revisit"]] * 4
+    tpu = doc["tests"][1]
+    assert "differ along axis 2, marked parallel" in tpu["output"]
+    assert "Grid order that broke it" in tpu["output"] and "@core" in tpu["output"]
+    assert "ignores dimension_semantics" in tpu["output"]
+    order = _probe(doc, "Grid order")
+    assert order["tags"] == ["grid-order-dependence"] and order["score"] == order["max_score"]
+    assert "random_seed=" in order["output"]
+
+
+def test_unzeroed_accumulator_is_uninitialized_memory_not_numerics(grade_cli):
+    doc, out = grade_cli(MATMUL / "unzeroed_accumulator.py", "matmul")
+    assert tags(doc) == [["uninitialized-memory"]] * 8
+    poison = _probe(doc, "Memory poisoning")
+    assert poison["tags"] == ["uninitialized-memory"] and poison["score"] == poison["max_score"]
+    assert "zero" in doc["tests"][0]["output"]
+
+
+@pytest.mark.parametrize("name,probe,fid", [
+    ("k_block_64.py", "Static: TPU compile readiness", "compile-reject"),
+    ("whole_array_blocks.py", "Static: VMEM budget at the real problem size", "vmem-overflow"),
+    ("jnp_dot_outside.py", "Static: the work is done in a kernel", "not-a-kernel"),
+])
+def test_bugs_only_a_probe_can_see(grade_cli, name, probe, fid):
+    doc, out = grade_cli(MATMUL / name, "matmul")
+    assert tags(doc) == [[]] * 8, "both interpreters run it correctly"
+    assert probe_tags(doc) == {**CLEAN_PROBES, probe: [fid]}
+    t = _probe(doc, probe)
+    assert t["score"] == 0 and t["status"] == "failed"
+
+
+def test_compile_reject_names_the_rule(grade_cli):
+    doc, _ = grade_cli(MATMUL / "k_block_64.py", "matmul")
+    out = _probe(doc, "Static: TPU compile readiness")["output"]
+    assert "multiples of 8 and 128" in out and "divisible by 8 and 128" in out
+
+
+def test_vmem_overflow_gives_byte_counts(grade_cli):
+    doc, _ = grade_cli(MATMUL / "whole_array_blocks.py", "matmul")
+    out = _probe(doc, "Static: VMEM budget")["output"]
+    assert "16777216 bytes" in out and "8192x8192 bfloat16" in out
+
+
+def test_k_axis_outermost_is_a_non_consecutive_revisit(grade_cli):
+    doc, _ = grade_cli(MATMUL / "k_axis_outermost.py", "matmul")
+    assert tags(doc) == [[], ["output-block-revisit"]] * 4
+    t = _probe(doc, "Static: index maps")
+    assert t["tags"] == ["output-block-revisit"] and "again at (1, 0, 0)" in t["output"]
