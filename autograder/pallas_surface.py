@@ -485,10 +485,14 @@ class run_options:
                 setattr(mod, name, new)
             jax.clear_caches()   # the generic interpreter bakes its fill in at lowering
         if self.capture:
+            import io
             sys.stdout.flush()
             self._saved = os.dup(1)
             self._tmp = tempfile.TemporaryFile()
             os.dup2(self._tmp.fileno(), 1)
+            # Python-level prints (the race detector's) go through sys.stdout, which
+            # need not be file descriptor 1 (under pytest it is not).
+            self._saved_stdout, sys.stdout = sys.stdout, io.StringIO()
         return self.opts
 
     def __exit__(self, *exc) -> None:
@@ -499,11 +503,12 @@ class run_options:
         if self._patches:
             jax.clear_caches()
         if self.capture:
-            sys.stdout.flush()
+            printed = sys.stdout.getvalue()
+            sys.stdout = self._saved_stdout
             os.dup2(self._saved, 1)
             os.close(self._saved)
             self._tmp.seek(0)
-            text = self._tmp.read().decode("utf-8", "replace")
+            text = self._tmp.read().decode("utf-8", "replace") + printed
             self._tmp.close()
             self.opts.captured = text
             sys.stdout.write(text)   # still the student's output too

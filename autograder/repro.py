@@ -46,7 +46,7 @@ def snippet(assignment: Assignment, case: Case, rung: str, params: dict | None =
                   "pltpu.reset_tpu_interpret_mode_state()  # needed after an exception"]
     arrays = [i.name for i in assignment.inputs if i.kind == "array"]
     if assignment.snippet_reference:
-        lines += [f"{', '.join(arrays)}{',' if len(arrays) == 1 else ''} = "
+        lines += [f"{', '.join(arrays)} = "
                   f"{', '.join(f'np.asarray({a}, dtype=np.float64)' for a in arrays)}",
                   f"expected = {assignment.snippet_reference}",
                   "err = np.abs(out - expected)",

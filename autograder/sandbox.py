@@ -216,14 +216,22 @@ def run_jobs(workdir: Path, base_job: dict, runs: list[dict], *, startup_s: floa
             outcomes[current] = RunOutcome(failure, {"run": current, **detail},
                                            time.monotonic() - phase_start)
             pending = [r for r in pending if r["id"] != current]
-            probe_ids = {r["id"] for r in runs if r.get("probe")}
-            if sum(o.status == "timeout" for k, o in outcomes.items() if k not in probe_ids) >= MAX_TIMEOUTS:
-                # A kernel that hangs twice will hang again: keep the global budget.
-                for r in pending:
+            rung = next((r["rung"] for r in runs if r["id"] == current), None)
+            case = next((r["case"] for r in runs if r["id"] == current), None)
+            if rung == "tpu-interpret":
+                # Probes rerun TPU interpret mode on the same case: they would hang too.
+                for r in [r for r in pending if r.get("probe") and r["case"] == case
+                          and r["rung"] == rung]:
+                    outcomes[r["id"]] = RunOutcome("timeout", {"run": r["id"], "not_run": True, **detail})
+                pending = [r for r in pending if r["id"] not in outcomes]
+            same_rung = {r["id"] for r in runs if r["rung"] == rung and not r.get("probe")}
+            if sum(o.status == "timeout" for k, o in outcomes.items() if k in same_rung) >= MAX_TIMEOUTS:
+                # A kernel that hangs twice on a rung will hang again there: skip that
+                # rung's remaining runs (other rungs still run) to keep the budget.
+                for r in [r for r in pending if r["rung"] == rung]:
                     outcomes[r["id"]] = RunOutcome("timeout", {"run": r["id"], "not_run": True,
                                                                **detail})
-                pending = []
-                break
+                pending = [r for r in pending if r["rung"] != rung]
     for r in pending:
         outcomes.setdefault(r["id"], RunOutcome("load-error" if load_error else "skipped"))
     return ChildReport(outcomes, load_error, jax_version, stdout_tail, stderr_tail, children,

@@ -55,9 +55,11 @@ def judge_poisoning(r: ProbeResults) -> list[Finding]:
     diff = np.zeros(next(iter(outputs.values())).shape, dtype=bool)
     for other in names[1:]:
         diff |= _differs(outputs[names[0]], outputs[other])
-    if not diff.any() or all(verdicts.values()):
-        return []
     passing = [k for k, ok in verdicts.items() if ok]
+    if not diff.any() or all(verdicts.values()) or not passing:
+        # No dependence, or wrong whatever memory holds: a logic error, which the
+        # correctness runs report.
+        return []
     failing = [k for k, ok in verdicts.items() if not ok]
     first = [int(i) for i in np.argwhere(diff)[0]]
     evidence = dict(fills_passing=passing, fills_failing=failing, differing=int(diff.sum()),
@@ -86,7 +88,16 @@ def plan_grid_order(assignment, case, rubric):
 def judge_grid_order(r: ProbeResults) -> list[Finding]:
     generic_ok = r.passes(r.correctness.get("generic"))
     results = {v: (o, r.passes(o)) for v, o in r.outcomes.items()}
-    bad = [(v, o) for v, (o, ok) in results.items() if ok is False]
+
+    def reordered(o) -> bool:
+        """Did this run really use another order than row-major on one core?"""
+        order = o.event.get("order", [])
+        points = [tuple(p[0]) for p in order]
+        return points != sorted(points) or any(p[1] for p in order)
+
+    # A run that fails in plain row-major order fails for another reason (the
+    # correctness runs report it), not because of the order.
+    bad = [(v, o) for v, (o, ok) in results.items() if ok is False and reordered(o)]
     good = [v for v, (o, ok) in results.items() if ok]
     if not bad or not (generic_ok or good):
         return []
