@@ -202,6 +202,14 @@ def _judge_probes(assignment: Assignment, probe_runs: list[dict], report, refere
                                {k: v for k, v in outcomes.items() if v is not None},
                                {k: v for k, v in correctness.items() if v is not None},
                                probe_rung=probe.rung, check=name)
+        usable = [o for o in results.outcomes.values() if o.status == "ok"]
+        if not usable:
+            # Nothing to judge (the code hung, raised or was not run): no points for the check.
+            reasons = sorted({o.status for o in results.outcomes.values()}) or ["not run"]
+            found.append(Finding.make("submission-error", probe.rung if probe.rung != "static" else "static",
+                                      f"this check could not run ({', '.join(reasons)})",
+                                      case=case_name, check=name, problem="check-not-run"))
+            continue
         found.extend(probe.judge(results))
     return found
 

@@ -105,7 +105,9 @@ def score(assignment: Assignment, findings: list[Finding], rungs: tuple[str, ...
         rubric = assignment.probe(name)
         hits = wide + by_probe.get(name, [])
         main = primary(hits)
-        already = charged.get(main.id) if main is not None and main.case is not None else None
+        # A check that could not run (submission-error) earns nothing, whatever else was charged.
+        already = (charged.get(main.id) if main is not None and main.case is not None
+                   and main.id != "submission-error" else None)
         if main is not None and already is None:
             charged[main.id] = f"P{pi}"
         case = assignment.case(main.case) if main is not None and main.case else first_case

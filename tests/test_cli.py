@@ -90,8 +90,8 @@ def test_broken_submissions_are_clear_submission_errors(grade_cli, name, problem
 def test_infinite_loop_is_a_timeout_and_grading_stays_bounded(grade_cli):
     doc, out = grade_cli(ADD / "infinite_loop.py", "add", "--case-timeout", "5")
     assert _all(doc, ["submission-error"])
-    assert "did not finish within 5 s" in out and "not run: earlier runs" in out
-    assert doc["execution_time"] < 60
+    assert "did not finish within 5 s" in out and "two earlier runs did not" in out
+    assert doc["execution_time"] < 90
 
 
 def test_missing_file_lists_what_was_uploaded(grade_cli, tmp_path):

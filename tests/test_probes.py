@@ -67,3 +67,46 @@ def test_k_axis_outermost_is_a_non_consecutive_revisit(grade_cli):
     assert tags(doc) == [[], ["output-block-revisit"]] * 4
     t = _probe(doc, "Static: index maps")
     assert t["tags"] == ["output-block-revisit"] and "again at (1, 0, 0)" in t["output"]
+
+
+SOFTMAX = CORPUS / "softmax"
+DMA = CORPUS / "dma_scale"
+
+
+@pytest.mark.parametrize("path,slug", [
+    (SOFTMAX / "rows16_jit.py", "softmax"),
+    (DMA / "fori_loop_chunks.py", "dma_scale"),
+])
+def test_correct_styles_are_clean_on_every_check(grade_cli, path, slug):
+    doc, _ = grade_cli(path, slug)
+    assert all(t["status"] == "passed" and not t["tags"] for t in doc["tests"])
+    assert doc["score"] == sum(t["max_score"] for t in doc["tests"])
+
+
+def test_unmasked_block_max_is_padding_dependence(grade_cli):
+    doc, out = grade_cli(SOFTMAX / "softmax_global_block_max.py", "softmax")
+    # The 64-row case has no partial block and passes; every other case fails through padding.
+    expected = [["padding-dependence"]] * 4 + [[], []] + [["padding-dependence"]] * 6
+    assert tags(doc) == expected
+    poison = _probe(doc, "Memory poisoning")
+    assert poison["tags"] == ["padding-dependence"] and "partial edge blocks" in poison["output"]
+
+
+@pytest.mark.parametrize("name,expected", [
+    # generic runs DMAs as immediate copies: a missing wait passes there.
+    ("dma_missing_wait.py", [[], ["dma-protocol"]] * 4),
+    # a buffer refilled while in use: wrong on generic (eager-like), right with on_wait.
+    ("dma_refill_before_use.py", [["dma-protocol"], []] * 4),
+    # a chunk past the end: generic clamps, TPU interpret mode raises.
+    ("dma_oob_chunk.py", [[], ["out-of-bounds"]] * 4),
+])
+def test_dma_bugs(grade_cli, name, expected):
+    doc, _ = grade_cli(DMA / name, "dma_scale")
+    assert tags(doc) == expected
+
+
+def test_jnp_instead_of_a_kernel_is_not_a_kernel(grade_cli):
+    doc, _ = grade_cli(DMA / "dma_uses_jnp.py", "dma_scale")
+    assert tags(doc) == [[]] * 8
+    t = _probe(doc, "Static: the work is done in a kernel")
+    assert t["tags"] == ["not-a-kernel"] and t["score"] == 0 and "no pallas_call" in t["output"]

@@ -56,16 +56,19 @@ def judge_poisoning(r: ProbeResults) -> list[Finding]:
     for other in names[1:]:
         diff |= _differs(outputs[names[0]], outputs[other])
     passing = [k for k, ok in verdicts.items() if ok]
-    if not diff.any() or all(verdicts.values()) or not passing:
-        # No dependence, or wrong whatever memory holds: a logic error, which the
-        # correctness runs report.
+    if not diff.any() or all(verdicts.values()):
         return []
     failing = [k for k, ok in verdicts.items() if not ok]
     first = [int(i) for i in np.argwhere(diff)[0]]
     evidence = dict(fills_passing=passing, fills_failing=failing, differing=int(diff.sum()),
                     total=int(diff.size), first_differing=first)
     partial = _partial_mask(r.facts("index-maps"), diff.shape)
-    if partial is not None and not (diff & ~partial).any():
+    confined = partial is not None and not (diff & ~partial).any()
+    if confined and not passing:
+        # Wrong whatever the padding holds: a logic error that the padding only
+        # decorates with NaN; the correctness runs report it.
+        return []
+    if confined:
         return [r.finding("padding-dependence",
                           f"the output changes with the values in the padding of partial edge blocks: "
                           f"right with {', '.join(passing) or 'no'} fill, wrong with {', '.join(failing)}",
