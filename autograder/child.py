@@ -122,15 +122,20 @@ def _signature(fn) -> str:
 
 
 def _inputs(job_inputs: list[dict]):
+    """Arguments for the student's function: arrays from .npy files, abstract
+    shapes (for the VMEM budget, traced only), and static Python floats."""
+    import jax
     import jax.numpy as jnp
     args, static = [], []
     for i, spec in enumerate(job_inputs):
         if spec["kind"] == "float":
             args.append(float(spec["value"]))
             static.append(i)
-        else:
+        elif "file" in spec:
             arr = np.load(spec["file"], allow_pickle=False)
             args.append(jnp.asarray(arr, dtype=jnp.dtype(spec["dtype"])))
+        else:
+            args.append(jax.ShapeDtypeStruct(tuple(spec["shape"]), jnp.dtype(spec["dtype"])))
     return args, static
 
 
@@ -147,19 +152,6 @@ def _save_output(out, path: str) -> dict:
         return {"status": "bad-type", "type": f"array of {dtype}"}
     np.save(path, np.ascontiguousarray(arr), allow_pickle=False)
     return {"status": "ok", "file": path, "dtype": dtype, "shape": list(out.shape)}
-
-
-def _abstract_inputs(job_inputs: list[dict]):
-    import jax
-    import jax.numpy as jnp
-    args, static = [], []
-    for i, spec in enumerate(job_inputs):
-        if spec["kind"] == "float":
-            args.append(float(spec["value"]))
-            static.append(i)
-        else:
-            args.append(jax.ShapeDtypeStruct(tuple(spec["shape"]), jnp.dtype(spec["dtype"])))
-    return args, static
 
 
 def _static(run: dict, fn, args, static, traced, student_files) -> dict:
@@ -179,15 +171,16 @@ def _static(run: dict, fn, args, static, traced, student_files) -> dict:
     raise ValueError(f"unknown analysis {analysis!r}")
 
 
-def _execute(run: dict, fn, job: dict, traced_cache: dict, student_files: set[str]) -> dict:
+def _execute(run: dict, fn, job: dict, cache: dict, student_files: set[str]) -> dict:
     from . import pallas_surface as ps
-    abstract = run.get("analysis") == "vmem"
-    args, static = (_abstract_inputs if abstract else _inputs)(run["inputs"])
-    key = ("abstract:" if abstract else "") + run["case"]
+    # Every run of a case (each rung, each probe) shares its inputs and its trace.
+    key = run["case"]
+    if key not in cache:
+        cache[key] = [*_inputs(run["inputs"]), None]
+    args, static, traced = cache[key]
     try:
-        traced = traced_cache.get(key)
         if traced is None:
-            traced = traced_cache[key] = ps.trace(fn, args, static)
+            traced = cache[key][2] = ps.trace(fn, args, static)
     except BaseException as e:  # noqa: BLE001 - student code raised while tracing
         if isinstance(e, KeyboardInterrupt):
             raise
@@ -205,17 +198,18 @@ def _execute(run: dict, fn, job: dict, traced_cache: dict, student_files: set[st
     params = dict(run.get("params") or {})
     if run.get("record"):
         params["grid_point_recorder"] = ps.order_recorder(order)
+    options = ps.run_options(fill=run.get("fill"), capture=run.get("capture", False))
     try:
-        with ps.run_options(fill=run.get("fill"), capture=run.get("capture", False)) as opts:
+        with options:
             out = ps.run(traced, arrays, run["rung"], params)
     except BaseException as e:  # noqa: BLE001
         if isinstance(e, KeyboardInterrupt):
             raise
         ev = _error_event(e, "run", student_files)
-        ev.update(_run_extras(run, order, opts if "opts" in locals() else None))
+        ev.update(_run_extras(run, order, options.opts))
         ps.reset_state()
         return ev
-    extra.update(_run_extras(run, order, opts))
+    extra.update(_run_extras(run, order, options.opts))
     ps.reset_state()
     saved = _save_output(out, os.path.join(job["out_dir"], run["id_file"] + ".npy"))
     return {"pallas_calls": traced.pallas_calls, **saved, **extra}
@@ -228,7 +222,7 @@ def _run_extras(run: dict, order: list, opts) -> dict:
         extra["order"] = order[:4096]
     if run.get("races"):
         extra["races_found"] = ps.races_found()
-    if opts is not None and run.get("capture"):
+    if run.get("capture"):
         extra["captured"] = opts.captured[-4000:]
     return extra
 
@@ -245,12 +239,12 @@ def main(argv: list[str]) -> int:
         return 0
     fn, student_files = loaded
     channel.send(event="ready", seconds=round(time.monotonic() - t0, 3))
-    traced_cache: dict[str, object] = {}
+    cache: dict[str, list] = {}
     for run in job["runs"]:
         channel.send(event="start", run=run["id"])
         t = time.monotonic()
         try:
-            ev = _execute(run, fn, job, traced_cache, student_files)
+            ev = _execute(run, fn, job, cache, student_files)
         except SystemExit as e:
             ev = {"status": "error", "phase": "run", "type": "SystemExit",
                   "message": f"the submission called exit({e.code!r})", "frames": []}

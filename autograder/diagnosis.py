@@ -14,7 +14,7 @@ import numpy as np
 
 from .compare import compare
 from .findings import Finding
-from .sandbox import RunOutcome
+from .sandbox import RunOutcome, read_output
 from .spec import Assignment, Case
 from .submission import Located
 
@@ -160,14 +160,9 @@ def from_outcome(assignment: Assignment, case: Case, rung: str, outcome: RunOutc
     if ev.get("dtype") != expected_dtype:
         return sub("wrong-dtype", f"returned dtype {ev.get('dtype')}; expected {expected_dtype}",
                    got=ev.get("dtype"), expected=expected_dtype)
-    path = Path(ev.get("file", ""))
-    if path.resolve().parent != out_dir.resolve():
-        return sub("wrong-type", "the output file was not where the grader put it", got=str(path.name))
-    try:
-        out = np.load(path, allow_pickle=False)
-    except (OSError, ValueError) as e:
-        return sub("wrong-type", f"the output could not be read back ({type(e).__name__})",
-                   got=type(e).__name__)
+    out = read_output(outcome, out_dir)
+    if isinstance(out, str):
+        return sub("wrong-type", out, got=out)
     if list(out.shape) != expected_shape:
         return sub("wrong-shape", f"returned shape {out.shape}; expected {tuple(expected_shape)}",
                    got=list(out.shape), expected=expected_shape)

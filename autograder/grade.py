@@ -10,7 +10,7 @@ import importlib.util
 import shutil
 import tempfile
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -40,7 +40,6 @@ class Report:
     children: int = 0
     peak_child_rss_mb: float = 0.0
     student_output: str = ""
-    notes: list[str] = field(default_factory=list)
 
     @property
     def score(self) -> float:
@@ -202,15 +201,14 @@ def _judge_probes(assignment: Assignment, probe_runs: list[dict], report, refere
                                {k: v for k, v in outcomes.items() if v is not None},
                                {k: v for k, v in correctness.items() if v is not None},
                                probe_rung=probe.rung, check=name)
-        usable = [o for o in results.outcomes.values() if o.status == "ok"]
-        if not usable:
+        judged = probe.judge(results)
+        if not judged and not any(o.status == "ok" for o in results.outcomes.values()):
             # Nothing to judge (the code hung, raised or was not run): no points for the check.
             reasons = sorted({o.status for o in results.outcomes.values()}) or ["not run"]
-            found.append(Finding.make("submission-error", probe.rung if probe.rung != "static" else "static",
-                                      f"this check could not run ({', '.join(reasons)})",
-                                      case=case_name, check=name, problem="check-not-run"))
-            continue
-        found.extend(probe.judge(results))
+            judged = [Finding.make("submission-error", probe.rung,
+                                   f"this check could not run ({', '.join(reasons)})",
+                                   case=case_name, check=name, problem="check-not-run")]
+        found.extend(judged)
     return found
 
 

@@ -86,14 +86,14 @@ def validate(doc: Any) -> list[str]:
 
 def test_entry(*, name: str, number: str, score: float, max_score: float, output: str,
                output_format: str, tags: list[str], visibility: str,
-               status: str | None = None) -> dict:
+               status: str | None = None, extra_data: dict | None = None) -> dict:
     """One test. ``status`` defaults from the score; a finding already charged
     elsewhere keeps its points but still shows as failed."""
     return {"name": name, "number": number, "score": round(float(score), 4),
             "max_score": round(float(max_score), 4),
             "status": status or ("passed" if score >= max_score else "failed"),
             "output": cap(output), "output_format": output_format, "tags": list(tags),
-            "visibility": visibility}
+            "visibility": visibility, **({"extra_data": extra_data} if extra_data else {})}
 
 
 def document(*, score: float, execution_time: float, output: str, output_format: str,

@@ -14,10 +14,6 @@ from pathlib import Path
 
 from . import gradescope, render
 
-VISIBILITY = {"visible": "visible", "hidden": "hidden", "after_due_date": "after_due_date",
-              "after_published": "after_published"}
-
-
 def results_document(report, fmt: str = "md") -> dict:
     view = render.report_view(report)
     tests = []
@@ -25,10 +21,20 @@ def results_document(report, fmt: str = "md") -> dict:
         tests.append(gradescope.test_entry(
             name=t.name, number=t.number, score=t.score, max_score=t.max_score,
             output=render.render_test(tv, fmt), output_format=fmt, tags=t.tags,
-            visibility=VISIBILITY[t.visibility], status="passed" if t.passed else "failed"))
+            visibility=t.visibility, status="passed" if t.passed else "failed",
+            extra_data=_finding_data(t)))
     return gradescope.document(score=report.score, execution_time=report.seconds,
                                output=render.render_summary(view, fmt), output_format=fmt,
                                tests=tests)
+
+
+def _finding_data(t) -> dict:
+    """Machine-readable finding for staff tools (Gradescope stores extra_data; it
+    does not show it to students). No evidence: hidden cases stay hidden."""
+    if t.finding is None:
+        return {}
+    return {"finding": t.finding.id, "rung": t.finding.rung, "check": t.finding.check,
+            "problem": t.finding.facts().get("problem"), "charged_in": t.charged_in}
 
 
 def root_dir() -> Path:

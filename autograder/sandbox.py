@@ -19,7 +19,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-POLL_S = 0.05
+POLL_S = 0.1   # also the memory sampling period: a /proc scan costs ~2 ms
 OUTPUT_FILE_LIMIT = 64 * 1024 * 1024   # per file the child writes (stdout floods stop here)
 OUTPUT_TAIL = 4000                     # characters of student output kept for feedback
 MAX_TIMEOUTS = 2                       # after this many, the remaining runs are not tried
@@ -39,9 +39,21 @@ class ChildReport:
     load_error: dict | None
     jax_version: str | None
     stdout_tail: str
-    stderr_tail: str
     children: int                 # how many child processes were started
     peak_rss_mb: float
+
+
+def read_output(outcome: RunOutcome, out_dir: Path) -> "np.ndarray | str":
+    """The array a run saved, or why it cannot be read. Only files inside
+    ``out_dir`` are read, and never with pickle."""
+    import numpy as np
+    path = Path(outcome.event.get("file", ""))
+    if outcome.status != "ok" or path.resolve().parent != out_dir.resolve():
+        return "the output file was not where the grader put it"
+    try:
+        return np.load(path, allow_pickle=False)
+    except (OSError, ValueError) as e:
+        return f"the output could not be read back ({type(e).__name__})"
 
 
 def _session_rss_kb(sid: int) -> int:
@@ -151,6 +163,23 @@ class _Child:
         os.close(self.fd)
 
 
+def _not_worth_running(runs: list[dict], pending: list[dict], outcomes: dict[str, RunOutcome],
+                       timed_out: str) -> list[str]:
+    """Pending runs that would hang like ``timed_out`` did, so are not started:
+    probes rerunning TPU interpret mode on the same case, and every remaining run
+    of a rung on which MAX_TIMEOUTS correctness runs already hung. Runs on other
+    rungs still go ahead, and the global budget holds."""
+    this = next(r for r in runs if r["id"] == timed_out)
+    skip = []
+    if this["rung"] == "tpu-interpret":
+        skip += [r["id"] for r in pending if r.get("probe") and r["case"] == this["case"]
+                 and r["rung"] == this["rung"]]
+    same_rung = {r["id"] for r in runs if r["rung"] == this["rung"] and not r.get("probe")}
+    if sum(o.status == "timeout" for k, o in outcomes.items() if k in same_rung) >= MAX_TIMEOUTS:
+        skip += [r["id"] for r in pending if r["rung"] == this["rung"]]
+    return skip
+
+
 def run_jobs(workdir: Path, base_job: dict, runs: list[dict], *, startup_s: float,
              run_s: float, memory_mb: int, deadline: float) -> ChildReport:
     """Run ``runs`` in as few children as possible, each under the limits.
@@ -216,23 +245,10 @@ def run_jobs(workdir: Path, base_job: dict, runs: list[dict], *, startup_s: floa
             outcomes[current] = RunOutcome(failure, {"run": current, **detail},
                                            time.monotonic() - phase_start)
             pending = [r for r in pending if r["id"] != current]
-            rung = next((r["rung"] for r in runs if r["id"] == current), None)
-            case = next((r["case"] for r in runs if r["id"] == current), None)
-            if rung == "tpu-interpret":
-                # Probes rerun TPU interpret mode on the same case: they would hang too.
-                for r in [r for r in pending if r.get("probe") and r["case"] == case
-                          and r["rung"] == rung]:
-                    outcomes[r["id"]] = RunOutcome("timeout", {"run": r["id"], "not_run": True, **detail})
-                pending = [r for r in pending if r["id"] not in outcomes]
-            same_rung = {r["id"] for r in runs if r["rung"] == rung and not r.get("probe")}
-            if sum(o.status == "timeout" for k, o in outcomes.items() if k in same_rung) >= MAX_TIMEOUTS:
-                # A kernel that hangs twice on a rung will hang again there: skip that
-                # rung's remaining runs (other rungs still run) to keep the budget.
-                for r in [r for r in pending if r["rung"] == rung]:
-                    outcomes[r["id"]] = RunOutcome("timeout", {"run": r["id"], "not_run": True,
-                                                               **detail})
-                pending = [r for r in pending if r["rung"] != rung]
+            for rid in _not_worth_running(runs, pending, outcomes, current):
+                outcomes[rid] = RunOutcome("timeout", {"run": rid, "not_run": True, **detail})
+            pending = [r for r in pending if r["id"] not in outcomes]
     for r in pending:
         outcomes.setdefault(r["id"], RunOutcome("load-error" if load_error else "skipped"))
-    return ChildReport(outcomes, load_error, jax_version, stdout_tail, stderr_tail, children,
+    return ChildReport(outcomes, load_error, jax_version, stdout_tail, children,
                        peak_kb / 1024)

@@ -49,6 +49,11 @@ EXPLAINS = {
 }
 
 
+# One bug, several views: an output block shared across a parallel axis is also
+# what makes the grid order matter and two cores race, so those are not charged again.
+SAME_BUG = {"output-block-revisit": ("grid-order-dependence", "data-race")}
+
+
 def score(assignment: Assignment, findings: list[Finding], rungs: tuple[str, ...],
           cases: tuple[Case, ...], probes: tuple[str, ...] = ()) -> list[TestResult]:
     """Score every (case, rung) test, then every probe check that ran.
@@ -93,12 +98,8 @@ def score(assignment: Assignment, findings: list[Finding], rungs: tuple[str, ...
     charged = {}
     for t in tests:
         if t.finding is not None:
-            charged.setdefault(t.finding.id, t.number)
-            # One bug, two views: an output block shared across a parallel axis is
-            # also what makes the grid order matter and the cores race.
-            if t.finding.id == "output-block-revisit":
-                for same in ("grid-order-dependence", "data-race"):
-                    charged.setdefault(same, t.number)
+            for fid in (t.finding.id, *SAME_BUG.get(t.finding.id, ())):
+                charged.setdefault(fid, t.number)
     from .probes import REGISTRY
     first_case = cases[0] if cases else None
     for pi, name in enumerate(probes, 1):

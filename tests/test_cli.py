@@ -85,6 +85,8 @@ def test_broken_submissions_are_clear_submission_errors(grade_cli, name, problem
     assert doc["score"] == 0 and _all(doc, ["submission-error"])
     assert needle in out, out[-2000:]
     assert all(t["status"] == "failed" for t in doc["tests"])
+    correctness = [t for t in doc["tests"] if not t["number"].startswith("P")]
+    assert {t["extra_data"]["problem"] for t in correctness} == {problem}
 
 
 def test_infinite_loop_is_a_timeout_and_grading_stays_bounded(grade_cli):

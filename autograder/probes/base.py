@@ -9,7 +9,7 @@ import numpy as np
 
 from ..compare import Comparison, compare
 from ..findings import Finding
-from ..sandbox import RunOutcome
+from ..sandbox import RunOutcome, read_output
 from ..spec import Assignment, Case, ProbeRubric
 
 
@@ -34,20 +34,18 @@ class ProbeResults:
     out_dir: Path
     outcomes: dict[str, RunOutcome]          # variant -> outcome
     correctness: dict[str, RunOutcome] = field(default_factory=dict)   # rung -> outcome
+    probe_rung: str = "tpu-interpret"        # the rung its findings are seen on
+    check: str = ""                          # the probe's name
 
     def facts(self, variant: str) -> dict | None:
         o = self.outcomes.get(variant)
         return o.event.get("facts") if o is not None and o.status == "ok" else None
 
     def output(self, outcome: RunOutcome | None) -> np.ndarray | None:
-        if outcome is None or outcome.status != "ok" or "file" not in outcome.event:
+        if outcome is None:
             return None
-        path = Path(outcome.event["file"])
-        if path.resolve().parent != self.out_dir.resolve():
-            return None
-        try:
-            out = np.load(path, allow_pickle=False)
-        except (OSError, ValueError):
+        out = read_output(outcome, self.out_dir)
+        if isinstance(out, str):
             return None
         shape = self.assignment.shape(self.assignment.output.shape, self.case)
         return out if out.shape == tuple(shape) else None
@@ -66,5 +64,3 @@ class ProbeResults:
         return Finding.make(id, self.probe_rung, message, case=self.case.name, check=self.check,
                             **evidence)
 
-    probe_rung: str = "tpu-interpret"
-    check: str = ""

@@ -128,18 +128,18 @@ def plan_races(assignment, case, rubric):
 
 def judge_races(r: ProbeResults) -> list[Finding]:
     found: list[Finding] = []
-    for variant in ("races-1core", "races-2core"):
-        o = r.outcomes.get(variant)
+    for cores in (1, 2):
+        o = r.outcomes.get(f"races-{cores}core")
         if o is None:
             continue
         text = o.event.get("captured", "")
         if o.event.get("races_found") or RACE_MARK in text:
             lines = [ln for ln in text.splitlines() if ln.strip()][:8]
-            found.append(r.finding("data-race", "the race detector found conflicting accesses "
-                                   f"({variant.split('-')[1].replace('core', ' core')}s simulated)",
-                                   report=lines, cores=int(variant.split("-")[1][0]),
+            found.append(r.finding("data-race", f"the race detector found conflicting accesses "
+                                   f"({cores} core{'s' if cores > 1 else ''} simulated)",
+                                   report=lines, cores=cores,
                                    interpret_params={"detect_races": True,
-                                                     "num_cores_or_threads": int(variant.split("-")[1][0])}))
+                                                     "num_cores_or_threads": cores}))
             break
     # DMA protocol: the two execution modes must agree, must not hang, and must
     # leave no semaphore signalled.
