@@ -53,4 +53,8 @@ fi
 "$venv/bin/python" -m pip install -q --disable-pip-version-check --no-build-isolation -e "$here$extras" 2>/dev/null ||
   "$venv/bin/python" -m pip install -q --disable-pip-version-check -e "$here$extras"
 "$venv/bin/python" -c 'import jax, autograder; assert jax.__version__ == "0.10.2", jax.__version__'
+if [ "$(id -u)" = 0 ]; then
+  # Student code runs as an unprivileged user; create it and check it can start the grader's child.
+  "$venv/bin/python" -m autograder.confinement
+fi
 echo "setup.sh: ready ($venv, $("$venv/bin/python" --version))"

@@ -27,6 +27,16 @@ class Channel:
         # Keep a private duplicate: a student who closes fd 3 does not close ours.
         self._f = os.fdopen(os.dup(fd), "w", buffering=1, encoding="utf-8")
         os.close(fd)
+        os.set_inheritable(self._f.fileno(), False)   # not passed on by subprocess/exec
+        # A process the submission forks (os.fork, multiprocessing) must not be
+        # able to write events: close the channel in every forked child.
+        os.register_at_fork(after_in_child=self._close_in_fork)
+
+    def _close_in_fork(self) -> None:
+        try:
+            os.close(self._f.fileno())
+        except OSError:
+            pass
 
     def send(self, **event) -> None:
         self._f.write(json.dumps(event) + "\n")
@@ -173,14 +183,18 @@ def _static(run: dict, fn, args, static, traced, student_files) -> dict:
 
 def _execute(run: dict, fn, job: dict, cache: dict, student_files: set[str]) -> dict:
     from . import pallas_surface as ps
-    # Every run of a case (each rung, each probe) shares its inputs and its trace.
+    # Runs of a case share its trace (it depends only on shapes and dtypes); the
+    # data differs between rungs (the parent draws fresh data per run), so the
+    # inputs are keyed by their files. Only the latest draw is kept.
+    files = json.dumps(run["inputs"], sort_keys=True)
+    if cache.get("files") != files:
+        cache["files"], cache["args"] = files, _inputs(run["inputs"])
+    args, static = cache["args"]
     key = run["case"]
-    if key not in cache:
-        cache[key] = [*_inputs(run["inputs"]), None]
-    args, static, traced = cache[key]
     try:
+        traced = cache.get(("trace", key))
         if traced is None:
-            traced = cache[key][2] = ps.trace(fn, args, static)
+            traced = cache[("trace", key)] = ps.trace(fn, args, static)
     except BaseException as e:  # noqa: BLE001 - student code raised while tracing
         if isinstance(e, KeyboardInterrupt):
             raise
@@ -239,7 +253,7 @@ def main(argv: list[str]) -> int:
         return 0
     fn, student_files = loaded
     channel.send(event="ready", seconds=round(time.monotonic() - t0, 3))
-    cache: dict[str, list] = {}
+    cache: dict = {}
     for run in job["runs"]:
         channel.send(event="start", run=run["id"])
         t = time.monotonic()

@@ -29,6 +29,8 @@ def _parser() -> argparse.ArgumentParser:
     g.add_argument("--rung", action="append", default=[], choices=("generic", "tpu-interpret"),
                    help="grade only on this rung (repeatable)")
     g.add_argument("--case-timeout", type=float, help="seconds per case and rung (overrides the spec)")
+    g.add_argument("--run-key", type=int, help="replay the input data of an earlier grading run "
+                   "(its feedback shows the key); default: fresh data")
     g.add_argument("--assignments", type=Path, help="folder of assignment folders (default: bundled)")
 
     b = sub.add_parser("build", help="build the Gradescope autograder zip for an assignment")
@@ -80,7 +82,7 @@ def _grade(args, parser) -> int:
     assignment = _assignment(args.assignment, args.assignments, parser)
     try:
         options = grade.GradeOptions(cases=tuple(args.case), rungs=tuple(args.rung),
-                                     case_timeout_s=args.case_timeout)
+                                     case_timeout_s=args.case_timeout, run_key=args.run_key)
         grade.select(assignment, options)
     except KeyError as e:
         parser.error(f"unknown case or rung {e.args[0]!r} for {assignment.slug}; valid cases: "

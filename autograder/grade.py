@@ -7,15 +7,17 @@ module imports no JAX; the reference is float64 numpy run here, in the parent.
 from __future__ import annotations
 
 import importlib.util
+import os
+import secrets
 import shutil
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
-from . import diagnosis, inputs, sandbox, scoring, submission
+from . import confinement, diagnosis, inputs, sandbox, scoring, submission
 from .findings import Finding
 from .spec import Assignment, Case
 
@@ -26,6 +28,7 @@ class GradeOptions:
     rungs: tuple[str, ...] = ()         # empty: the spec's rungs
     case_timeout_s: float | None = None
     startup_timeout_s: float | None = None
+    run_key: int | None = None          # None: a fresh secret key (replay one with --run-key)
 
 
 @dataclass
@@ -40,6 +43,10 @@ class Report:
     children: int = 0
     peak_child_rss_mb: float = 0.0
     student_output: str = ""
+    run_key: int | None = None
+    notes: list[str] = field(default_factory=list)   # said once, at the top of the feedback
+    output_bytes: int = 0
+    leftovers_killed: int = 0
 
     @property
     def score(self) -> float:
@@ -82,39 +89,51 @@ def grade(assignment: Assignment, submission_path: Path, options: GradeOptions =
     limits = assignment.limits
     deadline = t0 + limits.total_s
     cases, rungs = select(assignment, options)
+    run_key = options.run_key if options.run_key is not None else secrets.randbits(32)
+    identity = confinement.student_identity()
+    confinement.make_reachable(identity)
+    confinement.become_subreaper()
+    notes = [identity.note] if identity.note else []
     workdir = Path(tempfile.mkdtemp(prefix="pallas-grade-"))
+    os.chmod(workdir, 0o711)    # the student user may enter, not list
     try:
         findings: list[Finding] = []
-        loc = submission.locate(Path(submission_path), assignment.entry_file, workdir)
+        loc, skipped = submission.prepare(Path(submission_path), assignment.entry_file, workdir)
+        if skipped:
+            notes.append("Not copied from your upload: " + "; ".join(skipped[:10])
+                         + (f"; and {len(skipped) - 10} more" if len(skipped) > 10 else "") + ".")
         if isinstance(loc, Finding):
-            return _finish(assignment, submission_path, [loc], cases, rungs, None, t0)
+            return _finish(assignment, submission_path, [loc], cases, rungs, None, t0,
+                           run_key=run_key, notes=notes)
         problem = submission.check_source(loc)
         if problem is not None:
-            return _finish(assignment, submission_path, [problem], cases, rungs, loc, t0)
+            return _finish(assignment, submission_path, [problem], cases, rungs, loc, t0,
+                           run_key=run_key, notes=notes)
 
         reference_fn = load_reference(assignment)
         in_dir, out_dir = workdir / "in", workdir / "out"
         in_dir.mkdir()
-        out_dir.mkdir()
-        runs, references = [], {}
+        confinement.give_to(out_dir, identity)
+        runs, references, run_refs = [], {}, {}
         for case in cases:
-            case_inputs = inputs.make(assignment, case)
-            files = []
-            for i, ci in enumerate(case_inputs):
-                if ci.kind == "float":
-                    files.append({"kind": "float", "value": ci.value})
-                    continue
-                path = in_dir / f"{len(references)}_{i}.npy"
-                np.save(path, ci.array, allow_pickle=False)
-                files.append({"kind": "array", "file": str(path), "dtype": ci.dtype})
-            references[case.name] = np.asarray(
-                reference_fn(*[ci.array if ci.kind == "array" else ci.value for ci in case_inputs]),
-                dtype=np.float64)
+            drawn: dict[int, tuple[list, np.ndarray]] = {}
             for rung in rungs:
-                runs.append({"id": f"{case.name}/{rung}", "id_file": f"{len(runs)}",
+                stream = inputs.stream(assignment, case, rung)
+                if stream not in drawn:
+                    drawn[stream] = _draw(assignment, case, inputs.entropy(case, run_key, stream),
+                                          in_dir, f"{len(run_refs)}", reference_fn)
+                files, ref = drawn[stream]
+                rid = f"{case.name}/{rung}"
+                run_refs[rid] = ref
+                runs.append({"id": rid, "id_file": f"{len(runs)}",
                              "case": case.name, "rung": rung, "params": {}, "inputs": files})
-        probe_runs = _plan_probes(assignment, cases, options, runs, references)
+            if inputs.PROBE_STREAM in drawn:     # a probe case: every run shares one draw
+                references[case.name] = drawn[inputs.PROBE_STREAM]
+        probe_runs = _plan_probes(assignment, cases, options, runs,
+                                  {k: v[0] for k, v in references.items()})
         runs.extend(probe_runs)
+        for folder in ("submission", "unzipped", "notebook", "in"):
+            confinement.readable_by_all(workdir / folder)
         base_job = {"module_file": str(loc.module_file), "module_dir": str(loc.module_dir),
                     "module_name": Path(assignment.entry_file).stem,
                     "function": assignment.entry_function, "arity": len(assignment.inputs),
@@ -123,38 +142,64 @@ def grade(assignment: Assignment, submission_path: Path, options: GradeOptions =
             workdir, base_job, runs,
             startup_s=options.startup_timeout_s or limits.startup_s,
             run_s=options.case_timeout_s or limits.case_s,
-            memory_mb=limits.memory_mb, deadline=deadline)
-        if report.load_error is not None:
+            memory_mb=limits.memory_mb, deadline=deadline, identity=identity)
+        if report.tampered:
+            findings.append(Finding.make(
+                "submission-error", "static", f"the grader's channel was tampered with: {report.tampered}",
+                check="submission", problem="channel-tampered", detail=report.tampered))
+        elif report.load_error is not None:
             findings.append(diagnosis.from_load_error(
                 report.load_error, loc, options.startup_timeout_s or limits.startup_s,
                 limits.memory_mb))
-        findings.extend(_judge_probes(assignment, probe_runs, report, references, out_dir))
+        probe_refs = {name: ref for name, (_files, ref) in references.items()}
+        findings.extend(_judge_probes(assignment, probe_runs, report, probe_refs, out_dir))
         for run in runs:
             if run.get("probe"):
                 continue
             case = assignment.case(run["case"])
             f = diagnosis.from_outcome(assignment, case, run["rung"], report.outcomes[run["id"]],
-                                       references[case.name], loc, out_dir)
+                                       run_refs[run["id"]], loc, out_dir)
             if f is not None:
                 findings.append(f)
         probes_run = tuple(dict.fromkeys(r["probe"] for r in probe_runs))
-        result = _finish(assignment, submission_path, findings, cases, rungs, loc, t0, probes_run)
+        result = _finish(assignment, submission_path, findings, cases, rungs, loc, t0, probes_run,
+                         run_key=run_key, notes=notes)
         result.jax_version = report.jax_version
         result.children = report.children
         result.peak_child_rss_mb = report.peak_rss_mb
         result.student_output = report.stdout_tail.strip()
+        result.output_bytes = report.output_bytes
+        result.leftovers_killed = report.leftovers_killed
         return result
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
 
 
+def _draw(assignment: Assignment, case: Case, seed: list[int], in_dir: Path, tag: str,
+          reference_fn) -> tuple[list[dict], np.ndarray]:
+    """One draw of a case's inputs: the files the child reads, and the reference."""
+    case_inputs = inputs.make(assignment, case, seed)
+    files = []
+    for i, ci in enumerate(case_inputs):
+        if ci.kind == "float":
+            files.append({"kind": "float", "value": ci.value})
+            continue
+        path = in_dir / f"{tag}_{i}.npy"
+        np.save(path, ci.array, allow_pickle=False)
+        files.append({"kind": "array", "file": str(path), "dtype": ci.dtype})
+    reference = np.asarray(
+        reference_fn(*[ci.array if ci.kind == "array" else ci.value for ci in case_inputs]),
+        dtype=np.float64)
+    return files, reference
+
+
 def _plan_probes(assignment: Assignment, cases, options: GradeOptions, runs: list[dict],
-                 references: dict) -> list[dict]:
-    """Child runs for every enabled probe on every probe case being graded."""
+                 by_case: dict[str, list[dict]]) -> list[dict]:
+    """Child runs for every enabled probe on every probe case being graded;
+    ``by_case`` holds each case's probe-stream input files."""
     from .probes import REGISTRY
     if options.cases or options.rungs:
         return []   # a local, selective run: correctness only
-    by_case = {r["case"]: r["inputs"] for r in runs}
     probe_cases = [c for c in cases if c.name in assignment.probe_cases and c.name in by_case]
     planned = []
     for rubric in assignment.probes:
@@ -212,7 +257,9 @@ def _judge_probes(assignment: Assignment, probe_runs: list[dict], report, refere
     return found
 
 
-def _finish(assignment, submission_path, findings, cases, rungs, loc, t0, probes=()) -> Report:
+def _finish(assignment, submission_path, findings, cases, rungs, loc, t0, probes=(), *,
+            run_key=None, notes=()) -> Report:
     tests = scoring.score(assignment, findings, rungs, cases, probes)
     return Report(assignment, str(submission_path), tests, findings,
-                  loc.uploaded_as if loc else None, time.monotonic() - t0)
+                  loc.uploaded_as if loc else None, time.monotonic() - t0, run_key=run_key,
+                  notes=list(notes))

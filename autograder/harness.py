@@ -7,6 +7,7 @@ and always leaves a valid results.json, whatever happens.
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 import time
 import traceback
@@ -23,9 +24,15 @@ def results_document(report, fmt: str = "md") -> dict:
             output=render.render_test(tv, fmt), output_format=fmt, tags=t.tags,
             visibility=t.visibility, status="passed" if t.passed else "failed",
             extra_data=_finding_data(t)))
-    return gradescope.document(score=report.score, execution_time=report.seconds,
-                               output=render.render_summary(view, fmt), output_format=fmt,
-                               tests=tests)
+    doc = gradescope.document(score=report.score, execution_time=report.seconds,
+                              output=render.render_summary(view, fmt), output_format=fmt,
+                              tests=tests)
+    # For staff tools (Gradescope does not show top-level extra_data to students).
+    doc["extra_data"] = {"run_key": report.run_key, "children": report.children,
+                         "peak_child_rss_mb": round(report.peak_child_rss_mb, 1),
+                         "student_output_bytes": report.output_bytes,
+                         "leftover_processes_killed": report.leftovers_killed}
+    return doc
 
 
 def _finding_data(t) -> dict:
@@ -35,6 +42,17 @@ def _finding_data(t) -> dict:
         return {}
     return {"finding": t.finding.id, "rung": t.finding.rung, "check": t.finding.check,
             "problem": t.finding.facts().get("problem"), "charged_in": t.charged_in}
+
+
+def _clear_results(folder: Path, keep: str) -> None:
+    """Only the grader's results.json may be there when grading ends."""
+    for p in folder.iterdir():
+        if p.name == keep:
+            continue
+        if p.is_dir() and not p.is_symlink():
+            shutil.rmtree(p, ignore_errors=True)
+        else:
+            p.unlink(missing_ok=True)
 
 
 def root_dir() -> Path:
@@ -47,12 +65,20 @@ def run_gradescope(root: Path | None = None, slug: str | None = None) -> int:
     results = root / "results" / "results.json"
     t0 = time.monotonic()
     try:
-        from . import grade, spec
+        # Left in place if this process is killed (OOM, Gradescope's timeout):
+        # a valid result that says the grader, not the student, failed.
+        gradescope.write(gradescope.catastrophic(
+            detail="grading did not finish: the grader process was stopped before writing results"),
+            results)
+        from . import confinement, grade, spec
         source = root / "source"
         slug = slug or (source / "assignment.txt").read_text(encoding="utf-8").strip()
         assignment = spec.find(slug, source / "assignments" if (source / "assignments").is_dir() else None)
+        if (source / "setup.sh").is_file():   # a Gradescope layout, not a developer checkout
+            confinement.protect_layout(root, source)
         report = grade.grade(assignment, root / "submission")
         doc = results_document(report, "md")
+        _clear_results(results.parent, keep=results.name)
         gradescope.write(doc, results)
         print(f"graded {slug}: {report.score:g}/{report.max_score:g} in {time.monotonic() - t0:.1f} s")
         return 0

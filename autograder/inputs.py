@@ -1,7 +1,12 @@
 """Test inputs: random, non-periodic data from each case's seed (numpy only).
 
 All-ones or periodic data hides stale-block bugs, so every array is drawn from
-a seeded generator. Low-precision dtypes are rounded here, in the parent, so
+a seeded generator. The seed is the case's public seed combined with a secret
+run key drawn for each grading run, and a stream per rung: a submission cannot
+predict its data, and no two runs of a case share it (so caching answers by
+shape or replaying an earlier output fails). The probe cases are the one
+exception: all their runs share stream 0, because every probe is a
+differential experiment (same input, one interpreter switch changed). Low-precision dtypes are rounded here, in the parent, so
 the reference is computed on exactly the values the kernel receives. Arrays
 cross to the child as float32/int32 ``.npy`` plus a dtype name.
 """
@@ -34,8 +39,23 @@ def _round_to(x: np.ndarray, dtype: str) -> np.ndarray:
     return x.astype(_NUMPY_DTYPES[dtype])
 
 
-def make(assignment: Assignment, case: Case) -> list[CaseInput]:
-    rng = np.random.default_rng(case.seed)
+PROBE_STREAM = 0
+
+
+def stream(assignment: Assignment, case: Case, rung: str) -> int:
+    """Which draw a run of ``case`` on ``rung`` gets (see the module docstring)."""
+    if case.name in assignment.probe_cases:
+        return PROBE_STREAM
+    return 1 + list(assignment.rungs).index(rung) if rung in assignment.rungs else PROBE_STREAM
+
+
+def entropy(case: Case, run_key: int | None, stream_: int = PROBE_STREAM) -> list[int]:
+    """The generator seed: numpy's SeedSequence mixes every word of it."""
+    return [case.seed] if run_key is None else [case.seed, run_key, stream_]
+
+
+def make(assignment: Assignment, case: Case, seed: list[int] | None = None) -> list[CaseInput]:
+    rng = np.random.default_rng(seed if seed is not None else [case.seed])
     scales = dict(case.scale)
     params = dict(case.params)
     out = []
@@ -56,9 +76,9 @@ def make(assignment: Assignment, case: Case) -> list[CaseInput]:
     return out
 
 
-def generator_source(assignment: Assignment, case: Case) -> list[str]:
+def generator_source(assignment: Assignment, case: Case, seed: list[int] | None = None) -> list[str]:
     """Python lines that rebuild exactly these inputs, for the reproduction snippet."""
-    lines = [f"rng = np.random.default_rng({case.seed})"]
+    lines = [f"rng = np.random.default_rng({list(seed) if seed is not None else [case.seed]})"]
     scales = dict(case.scale)
     params = dict(case.params)
     for spec in assignment.inputs:

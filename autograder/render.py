@@ -13,7 +13,7 @@ from typing import Any
 
 import jinja2
 
-from . import repro
+from . import inputs, repro
 from .findings import CATALOGUE, RUNGS, Finding
 from .scoring import TestResult
 
@@ -64,9 +64,11 @@ def _finding_view(f: Finding, visible: bool) -> dict[str, Any]:
             "check": f.check}
 
 
-def test_view(t: TestResult, assignment, uploaded_as: str | None) -> dict[str, Any]:
+def test_view(t: TestResult, assignment, uploaded_as: str | None,
+              run_key: int | None = None) -> dict[str, Any]:
     case = t.case
     visible = case.visible
+    seed = inputs.entropy(case, run_key, inputs.stream(assignment, case, t.rung))
     described = ", ".join(
         f"{i.name}: {assignment.dtype_of(i.dtype, case)}{list(assignment.shape(i.shape, case))}"
         if i.kind == "array" else f"{i.name} = {dict(case.params)[i.name]!r}"
@@ -76,7 +78,7 @@ def test_view(t: TestResult, assignment, uploaded_as: str | None) -> dict[str, A
         "max_score": t.max_score, "rung": t.rung, "rung_label": RUNGS[t.rung],
         "visible": visible,
         "case": {"name": case.name if visible else None, "dtype": case.dtype if visible else None,
-                 "seed": case.seed if visible else None, "inputs": described},
+                 "seed": seed if visible else None, "inputs": described},
         "finding": _finding_view(t.finding, _shows(t.finding, assignment)) if t.finding else None,
         "also": [_finding_view(f, _shows(f, assignment))["title"] for f in t.others],
         "related": [_finding_view(f, True) for f in t.others
@@ -84,8 +86,9 @@ def test_view(t: TestResult, assignment, uploaded_as: str | None) -> dict[str, A
         "wide": bool(t.finding and t.finding.case is None),
         "ladder": [{"rung": r, "label": RUNGS[r], "state": s, "line": f"{RUNGS[r]}: {_STATES[s]}"}
                    for r, s in t.ladder],
-        "snippet": _snippet(t, assignment, visible),
-        "command": (repro.command(assignment, assignment.case(t.finding.case), t.rung, uploaded_as)
+        "snippet": _snippet(t, assignment, run_key),
+        "command": (repro.command(assignment, assignment.case(t.finding.case), t.rung, uploaded_as,
+                                  run_key)
                     if t.finding and t.finding.case and _shows(t.finding, assignment)
                     and t.rung in ("generic", "tpu-interpret") else None),
         "probe": t.probe,
@@ -103,13 +106,15 @@ def _shows(f: Finding, assignment) -> bool:
     return f.case is None or assignment.case(f.case).visible
 
 
-def _snippet(t: TestResult, assignment, visible: bool) -> str | None:
+def _snippet(t: TestResult, assignment, run_key: int | None) -> str | None:
     f = t.finding
     if f is None or f.case is None or not _shows(f, assignment):
         return None
     params = f.facts().get("interpret_params")
     rung = t.rung if t.rung in ("generic", "tpu-interpret") else "tpu-interpret"
-    return repro.snippet(assignment, assignment.case(f.case), rung, params)
+    case = assignment.case(f.case)
+    seed = inputs.entropy(case, run_key, inputs.stream(assignment, case, rung))
+    return repro.snippet(assignment, case, rung, params, seed)
 
 
 def report_view(report) -> dict[str, Any]:
@@ -119,9 +124,10 @@ def report_view(report) -> dict[str, Any]:
         "uploaded_as": report.uploaded_as, "seconds": round(report.seconds, 1),
         "jax_version": report.jax_version,
         "wide": [_finding_view(f, True) for f in report.wide_findings],
-        "tests": [test_view(t, a, report.uploaded_as) for t in report.tests],
+        "tests": [test_view(t, a, report.uploaded_as, report.run_key) for t in report.tests],
         "passed": sum(t.passed for t in report.tests), "count": len(report.tests),
         "student_output": report.student_output[-3000:],
+        "notes": list(report.notes),
     }
 
 

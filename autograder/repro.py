@@ -16,13 +16,16 @@ def interpret_source(rung: str, params: dict | None = None) -> str:
     return f"pltpu.InterpretParams({args})"
 
 
-def command(assignment: Assignment, case: Case, rung: str, uploaded_as: str | None) -> str:
+def command(assignment: Assignment, case: Case, rung: str, uploaded_as: str | None,
+            run_key: int | None = None) -> str:
     target = uploaded_as or assignment.entry_file
+    key = f" --run-key {run_key}" if run_key is not None else ""
     return (f"pallas-autograder grade {target} --assignment {assignment.slug} "
-            f"--case {case.name} --rung {rung}")
+            f"--case {case.name} --rung {rung}{key}")
 
 
-def snippet(assignment: Assignment, case: Case, rung: str, params: dict | None = None) -> str:
+def snippet(assignment: Assignment, case: Case, rung: str, params: dict | None = None,
+            seed: list[int] | None = None) -> str:
     module = assignment.entry_file[:-3]
     fn = assignment.entry_function
     names = [i.name for i in assignment.inputs]
@@ -33,7 +36,7 @@ def snippet(assignment: Assignment, case: Case, rung: str, params: dict | None =
         "from jax.experimental.pallas import tpu as pltpu",
         f"from {module} import {fn}",
         "",
-        *inputs.generator_source(assignment, case),
+        *inputs.generator_source(assignment, case, seed),
         "",
     ]
     call = f"{fn}({', '.join(names)})"

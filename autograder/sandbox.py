@@ -1,10 +1,17 @@
 """Starting the child, enforcing its limits, and collecting what it reports.
 
-The child runs in its own session (so the whole process group can be killed),
-with a wall-clock deadline for start-up and for each run, a resident-memory
-ceiling measured over every process in its session, and file-size/core limits.
+The child runs as the student user (see ``confinement``), in its own session,
+with a wall-clock deadline for start-up and for each run (never past the
+global deadline), CPU-time, file-size, process-count and core limits, a
+resident-memory ceiling measured over every process in its session, and
+``oom_score_adj`` 1000 so that a spike the poll misses kills the child, not
+the grader. Its stdout/stderr are pipes drained here and kept only as a capped
+tail: student output is data for the feedback, never protocol. Events arrive
+on a separate inherited pipe and must follow the protocol (start, then done,
+for the run the child was given) or the child is stopped as tampered with.
 A run that times out, runs out of memory or dies takes only itself down: the
-parent starts a fresh child for the runs after it.
+parent starts a fresh child for the runs after it. After every child, every
+process it started is killed, wherever it went.
 """
 from __future__ import annotations
 
@@ -19,10 +26,13 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .confinement import Identity, give_to, kill_leftovers, popen_kwargs
+
 POLL_S = 0.1   # also the memory sampling period: a /proc scan costs ~2 ms
-OUTPUT_FILE_LIMIT = 64 * 1024 * 1024   # per file the child writes (stdout floods stop here)
+OUTPUT_FILE_LIMIT = 64 * 1024 * 1024   # per file the child writes
 OUTPUT_TAIL = 4000                     # characters of student output kept for feedback
 MAX_TIMEOUTS = 2                       # after this many, the remaining runs are not tried
+MAX_PROCESSES = 1024                   # RLIMIT_NPROC for the student user (XLA threads count)
 
 
 @dataclass
@@ -41,6 +51,10 @@ class ChildReport:
     stdout_tail: str
     children: int                 # how many child processes were started
     peak_rss_mb: float
+    output_bytes: int = 0         # everything the student printed, before the cap
+    leftovers_killed: int = 0     # processes still alive after a child, killed
+    tampered: str = ""            # why the event channel was judged forged
+    confinement: "Identity | None" = None
 
 
 def read_output(outcome: RunOutcome, out_dir: Path) -> "np.ndarray | str":
@@ -75,33 +89,48 @@ def _session_rss_kb(sid: int) -> int:
     return total
 
 
-def _kill_session(sid: int) -> None:
-    try:
-        os.killpg(sid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
+class Tail:
+    """The last OUTPUT_TAIL bytes of a stream, and how much there was in all."""
+
+    def __init__(self) -> None:
+        self.data = bytearray()
+        self.total = 0
+
+    def add(self, chunk: bytes) -> None:
+        self.total += len(chunk)
+        self.data += chunk
+        if len(self.data) > 2 * OUTPUT_TAIL:
+            del self.data[:-OUTPUT_TAIL]
+
+    def text(self) -> str:
+        text = bytes(self.data[-OUTPUT_TAIL:]).decode("utf-8", "replace")
+        if self.total > len(text.encode("utf-8", "replace")):
+            return f"[... {self.total - OUTPUT_TAIL} earlier bytes of output cut ...]\n" + text
+        return text
 
 
-def _tail(path: Path) -> str:
-    try:
-        with open(path, "rb") as f:
-            f.seek(0, os.SEEK_END)
-            size = f.tell()
-            f.seek(max(0, size - OUTPUT_TAIL))
-            text = f.read().decode("utf-8", "replace")
-        return ("[... earlier output cut ...]\n" + text) if size > OUTPUT_TAIL else text
-    except OSError:
-        return ""
+def _limiter(cpu_s: int, dropped: bool):
+    def limit_child() -> None:
+        # Runs in the child after the switch to the student user, before exec.
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+        resource.setrlimit(resource.RLIMIT_FSIZE, (OUTPUT_FILE_LIMIT, OUTPUT_FILE_LIMIT))
+        resource.setrlimit(resource.RLIMIT_CPU, (cpu_s, cpu_s + 5))
+        if dropped:
+            # Per user: only meaningful when the student user is ours alone.
+            resource.setrlimit(resource.RLIMIT_NPROC, (MAX_PROCESSES, MAX_PROCESSES))
+        try:
+            with open("/proc/self/oom_score_adj", "w") as f:
+                f.write("1000")
+        except OSError:
+            pass
+    return limit_child
 
 
-def _limit_child() -> None:
-    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-    resource.setrlimit(resource.RLIMIT_FSIZE, (OUTPUT_FILE_LIMIT, OUTPUT_FILE_LIMIT))
-
-
-def child_env() -> dict[str, str]:
+def child_env(home: str | None = None) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items()
-           if k in ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")}
+           if k in ("PATH", "LANG", "LC_ALL", "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")}
+    if home:
+        env.update({"HOME": home, "TMPDIR": home})
     env.update({
         "JAX_PLATFORMS": "cpu",
         "TF_CPP_MIN_LOG_LEVEL": "3",
@@ -113,54 +142,79 @@ def child_env() -> dict[str, str]:
 
 
 class _Child:
-    def __init__(self, workdir: Path, job: dict, index: int):
+    def __init__(self, workdir: Path, job: dict, index: int, identity: Identity, cpu_s: int,
+                 stdout: Tail, stderr: Tail):
         job_path = workdir / f"job{index}.json"
         job_path.write_text(json.dumps(job), encoding="utf-8")
+        os.chmod(job_path, 0o644)
         read_fd, write_fd = os.pipe()
-        self.out_path = workdir / f"stdout{index}.txt"
-        self.err_path = workdir / f"stderr{index}.txt"
-        with open(self.out_path, "wb") as out, open(self.err_path, "wb") as err:
-            self.proc = subprocess.Popen(
-                [sys.executable, "-I", "-m", "autograder.child", str(job_path), str(write_fd)],
-                stdin=subprocess.DEVNULL, stdout=out, stderr=err, cwd=workdir,
-                env=child_env(), pass_fds=(write_fd,), start_new_session=True,
-                preexec_fn=_limit_child)
+        self.identity = identity
+        self.proc = subprocess.Popen(
+            [sys.executable, "-I", "-m", "autograder.child", str(job_path), str(write_fd)],
+            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=workdir,
+            env=child_env(str(workdir / "home")), pass_fds=(write_fd,), start_new_session=True,
+            preexec_fn=_limiter(cpu_s, identity.dropped), **popen_kwargs(identity))
         os.close(write_fd)
+        self.streams = {read_fd: None, self.proc.stdout.fileno(): stdout,
+                        self.proc.stderr.fileno(): stderr}
         self.fd = read_fd
         self.buf = b""
+        self.garbage = 0
         self.eof = False
 
     def events(self, timeout: float) -> list[dict]:
-        """Events that arrived within ``timeout`` seconds (stops early on any)."""
-        if self.eof:
+        """Events that arrived within ``timeout`` seconds; student output is
+        drained into its tails on the way (a flood never blocks the child)."""
+        open_fds = [fd for fd in self.streams]
+        if not open_fds:
             time.sleep(timeout)
             return []
-        ready, _, _ = select.select([self.fd], [], [], timeout)
-        if not ready:
-            return []
-        chunk = os.read(self.fd, 65536)
-        if not chunk:
-            self.eof = True
-            return []
-        self.buf += chunk
-        *lines, self.buf = self.buf.split(b"\n")
+        ready, _, _ = select.select(open_fds, [], [], timeout)
         events = []
-        for line in lines:
-            try:
-                ev = json.loads(line)
-            except ValueError:
-                continue  # only the child's own code writes here; ignore garbage
-            if isinstance(ev, dict):
-                events.append(ev)
+        for fd in ready:
+            chunk = os.read(fd, 1 << 16)
+            tail = self.streams[fd]
+            if not chunk:
+                del self.streams[fd]
+                if fd == self.fd:
+                    self.eof = True
+                continue
+            if tail is not None:
+                tail.add(chunk)
+                continue
+            self.buf += chunk
+            *lines, self.buf = self.buf.split(b"\n")
+            for line in lines:
+                try:
+                    ev = json.loads(line)
+                except ValueError:
+                    ev = None
+                if isinstance(ev, dict):
+                    events.append(ev)
+                else:
+                    self.garbage += 1
         return events
 
-    def finish(self) -> None:
-        _kill_session(self.proc.pid)
+    def finish(self) -> int:
+        """Kill the child and everything it started; drain what it printed."""
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
         try:
             self.proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
             pass
-        os.close(self.fd)
+        killed = kill_leftovers(self.identity, self.proc.pid)
+        deadline = time.monotonic() + 1.0
+        while self.streams and time.monotonic() < deadline:
+            self.events(0.05)
+        for fd in list(self.streams):
+            if fd == self.fd:
+                os.close(fd)
+        self.proc.stdout.close()
+        self.proc.stderr.close()
+        return killed
 
 
 def _not_worth_running(runs: list[dict], pending: list[dict], outcomes: dict[str, RunOutcome],
@@ -181,11 +235,12 @@ def _not_worth_running(runs: list[dict], pending: list[dict], outcomes: dict[str
 
 
 def run_jobs(workdir: Path, base_job: dict, runs: list[dict], *, startup_s: float,
-             run_s: float, memory_mb: int, deadline: float) -> ChildReport:
+             run_s: float, memory_mb: int, deadline: float, identity: Identity) -> ChildReport:
     """Run ``runs`` in as few children as possible, each under the limits.
 
-    ``deadline`` is a ``time.monotonic()`` instant after which no run starts:
-    the remaining runs are reported as skipped, so the global time budget holds.
+    ``deadline`` is a ``time.monotonic()`` instant no run may go past: a run
+    still going then is stopped and it and the remaining runs are reported as
+    skipped, so the global time budget holds whatever the student does.
     """
     pending = list(runs)
     outcomes: dict[str, RunOutcome] = {}
@@ -193,11 +248,17 @@ def run_jobs(workdir: Path, base_job: dict, runs: list[dict], *, startup_s: floa
     jax_version = None
     children = 0
     peak_kb = 0
-    stdout_tail = stderr_tail = ""
-    while pending and load_error is None:
+    killed = 0
+    tampered = ""
+    stdout, stderr = Tail(), Tail()
+    give_to(workdir / "home", identity)
+    cpu_s = int(max(30.0, deadline - time.monotonic()) * max(1, os.cpu_count() or 1))
+    while pending and load_error is None and not tampered:
         if time.monotonic() >= deadline:
             break
-        child = _Child(workdir, {**base_job, "runs": pending}, children)
+        stderr = Tail()
+        child = _Child(workdir, {**base_job, "runs": pending}, children, identity, cpu_s,
+                       stdout, stderr)
         children += 1
         current, phase_start, limit, phase = None, time.monotonic(), startup_s, "startup"
         failure: str | None = None
@@ -205,39 +266,51 @@ def run_jobs(workdir: Path, base_job: dict, runs: list[dict], *, startup_s: floa
             while True:
                 for ev in child.events(POLL_S):
                     kind = ev.get("event")
-                    if kind == "jax":
+                    if kind == "jax" and phase == "startup":
                         jax_version = ev.get("version")
-                    elif kind == "load" and ev.get("status") == "error":
+                    elif kind == "load" and ev.get("status") == "error" and phase == "startup":
                         load_error = ev
-                    elif kind == "ready":
+                    elif kind == "ready" and phase == "startup":
                         phase_start, limit, phase = time.monotonic(), run_s, "between"
-                    elif kind == "start":
+                    elif kind == "start" and phase == "between" and ev.get("run") == pending[0]["id"]:
                         current = ev.get("run")
-                        limit = next((r.get("timeout_s", run_s) for r in pending if r["id"] == current), run_s)
+                        limit = pending[0].get("timeout_s", run_s)
                         phase_start, phase = time.monotonic(), "run"
-                    elif kind == "done" and ev.get("run") == current:
+                    elif kind == "done" and phase == "run" and ev.get("run") == current:
                         outcomes[current] = RunOutcome(ev.get("status", "error"), ev,
                                                        float(ev.get("seconds", 0.0)))
                         pending = [r for r in pending if r["id"] != current]
                         current, phase_start, phase = None, time.monotonic(), "between"
+                    elif kind == "finished" and phase == "between" and not pending:
+                        pass
+                    else:
+                        tampered = (f"an event out of protocol ({str(kind)[:40]!r} while "
+                                    f"{'running ' + current if current else phase})")
+                if child.garbage and not tampered:
+                    tampered = "lines that are not grader events were written to the grader's channel"
                 rss = _session_rss_kb(child.proc.pid)
                 peak_kb = max(peak_kb, rss)
-                if rss > memory_mb * 1024:
+                if tampered:
+                    failure = "tampered"
+                elif rss > memory_mb * 1024:
                     failure = "memory"
                 elif time.monotonic() - phase_start > limit:
                     failure = "timeout"
+                elif time.monotonic() >= deadline:
+                    failure = "budget"
                 elif child.proc.poll() is not None and child.eof:
                     failure = None if not pending or load_error else "died"
                 if failure or (child.eof and child.proc.poll() is not None):
                     break
-                if time.monotonic() >= deadline and phase != "run":
-                    break
         finally:
-            child.finish()
-        stdout_tail, stderr_tail = _tail(child.out_path), _tail(child.err_path)
+            killed += child.finish()
+        if failure in ("tampered", "budget"):
+            if failure == "budget" and current is not None:
+                outcomes[current] = RunOutcome("skipped", {"run": current, "budget": True})
+            break
         if failure and load_error is None:
             detail = {"phase": phase, "limit_s": limit, "memory_mb": memory_mb,
-                      "returncode": child.proc.returncode, "stderr_tail": stderr_tail[-1500:]}
+                      "returncode": child.proc.returncode, "stderr_tail": stderr.text()[-1500:]}
             if current is None:
                 # Died or hung while starting or importing: every pending run shares the fate.
                 load_error = {"kind": failure, "type": failure, "message": "", "frames": [], **detail}
@@ -249,6 +322,8 @@ def run_jobs(workdir: Path, base_job: dict, runs: list[dict], *, startup_s: floa
                 outcomes[rid] = RunOutcome("timeout", {"run": rid, "not_run": True, **detail})
             pending = [r for r in pending if r["id"] not in outcomes]
     for r in pending:
-        outcomes.setdefault(r["id"], RunOutcome("load-error" if load_error else "skipped"))
-    return ChildReport(outcomes, load_error, jax_version, stdout_tail, children,
-                       peak_kb / 1024)
+        outcomes.setdefault(r["id"], RunOutcome("load-error" if load_error else "skipped",
+                                                {"budget": not load_error and not tampered}))
+    return ChildReport(outcomes, load_error, jax_version, stdout.text(), children,
+                       peak_kb / 1024, output_bytes=stdout.total, leftovers_killed=killed,
+                       tampered=tampered, confinement=identity)

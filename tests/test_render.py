@@ -10,7 +10,7 @@ from autograder.grade import Report
 def _report(findings):
     a = spec.find("matmul")
     tests = scoring.score(a, findings, a.rungs, a.cases)
-    return Report(a, "matmul.py", tests, findings, "matmul.py", 1.0)
+    return Report(a, "matmul.py", tests, findings, "matmul.py", 1.0, run_key=7)
 
 
 def _wrong(case, rung="generic"):
@@ -25,7 +25,7 @@ def test_every_format_renders_a_failed_visible_test_with_snippet(fmt):
     rep = _report([_wrong("f32-256x384x256")])
     view = render.report_view(rep)
     out = render.render_test(view["tests"][0], fmt)
-    assert "wrong-result" in out and "default_rng(1001)" in out and "256, 384" in out
+    assert "wrong-result" in out and "default_rng([1001, 7, 0])" in out and "--run-key 7" in out and "256, 384" in out
     assert "--case f32-256x384x256 --rung generic" in out
     whole = render.render_report(view, fmt)
     assert "[wrong-result]" in whole

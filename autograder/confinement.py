@@ -1,0 +1,258 @@
+"""Who student code runs as, what it may touch, and making sure none of it survives.
+
+On Gradescope the grader runs as root next to the instructor's solutions, the
+hidden cases and ``submission_metadata.json`` (the student's previous results).
+Student code therefore runs as a dedicated unprivileged user (created by
+setup.sh, or here on first use), which cannot read those files, write the
+results, or signal/ptrace the grader. Where the grader is not root (a
+student's laptop) it cannot switch users; the child is still confined to its
+own session and limits, and the feedback says so once.
+"""
+from __future__ import annotations
+
+import ctypes
+import os
+import pwd
+import shutil
+import signal
+import stat
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+STUDENT_USER = "pallas-student"
+NOBODY_UID = 65534
+PR_SET_CHILD_SUBREAPER = 36       # linux/prctl.h
+
+
+@dataclass(frozen=True)
+class Identity:
+    """The user student code runs as."""
+    uid: int
+    gid: int
+    name: str
+    dropped: bool       # True: a user other than the grader's (the grader is root)
+    note: str = ""      # why privileges were not dropped, for the feedback
+
+
+def _create_user() -> None:
+    useradd = shutil.which("useradd") or "/usr/sbin/useradd"
+    if os.path.exists(useradd):
+        subprocess.run([useradd, "--system", "--no-create-home", "--shell", "/usr/sbin/nologin",
+                        STUDENT_USER], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL, check=False, timeout=30)
+
+
+def student_identity() -> Identity:
+    if os.geteuid() != 0:
+        return Identity(os.getuid(), os.getgid(), pwd.getpwuid(os.getuid()).pw_name, False,
+                        "The grader was not running as root here, so it could not switch your code "
+                        "to a separate unprivileged user; your code still ran in its own isolated "
+                        "process with time and memory limits. On Gradescope it runs unprivileged.")
+    try:
+        pw = pwd.getpwnam(STUDENT_USER)
+    except KeyError:
+        _create_user()
+        try:
+            pw = pwd.getpwnam(STUDENT_USER)
+        except KeyError:
+            # No useradd (minimal image): nobody is as unprivileged, only not ours alone.
+            return Identity(NOBODY_UID, NOBODY_UID, "nobody", True)
+    return Identity(pw.pw_uid, pw.pw_gid, pw.pw_name, True)
+
+
+def make_reachable(identity: Identity) -> list[str]:
+    """Let the student user run this interpreter and import the grader's child.
+
+    A Python under /root (pyenv, CI images) is unreachable for any other user;
+    each folder on the way to the interpreter, its standard library, the venv's
+    packages and this package gets search permission (o+x: traversable, not
+    listable). Returns the folders changed."""
+    if not identity.dropped:
+        return []
+    import sysconfig
+    targets = {os.path.realpath(sys.executable), sys.executable, os.path.dirname(os.__file__),
+               sysconfig.get_paths()["purelib"], str(Path(__file__).resolve().parent)}
+    changed = []
+    for target in targets:
+        for p in (Path(target), *Path(target).parents):
+            try:
+                st = os.stat(p)
+            except OSError:
+                continue
+            if stat.S_ISDIR(st.st_mode) and not st.st_mode & stat.S_IXOTH:
+                os.chmod(p, st.st_mode | stat.S_IXOTH)
+                changed.append(str(p))
+    return changed
+
+
+def popen_kwargs(identity: Identity) -> dict:
+    """Arguments for subprocess.Popen that start the child as ``identity``."""
+    if not identity.dropped:
+        return {}
+    return {"user": identity.uid, "group": identity.gid, "extra_groups": []}
+
+
+def become_subreaper() -> None:
+    """Orphans of the child (double forks, setsid daemons) are re-parented to this
+    process instead of init, so ``kill_leftovers`` can find them."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+    except (OSError, AttributeError):
+        pass
+
+
+def _processes() -> list[tuple[int, int, int, int]]:
+    """(pid, ppid, session, owner uid) of every live process (Linux /proc);
+    zombies are already dead and are left to be reaped."""
+    found = []
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/stat", "rb") as f:
+                s = f.read().decode("ascii", "replace")
+            fields = s[s.rindex(")") + 2:].split()
+            if fields[0] in ("Z", "X"):
+                continue
+            # Real uid from status: /proc/PID itself is owned by root once a
+            # process makes itself non-dumpable.
+            with open(f"/proc/{entry.name}/status", "rb") as f:
+                uid = next(int(line.split()[1]) for line in f if line.startswith(b"Uid:"))
+            found.append((int(entry.name), int(fields[1]), int(fields[3]), uid))
+        except (OSError, ValueError, IndexError, StopIteration):
+            continue
+    return found
+
+
+def leftovers(identity: Identity, session: int) -> list[int]:
+    """Processes the child started that are still alive: its session, anything
+    re-parented to this grader that is not one of its own children, and (when
+    privileges were dropped) every process of the student user."""
+    me = os.getpid()
+    procs = _processes()
+    children = {}
+    for pid, ppid, _sid, _uid in procs:
+        children.setdefault(ppid, []).append(pid)
+    doomed = {pid for pid, _ppid, sid, uid in procs
+              if pid != me and (sid == session or (identity.dropped and uid == identity.uid))}
+    # Descendants of the doomed (a setsid'd grandchild keeps its parent link).
+    stack = list(doomed)
+    while stack:
+        for c in children.get(stack.pop(), []):
+            if c not in doomed and c != me:
+                doomed.add(c)
+                stack.append(c)
+    return sorted(doomed)
+
+
+def kill_leftovers(identity: Identity, session: int, rounds: int = 20) -> int:
+    """SIGKILL everything ``leftovers`` finds until nothing is left (a fork loop
+    is bounded by RLIMIT_NPROC). Returns how many processes were killed."""
+    killed = 0
+    for _ in range(rounds):
+        try:
+            os.killpg(session, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        pids = leftovers(identity, session)
+        if not pids:
+            break
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+                killed += 1
+            except (ProcessLookupError, PermissionError):
+                pass
+        _reap()
+        time.sleep(0.02)
+    return killed
+
+
+def _reap() -> None:
+    """Collect re-parented zombies so they do not linger in the process table."""
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+
+
+def give_to(path: Path, identity: Identity, mode: int = 0o700) -> None:
+    """Make a working folder the student's own (for outputs, HOME, TMPDIR)."""
+    path.mkdir(parents=True, exist_ok=True)
+    if identity.dropped:
+        os.chown(path, identity.uid, identity.gid)
+    os.chmod(path, mode)
+
+
+def readable_by_all(path: Path) -> None:
+    """Grader-owned, read-only for the child: folders 0755, files 0644."""
+    if path.is_dir() and not path.is_symlink():
+        os.chmod(path, 0o755)
+        for p in path.rglob("*"):
+            if not p.is_symlink():
+                os.chmod(p, 0o755 if p.is_dir() else 0o644)
+    elif path.exists():
+        os.chmod(path, 0o644)
+
+
+def protect_layout(root: Path, source: Path) -> list[str]:
+    """Close the Gradescope layout to the student user (root only).
+
+    The child needs the venv and the grader package (it imports
+    ``autograder.child``); it must not read the assignments (hidden cases,
+    seeds, reference), the solutions, the previous results in
+    ``submission_metadata.json``, or the results folder. The source folder is
+    left traversable but not listable. Returns what was closed."""
+    if os.geteuid() != 0:
+        return []
+    closed = []
+
+    def close(p: Path, mode: int) -> None:
+        if p.exists() and not p.is_symlink():
+            os.chown(p, 0, 0)
+            os.chmod(p, mode)
+            closed.append(str(p))
+
+    close(root / "submission_metadata.json", 0o600)
+    close(root / "results", 0o700)
+    if source.is_dir():
+        for name in os.listdir(source):
+            p = source / name
+            if name in (".venv", "autograder") or p.is_symlink():
+                continue
+            close(p, 0o700 if p.is_dir() else 0o600)
+        os.chmod(source, 0o711)
+        for p in (source, *source.parents):
+            mode = os.stat(p).st_mode
+            if not mode & stat.S_IXOTH:
+                os.chmod(p, mode | stat.S_IXOTH)   # traversable, so the venv is reachable
+    return closed
+
+
+def main() -> int:
+    """``python -m autograder.confinement``: what setup.sh runs as root."""
+    identity = student_identity()
+    if not identity.dropped:
+        print("confinement: not root; student code will run as the grader's own user")
+        return 0
+    for p in make_reachable(identity):
+        print(f"confinement: made {p} traversable (o+x) for {identity.name}")
+    probe = subprocess.run([sys.executable, "-I", "-c", "import autograder.child"],
+                           stdin=subprocess.DEVNULL, capture_output=True, text=True, cwd="/",
+                           timeout=120, **popen_kwargs(identity))
+    if probe.returncode != 0:
+        print(f"confinement: {identity.name} cannot import the grader: {probe.stderr[-500:]}")
+        return 1
+    print(f"confinement: student code will run as {identity.name} (uid {identity.uid})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
