@@ -11,6 +11,8 @@ own session and limits, and the feedback says so once.
 from __future__ import annotations
 
 import ctypes
+import dataclasses
+import fcntl
 import os
 import pwd
 import shutil
@@ -18,13 +20,23 @@ import signal
 import stat
 import subprocess
 import sys
+import tempfile
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 STUDENT_USER = "pallas-student"
 NOBODY_UID = 65534
-PR_SET_CHILD_SUBREAPER = 36       # linux/prctl.h
+# Gradings running at once on one machine (a TA's batch, the test suite) must
+# not kill each other's processes, so each holds a slot: slot 0 is the student
+# user itself, slot k > 0 a uid of its own with no passwd entry (root may run a
+# process as any uid; file access then goes by the "other" permissions).
+SLOTS = 32
+SLOT_UID_BASE = 1_900_000_000
+LOCK_DIR = Path("/run/pallas-autograder")
+PR_SET_DUMPABLE = 4               # linux/prctl.h
+PR_SET_CHILD_SUBREAPER = 36
 
 
 @dataclass(frozen=True)
@@ -63,6 +75,42 @@ def student_identity() -> Identity:
     return Identity(pw.pw_uid, pw.pw_gid, pw.pw_name, True)
 
 
+def _lock_dir() -> Path:
+    for folder in (LOCK_DIR, Path(tempfile.gettempdir()) / "pallas-autograder-locks"):
+        try:
+            folder.mkdir(mode=0o700, exist_ok=True)
+            st = os.lstat(folder)
+            if stat.S_ISDIR(st.st_mode) and st.st_uid == 0 and not st.st_mode & 0o077:
+                return folder
+        except OSError:
+            continue
+    raise RuntimeError("no private folder for grading slots (/run and the temp folder refused)")
+
+
+@contextmanager
+def student_slot():
+    """The identity one grading's student code runs as, held until it ends."""
+    base = student_identity()
+    if not base.dropped:
+        yield base
+        return
+    folder = _lock_dir()
+    for k in range(SLOTS):
+        fd = os.open(folder / f"slot{k}", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            continue
+        try:
+            yield base if k == 0 else dataclasses.replace(
+                base, uid=SLOT_UID_BASE + k, name=f"{base.name}+{k}")
+        finally:
+            os.close(fd)
+        return
+    yield base   # every slot busy: share the user, as one grading per machine would
+
+
 def make_reachable(identity: Identity) -> list[str]:
     """Let the student user run this interpreter and import the grader's child.
 
@@ -95,12 +143,16 @@ def popen_kwargs(identity: Identity) -> dict:
     return {"user": identity.uid, "group": identity.gid, "extra_groups": []}
 
 
-def become_subreaper() -> None:
-    """Orphans of the child (double forks, setsid daemons) are re-parented to this
-    process instead of init, so ``kill_leftovers`` can find them."""
+def guard_grader() -> None:
+    """Two process flags on the grader itself. Subreaper: orphans of the child
+    (double forks, setsid daemons) are re-parented here instead of init, so
+    ``kill_leftovers`` finds them. Not dumpable: even a child running as the
+    same user (no root) cannot ptrace the grader or read its /proc memory,
+    environment or open files."""
     try:
         libc = ctypes.CDLL(None, use_errno=True)
         libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+        libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
     except (OSError, AttributeError):
         pass
 
@@ -126,6 +178,22 @@ def _processes() -> list[tuple[int, int, int, int]]:
         except (OSError, ValueError, IndexError, StopIteration):
             continue
     return found
+
+
+def tasks_of(uid: int) -> int:
+    """Threads of every process whose real uid is ``uid`` (what RLIMIT_NPROC counts)."""
+    total = 0
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/status", "rb") as f:
+                fields = dict(line.split(b":", 1) for line in f if b":" in line)
+            if int(fields[b"Uid"].split()[0]) == uid:
+                total += int(fields[b"Threads"])
+        except (OSError, ValueError, KeyError):
+            continue
+    return total
 
 
 def leftovers(identity: Identity, session: int) -> list[int]:
@@ -183,6 +251,31 @@ def _reap() -> None:
             return
 
 
+def remove_files_of(identity: Identity, folders=("/tmp", "/var/tmp", "/dev/shm")) -> int:
+    """Delete what the student user left in the shared temp folders (only when
+    it is a user of its own: otherwise its files are the grader user's too)."""
+    if not identity.dropped:
+        return 0
+    removed = 0
+    for folder in folders:
+        try:
+            entries = list(os.scandir(folder))
+        except OSError:
+            continue
+        for entry in entries:
+            try:
+                if entry.stat(follow_symlinks=False).st_uid != identity.uid:
+                    continue
+                if entry.is_dir(follow_symlinks=False):
+                    shutil.rmtree(entry.path, ignore_errors=True)
+                else:
+                    os.unlink(entry.path)
+                removed += 1
+            except OSError:
+                continue
+    return removed
+
+
 def give_to(path: Path, identity: Identity, mode: int = 0o700) -> None:
     """Make a working folder the student's own (for outputs, HOME, TMPDIR)."""
     path.mkdir(parents=True, exist_ok=True)
@@ -214,20 +307,21 @@ def protect_layout(root: Path, source: Path) -> list[str]:
         return []
     closed = []
 
-    def close(p: Path, mode: int) -> None:
+    def close(p: Path) -> None:
+        """Owner-only, keeping the owner's bits (run_autograder stays executable)."""
         if p.exists() and not p.is_symlink():
             os.chown(p, 0, 0)
-            os.chmod(p, mode)
+            os.chmod(p, (os.stat(p).st_mode & 0o700) | 0o600)
             closed.append(str(p))
 
-    close(root / "submission_metadata.json", 0o600)
-    close(root / "results", 0o700)
+    close(root / "submission_metadata.json")
+    close(root / "results")
     if source.is_dir():
         for name in os.listdir(source):
             p = source / name
             if name in (".venv", "autograder") or p.is_symlink():
                 continue
-            close(p, 0o700 if p.is_dir() else 0o600)
+            close(p)
         os.chmod(source, 0o711)
         for p in (source, *source.parents):
             mode = os.stat(p).st_mode

@@ -84,6 +84,10 @@ def from_load_error(ev: dict, loc: Located, startup_s: float, memory_mb: int) ->
         return Finding.make("submission-error", "static",
                             f"importing {f} used more than {memory_mb} MB of memory",
                             check="submission", problem="memory-limit", file=f, memory_mb=memory_mb)
+    if kind == "disk":
+        return Finding.make("submission-error", "static",
+                            f"importing {f} wrote more than {ev.get('disk_mb')} MB of files",
+                            check="submission", problem="disk-limit", file=f, disk_mb=ev.get("disk_mb"))
     if kind == "died":
         return Finding.make("submission-error", "static",
                             f"the process importing {f} ended abruptly ({_exit_text(ev.get('returncode'))})",
@@ -129,6 +133,8 @@ def from_outcome(assignment: Assignment, case: Case, rung: str, outcome: RunOutc
     if outcome.status == "memory":
         return sub("memory-limit", f"used more than {assignment.limits.memory_mb} MB of memory",
                    memory_mb=assignment.limits.memory_mb)
+    if outcome.status == "disk":
+        return sub("disk-limit", f"wrote more than {ev.get('disk_mb')} MB of files", disk_mb=ev.get("disk_mb"))
     if outcome.status == "died":
         text = _exit_text(ev.get("returncode"))
         return sub("killed", f"the process running the kernel ended abruptly ({text})", exit=text,

@@ -83,6 +83,13 @@ def select(assignment: Assignment, options: GradeOptions) -> tuple[tuple[Case, .
 
 
 def grade(assignment: Assignment, submission_path: Path, options: GradeOptions = GradeOptions()) -> Report:
+    with confinement.student_slot() as identity:
+        confinement.make_reachable(identity)
+        return _grade_as(identity, assignment, submission_path, options)
+
+
+def _grade_as(identity: confinement.Identity, assignment: Assignment, submission_path: Path,
+              options: GradeOptions) -> Report:
     t0 = time.monotonic()
     # The child runs in its own working directory: a relative path would not resolve there.
     submission_path = Path(submission_path).absolute()
@@ -90,9 +97,7 @@ def grade(assignment: Assignment, submission_path: Path, options: GradeOptions =
     deadline = t0 + limits.total_s
     cases, rungs = select(assignment, options)
     run_key = options.run_key if options.run_key is not None else secrets.randbits(32)
-    identity = confinement.student_identity()
-    confinement.make_reachable(identity)
-    confinement.become_subreaper()
+    confinement.guard_grader()
     notes = [identity.note] if identity.note else []
     workdir = Path(tempfile.mkdtemp(prefix="pallas-grade-"))
     os.chmod(workdir, 0o711)    # the student user may enter, not list
@@ -173,6 +178,7 @@ def grade(assignment: Assignment, submission_path: Path, options: GradeOptions =
         return result
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
+        confinement.remove_files_of(identity)
 
 
 def _draw(assignment: Assignment, case: Case, seed: list[int], in_dir: Path, tag: str,

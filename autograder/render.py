@@ -23,7 +23,7 @@ TEMPLATES = Path(__file__).parent / "templates"
 # What a hidden test may show: no shapes, no seeds, no expected values, no raw
 # error text (which can quote shapes).
 _HIDDEN_SAFE = {"problem", "mismatch_text", "nonfinite", "relative_to_output", "type",
-                "frames", "phase", "limit_s", "memory_mb", "exit", "not_run", "rule"}
+                "frames", "phase", "limit_s", "memory_mb", "disk_mb", "exit", "not_run", "rule"}
 _HIDDEN_MESSAGES = {
     "wrong-result": "the output is wrong",
     "numerics": "the output has a numerical (precision or overflow) problem",

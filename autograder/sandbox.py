@@ -20,25 +20,41 @@ import os
 import resource
 import select
 import signal
+import stat
 import subprocess
 import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .confinement import Identity, give_to, kill_leftovers, popen_kwargs
+from .confinement import Identity, give_to, kill_leftovers, popen_kwargs, tasks_of
 
 POLL_S = 0.1   # also the memory sampling period: a /proc scan costs ~2 ms
 OUTPUT_FILE_LIMIT = 64 * 1024 * 1024   # per file the child writes
 OUTPUT_TAIL = 4000                     # characters of student output kept for feedback
 MAX_TIMEOUTS = 2                       # after this many, the remaining runs are not tried
 MAX_PROCESSES = 1024                   # RLIMIT_NPROC for the student user (XLA threads count)
+DISK_LIMIT_MB = 1024                   # free space the child may use up on any temp filesystem
+TEMP_FOLDERS = ("/tmp", "/var/tmp", "/dev/shm")
+
+
+def _free_mb(paths) -> dict[int, float]:
+    """Free megabytes per filesystem (keyed by device) holding ``paths``."""
+    free = {}
+    for p in paths:
+        try:
+            dev = os.stat(p).st_dev
+            st = os.statvfs(p)
+        except OSError:
+            continue
+        free[dev] = st.f_bavail * st.f_frsize / 2 ** 20
+    return free
 
 
 @dataclass
 class RunOutcome:
     """What happened to one run (one case on one rung)."""
-    status: str                   # ok | error | bad-type | timeout | memory | died | load-error | skipped
+    status: str                   # ok | error | bad-type | timeout | memory | disk | died | load-error | skipped
     event: dict = field(default_factory=dict)
     seconds: float = 0.0
 
@@ -58,16 +74,29 @@ class ChildReport:
 
 
 def read_output(outcome: RunOutcome, out_dir: Path) -> "np.ndarray | str":
-    """The array a run saved, or why it cannot be read. Only files inside
-    ``out_dir`` are read, and never with pickle."""
+    """The array a run saved, or why it cannot be read. Only a plain file
+    inside ``out_dir`` is read (not a link, FIFO or hard link to another
+    file: the student user owns that folder), and never with pickle."""
     import numpy as np
     path = Path(outcome.event.get("file", ""))
-    if outcome.status != "ok" or path.resolve().parent != out_dir.resolve():
+    if outcome.status != "ok" or path.parent.resolve() != out_dir.resolve():
         return "the output file was not where the grader put it"
     try:
-        return np.load(path, allow_pickle=False)
-    except (OSError, ValueError) as e:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError as e:
         return f"the output could not be read back ({type(e).__name__})"
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_nlink != 1 or st.st_size > OUTPUT_FILE_LIMIT:
+            return "the output file was replaced by something that is not the grader's file"
+        with os.fdopen(fd, "rb") as f:
+            fd = -1
+            return np.load(f, allow_pickle=False)
+    except (OSError, ValueError, EOFError) as e:
+        return f"the output could not be read back ({type(e).__name__})"
+    finally:
+        if fd >= 0:
+            os.close(fd)
 
 
 def _session_rss_kb(sid: int) -> int:
@@ -109,15 +138,14 @@ class Tail:
         return text
 
 
-def _limiter(cpu_s: int, dropped: bool):
+def _limiter(cpu_s: int, nproc: int):
     def limit_child() -> None:
         # Runs in the child after the switch to the student user, before exec.
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
         resource.setrlimit(resource.RLIMIT_FSIZE, (OUTPUT_FILE_LIMIT, OUTPUT_FILE_LIMIT))
         resource.setrlimit(resource.RLIMIT_CPU, (cpu_s, cpu_s + 5))
-        if dropped:
-            # Per user: only meaningful when the student user is ours alone.
-            resource.setrlimit(resource.RLIMIT_NPROC, (MAX_PROCESSES, MAX_PROCESSES))
+        # Counted per real user: on a shared user (no root) what it already runs is added.
+        resource.setrlimit(resource.RLIMIT_NPROC, (nproc, nproc))
         try:
             with open("/proc/self/oom_score_adj", "w") as f:
                 f.write("1000")
@@ -143,7 +171,7 @@ def child_env(home: str | None = None) -> dict[str, str]:
 
 class _Child:
     def __init__(self, workdir: Path, job: dict, index: int, identity: Identity, cpu_s: int,
-                 stdout: Tail, stderr: Tail):
+                 nproc: int, stdout: Tail, stderr: Tail):
         job_path = workdir / f"job{index}.json"
         job_path.write_text(json.dumps(job), encoding="utf-8")
         os.chmod(job_path, 0o644)
@@ -153,7 +181,7 @@ class _Child:
             [sys.executable, "-I", "-m", "autograder.child", str(job_path), str(write_fd)],
             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=workdir,
             env=child_env(str(workdir / "home")), pass_fds=(write_fd,), start_new_session=True,
-            preexec_fn=_limiter(cpu_s, identity.dropped), **popen_kwargs(identity))
+            preexec_fn=_limiter(cpu_s, nproc), **popen_kwargs(identity))
         os.close(write_fd)
         self.streams = {read_fd: None, self.proc.stdout.fileno(): stdout,
                         self.proc.stderr.fileno(): stderr}
@@ -253,12 +281,14 @@ def run_jobs(workdir: Path, base_job: dict, runs: list[dict], *, startup_s: floa
     stdout, stderr = Tail(), Tail()
     give_to(workdir / "home", identity)
     cpu_s = int(max(30.0, deadline - time.monotonic()) * max(1, os.cpu_count() or 1))
+    free_at_start = _free_mb([workdir, *TEMP_FOLDERS])
+    nproc = MAX_PROCESSES + (0 if identity.dropped else tasks_of(identity.uid))
     while pending and load_error is None and not tampered:
         if time.monotonic() >= deadline:
             break
         stderr = Tail()
         child = _Child(workdir, {**base_job, "runs": pending}, children, identity, cpu_s,
-                       stdout, stderr)
+                       nproc, stdout, stderr)
         children += 1
         current, phase_start, limit, phase = None, time.monotonic(), startup_s, "startup"
         failure: str | None = None
@@ -294,6 +324,9 @@ def run_jobs(workdir: Path, base_job: dict, runs: list[dict], *, startup_s: floa
                     failure = "tampered"
                 elif rss > memory_mb * 1024:
                     failure = "memory"
+                elif any(free_at_start.get(dev, mb) - mb > DISK_LIMIT_MB
+                         for dev, mb in _free_mb([workdir, *TEMP_FOLDERS]).items()):
+                    failure = "disk"
                 elif time.monotonic() - phase_start > limit:
                     failure = "timeout"
                 elif time.monotonic() >= deadline:
@@ -310,6 +343,7 @@ def run_jobs(workdir: Path, base_job: dict, runs: list[dict], *, startup_s: floa
             break
         if failure and load_error is None:
             detail = {"phase": phase, "limit_s": limit, "memory_mb": memory_mb,
+                      "disk_mb": DISK_LIMIT_MB,
                       "returncode": child.proc.returncode, "stderr_tail": stderr.text()[-1500:]}
             if current is None:
                 # Died or hung while starting or importing: every pending run shares the fate.

@@ -77,7 +77,12 @@ class Limits:
     startup_s: float = 120.0       # importing JAX and the submission, once per child
     case_s: float = 60.0           # one case on one rung
     memory_mb: int = 600           # resident memory of the child and all it starts
-    total_s: float = 540.0         # the whole grading run (Gradescope's default is 600 s)
+    total_s: float = 540.0         # the whole grading run
+    gradescope_timeout_s: float = 600.0   # the assignment's Gradescope timeout (default 600 s)
+
+
+# Gradescope's timeout also covers starting the container and writing results.
+GRADESCOPE_MARGIN_S = 60.0
 
 
 @dataclass(frozen=True)
@@ -323,11 +328,16 @@ def load(folder: Path | str) -> Assignment:
         raise r.fail("rungs", "must list at least one rung", [])
 
     lr = r.sub("limits", {})
-    lr.unknown({"startup_s", "case_s", "memory_mb", "total_s"})
+    lr.unknown({"startup_s", "case_s", "memory_mb", "total_s", "gradescope_timeout_s"})
     limits = Limits(float(lr.positive("startup_s", Limits.startup_s)),
                     float(lr.positive("case_s", Limits.case_s)),
                     int(lr.positive("memory_mb", Limits.memory_mb, integer=True)),
-                    float(lr.positive("total_s", Limits.total_s)))
+                    float(lr.positive("total_s", Limits.total_s)),
+                    float(lr.positive("gradescope_timeout_s", Limits.gradescope_timeout_s)))
+    if limits.total_s > limits.gradescope_timeout_s - GRADESCOPE_MARGIN_S:
+        raise lr.fail("total_s", f"must leave {GRADESCOPE_MARGIN_S:g} s of gradescope_timeout_s "
+                      f"({limits.gradescope_timeout_s:g} s) for starting and writing results",
+                      limits.total_s)
 
     cases, seen = [], set()
     for cr in r.items("cases"):
@@ -368,6 +378,12 @@ def load(folder: Path | str) -> Assignment:
             scale=tuple(sorted((k, float(v)) for k, v in scale.items()))))
     if not cases:
         raise r.fail("cases", "must declare at least one case", [])
+    tests = len(cases) * len(rungs)
+    if limits.startup_s + limits.case_s * tests > limits.total_s:
+        # Then a submission that hangs on every run still gets each test tried in
+        # its own budget: exhausting one budget loses only that test.
+        raise lr.fail("case_s", f"startup_s + case_s x {tests} tests (cases x rungs) must fit in "
+                      f"total_s ({limits.total_s:g} s)", limits.case_s)
 
     probes = []
     pr = r.sub("probes", {})

@@ -227,7 +227,8 @@ def locate(root: Path, entry_file: str, workdir: Path) -> Located | Finding:
     if path.suffix != ".py":
         return _missing(root, entry_file, f"expected a Python file {entry_file} or a notebook; "
                         f"got {path.name}")
-    return Located(path, path.parent if root.is_file() else base, rel)
+    # Like `python add.py`: the entry file's own folder is importable (its helpers).
+    return Located(path, path.parent, rel)
 
 
 def _from_notebook(path: Path, rel: str, entry_file: str, workdir: Path) -> Located | Finding:

@@ -41,3 +41,22 @@ def tags(doc: dict) -> list[list[str]]:
 def probe_tags(doc: dict) -> dict[str, list[str]]:
     """Tags of the probe checks, by check name."""
     return {t["name"]: t["tags"] for t in doc["tests"] if t["number"].startswith("P")}
+
+
+@pytest.fixture(scope="session")
+def gradescope_install(tmp_path_factory):
+    """The `add` autograder zip, unpacked into a temporary AUTOGRADER_ROOT and
+    installed by its real setup.sh (once per session: it builds a venv)."""
+    import zipfile
+    root = tmp_path_factory.mktemp("autograder")
+    zpath = root / "add.zip"
+    proc = run_cli("build", "add", "-o", str(zpath))
+    assert proc.returncode == 0, proc.stderr
+    with zipfile.ZipFile(zpath) as zf:
+        zf.extractall(root / "source")
+    for name in ("setup.sh", "run_autograder"):
+        os.chmod(root / "source" / name, 0o755)   # Gradescope keeps the modes; extractall does not
+    setup = subprocess.run(["bash", str(root / "source" / "setup.sh")], capture_output=True,
+                           text=True, timeout=900, cwd=root / "source")
+    assert setup.returncode == 0, setup.stdout[-2000:] + setup.stderr[-3000:]
+    return root

@@ -90,7 +90,9 @@ def test_broken_submissions_are_clear_submission_errors(grade_cli, name, problem
 
 
 def test_infinite_loop_is_a_timeout_and_grading_stays_bounded(grade_cli):
-    doc, out = grade_cli(ADD / "infinite_loop.py", "add", "--case-timeout", "5")
+    # Three cases: two runs on a rung hang, the third is skipped (no probes: --case selects).
+    doc, out = grade_cli(ADD / "infinite_loop.py", "add", "--case-timeout", "5", "--case", "small",
+                         "--case", "odd-rows", "--case", "hidden-wide")
     assert _all(doc, ["submission-error"])
     assert "did not finish within 5 s" in out and "two earlier runs did not" in out
     assert doc["execution_time"] < 90

@@ -1,0 +1,11 @@
+"""Prints 120 MB at import, hoping to exhaust the grader's memory or disk or
+blow past Gradescope's output limit."""
+import os
+import sys
+
+from honest_add import honest_add as add  # noqa: F401
+
+line = b"flood " * 170 + b"\n"
+for _ in range(120 * 1024 * 1024 // len(line)):
+    os.write(1, line)
+sys.stdout.write("END OF FLOOD\n")

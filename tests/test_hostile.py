@@ -1,0 +1,255 @@
+"""The hostile corpus: every attack in tests/hostile/attacks, graded by the real
+run_autograder in a Gradescope layout (as root when the suite runs as root).
+
+For each attack: results.json is valid; the score is at most what the honest
+part of the submission earns (exactly that where the attack should change
+nothing); the expected finding is reported; no process is left running;
+the grader's source tree and package are unchanged; nothing from
+submission_metadata.json, the solution, the hidden case or the grader's
+environment reaches the results; the results folder holds only results.json;
+nothing of the student user's is left in the temp folders.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from autograder import confinement
+from autograder.gradescope import validate
+
+HOSTILE = Path(__file__).resolve().parent / "hostile"
+ATTACKS = HOSTILE / "attacks"
+ROOT_USER = os.geteuid() == 0
+FULL = 6.0           # the hostile spec: 2 + 2 correctness points, 1 + 1 probe points
+MARKERS = {
+    "metadata": "METADATA-SECRET-7f3a",
+    "solution": "SOLUTION-SECRET-91c2",
+    "hidden case": "hidden-secret-wide",
+    "hidden spec": "HIDDEN-CASE-MARKER",
+    "environment": "ENV-SECRET-55d0",
+}
+
+
+@dataclass(frozen=True)
+class Expect:
+    score: float | str          # the exact score; "<6": less than full marks; "<=6": at most full
+    problems: tuple[str, ...] = ()   # finding IDs or submission-error problems that must appear
+    root_only: bool = False     # only safe when student code runs as another user
+    says: str = ""              # text the feedback (summary) must contain
+
+
+EXPECT = {
+    "forge_events.py": Expect(0.0, ("channel-tampered",)),
+    "write_results.py": Expect(FULL),
+    "fake_protocol_stdout.py": Expect(FULL),
+    "detached_daemon.py": Expect(FULL),
+    "spin_ignoring_sigterm.py": Expect(0.0, ("import-timeout",)),
+    "memory_bomb.py": Expect(0.0, ("memory-limit",)),
+    # The bomb leaves the child's session; whether JAX still gets its threads
+    # under the process limit decides the honest part's score.
+    "fork_bomb.py": Expect("<=6", root_only=True),
+    "disk_fill.py": Expect(0.0, ("disk-limit",), root_only=True),
+    "stdout_flood.py": Expect(FULL, says="earlier bytes of output cut"),
+    "kill_parent.py": Expect(FULL, root_only=True),
+    "replay_by_shape.py": Expect("<6", ("wrong-result", "not-a-kernel")),
+    "predict_inputs.py": Expect("<6", ("wrong-result",)),
+    "patch_numpy_compare.py": Expect(2.0, ("wrong-result",)),
+    "lying_output_object.py": Expect("<6"),
+    "nan_wildcard.py": Expect(2.0, ("numerics",)),
+    "shadow_modules": Expect(FULL),
+    "symlink_to_solution": Expect(0.0, ("file-missing",)),
+    "non_utf8": Expect(0.0, ("not-utf8",)),
+    "huge_upload": Expect(FULL, says="dataset.bin (3221225472 bytes"),
+    "many_files": Expect(FULL, says="only the first 500 are copied"),
+    "zipped_upload": Expect(FULL),
+    "notebook_shell_escapes.ipynb": Expect(FULL),
+    "exit_at_import.py": Expect(0.0, ("exit-at-import",)),
+    "os_exit_in_call.py": Expect(0.0, ("killed",)),
+    "tamper_grader_files.py": Expect(FULL, root_only=True),
+    "detect_grader_use_jnp.py": Expect(FULL - 1, ("not-a-kernel",)),
+    "fallback_to_jnp.py": Expect(FULL - 1, ("not-a-kernel",)),
+    "exception_leaks_solution.py": Expect(0.0, ("import-error",)),
+    "read_metadata.py": Expect(FULL),
+    "snoop_grader_proc.py": Expect(FULL),
+}
+
+
+def test_every_attack_in_the_corpus_has_an_expectation():
+    assert sorted(p.name for p in ATTACKS.iterdir()) == sorted(EXPECT)
+    for p in ATTACKS.iterdir():
+        doc = (p / "README.md").read_text() if p.is_dir() and (p / "README.md").exists() else (
+            (p / "add.py").read_text(errors="replace") if p.is_dir() else p.read_text())
+        assert len(doc.strip()) > 40, f"{p.name} needs a docstring saying what it tries"
+
+
+def _digest(folder: Path) -> dict[str, str]:
+    out = {}
+    for p in sorted(folder.rglob("*")):
+        if ".venv" in p.parts or "__pycache__" in p.parts:
+            continue
+        rel = str(p.relative_to(folder))
+        out[rel] = ("dir" if p.is_dir() else hashlib.sha256(p.read_bytes()).hexdigest())
+    return out
+
+
+def _layout(base: Path, install: Path, attack: Path) -> Path:
+    """A fresh Gradescope root: the installed grader's source (its venv linked),
+    the hostile variant of `add`, marked secrets, a forged results.json, and
+    the attack as the submission with its helper modules."""
+    root = base / "autograder"
+    source = root / "source"
+    shutil.copytree(install / "source", source, symlinks=True,
+                    ignore=shutil.ignore_patterns(".venv", "__pycache__", "*.zip"))
+    (source / ".venv").symlink_to(install / "source" / ".venv")
+    shutil.rmtree(source / "assignments" / "add")
+    shutil.copytree(HOSTILE / "assignments" / "add", source / "assignments" / "add")
+    with open(source / "solutions" / "add.py", "a") as f:
+        f.write(f"# {MARKERS['solution']}\n")
+    (root / "submission_metadata.json").write_text(json.dumps(
+        {"previous_submissions": [{"results": {"score": 6.0, "secret": MARKERS["metadata"]}}]}))
+    (root / "results").mkdir()
+    (root / "results" / "results.json").write_text('{"score": 999.0, "tests": []}')
+    sub = root / "submission"
+    if attack.is_dir():
+        shutil.copytree(attack, sub, symlinks=True)
+    else:
+        sub.mkdir()
+        shutil.copy(attack, sub / ("add.py" if attack.suffix == ".py" else attack.name))
+    if attack.name != "zipped_upload":
+        for helper in ("honest_add.py", "attack_kit.py"):
+            shutil.copy(HOSTILE / helper, sub / helper)
+    if attack.name == "huge_upload":
+        with open(sub / "dataset.bin", "wb") as f:
+            f.truncate(3 * 1024 ** 3)          # sparse: 3 GB to the grader, nothing on disk
+    if attack.name == "many_files":
+        for i in range(3000):
+            d = sub / "data" / f"{i // 100:02d}"
+            d.mkdir(parents=True, exist_ok=True)
+            (d / f"f{i}.txt").write_text("x")
+    return root
+
+
+def _student_processes(identity) -> list[int]:
+    if not identity.dropped:
+        return []
+    return [pid for pid, _ppid, _sid, uid in confinement._processes() if uid == identity.uid]
+
+
+def _processes_mentioning(text: str) -> list[int]:
+    found = []
+    for entry in os.scandir("/proc"):
+        if entry.name.isdigit() and int(entry.name) != os.getpid():
+            try:
+                with open(f"/proc/{entry.name}/cmdline", "rb") as f:
+                    if text.encode() in f.read():
+                        found.append(int(entry.name))
+            except OSError:
+                pass
+    return found
+
+
+def _temp_files_of(identity) -> list[str]:
+    if not identity.dropped:
+        return []
+    left = []
+    for folder in ("/tmp", "/var/tmp", "/dev/shm"):
+        try:
+            left += [e.path for e in os.scandir(folder)
+                     if e.stat(follow_symlinks=False).st_uid == identity.uid]
+        except OSError:
+            pass
+    return left
+
+
+def _problems(doc: dict) -> set[str]:
+    found = set()
+    for t in doc["tests"]:
+        found.update(t.get("tags", []))
+        extra = t.get("extra_data") or {}
+        if extra.get("problem"):
+            found.add(extra["problem"])
+    return found
+
+
+@pytest.mark.parametrize("name", sorted(EXPECT))
+def test_attack_is_contained(name, gradescope_install, tmp_path):
+    expect = EXPECT[name]
+    if expect.root_only and not ROOT_USER:
+        pytest.skip("only safe when student code runs as another user (run the suite as root)")
+    identity = confinement.student_identity()
+    assert identity.dropped == ROOT_USER
+    root = _layout(tmp_path, gradescope_install, ATTACKS / name)
+    source_before = _digest(root / "source")
+    package = gradescope_install / "source" / "autograder"
+    package_before = _digest(package)
+    assert not _student_processes(identity)
+
+    t0 = time.monotonic()
+    proc = subprocess.run([str(root / "source" / "run_autograder")], capture_output=True,
+                          text=True, timeout=420,
+                          env={**os.environ, "AUTOGRADER_ROOT": str(root),
+                               "PALLAS_TEST_SECRET": MARKERS["environment"]})
+    seconds = time.monotonic() - t0
+    print(f"{name}: graded in {seconds:.1f} s")
+
+    text = (root / "results" / "results.json").read_text()
+    doc = json.loads(text)
+    assert validate(doc) == [], validate(doc)
+    assert os.listdir(root / "results") == ["results.json"]
+    assert doc["tests"] and not doc["tests"][0]["name"].startswith("Autograder error"), \
+        proc.stderr[-3000:]
+    if expect.score == "<6":
+        assert doc["score"] < FULL, doc["score"]
+    elif expect.score == "<=6":
+        assert doc["score"] <= FULL, doc["score"]
+    else:
+        assert doc["score"] == pytest.approx(expect.score), (doc["score"], _problems(doc))
+    assert set(expect.problems) <= _problems(doc), _problems(doc)
+    assert expect.says in doc["output"]
+    assert ("could not switch your code" in doc["output"]) == (not ROOT_USER)
+    for what, marker in MARKERS.items():
+        assert marker not in text, f"the {what} leaked into results.json"
+
+    deadline = time.monotonic() + 3
+    while (_student_processes(identity) or _processes_mentioning(str(root))) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not _student_processes(identity), "a student process survived grading"
+    assert not _processes_mentioning(str(root)), "a process of this grading survived"
+    assert _digest(root / "source") == source_before, "the source tree changed"
+    assert _digest(package) == package_before, "the grader's package changed"
+    assert not _temp_files_of(identity), "student files were left in the temp folders"
+    assert seconds < 300
+
+
+@pytest.mark.skipif(not ROOT_USER, reason="needs root to start the grader as an ordinary user")
+def test_a_grader_without_root_still_isolates_and_says_so_once():
+    """A student's laptop: the grader runs as an ordinary user, so it cannot
+    switch users; the child is still confined and the feedback says so once."""
+    identity = confinement.student_identity()
+    out = Path(tempfile.mkdtemp(prefix="pallas-noroot-"))
+    try:
+        os.chmod(out, 0o777)
+        proc = subprocess.run(
+            [sys.executable, "-m", "autograder", "grade", str(HOSTILE / "honest_add.py"),
+             "-a", "add", "--case", "small", "--results", str(out / "results.json")],
+            capture_output=True, text=True, timeout=300, cwd=Path(__file__).resolve().parent.parent,
+            env={**os.environ, "HOME": str(out)}, user=identity.uid, group=identity.gid,
+            extra_groups=[])
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        assert proc.stdout.count("could not switch your code") == 1
+        doc = json.loads((out / "results.json").read_text())
+        assert validate(doc) == []
+        # honest_add.py defines honest_add, not add: a clear finding, not a crash.
+        assert {t["extra_data"].get("problem") for t in doc["tests"]} == {"function-missing"}
+    finally:
+        shutil.rmtree(out, ignore_errors=True)
