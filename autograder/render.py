@@ -126,7 +126,7 @@ def report_view(report) -> dict[str, Any]:
         "wide": [_finding_view(f, True) for f in report.wide_findings],
         "tests": [test_view(t, a, report.uploaded_as, report.run_key) for t in report.tests],
         "passed": sum(t.passed for t in report.tests), "count": len(report.tests),
-        "student_output": report.student_output[-3000:],
+        "student_output": report.student_output,   # already a capped tail (sandbox.Tail)
         "notes": list(report.notes),
     }
 
