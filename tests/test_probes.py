@@ -110,3 +110,14 @@ def test_jnp_instead_of_a_kernel_is_not_a_kernel(grade_cli):
     assert tags(doc) == [[]] * 8
     t = _probe(doc, "Static: the work is done in a kernel")
     assert t["tags"] == ["not-a-kernel"] and t["score"] == 0 and "no pallas_call" in t["output"]
+
+
+def test_dma_race_between_cores_is_data_race(grade_cli):
+    # Both cores DMA the middle chunk's rows to HBM: right values everywhere, a race on a chip.
+    doc, _ = grade_cli(DMA / "dma_core_ranges_overlap.py", "dma_scale")
+    assert tags(doc) == [[]] * 8
+    clean = {k: v for k, v in CLEAN_PROBES.items() if not k.startswith("Static: VMEM")}
+    assert probe_tags(doc) == {**clean, "Races and DMA protocol": ["data-race"]}
+    t = _probe(doc, "Races and DMA protocol")
+    assert t["score"] == 0 and "2 cores simulated" in t["output"]
+    assert "RACE DETECTED" in t["output"] and "slice(64, 128, 1)" in t["output"]
