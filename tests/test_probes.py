@@ -121,3 +121,13 @@ def test_dma_race_between_cores_is_data_race(grade_cli):
     t = _probe(doc, "Races and DMA protocol")
     assert t["score"] == 0 and "2 cores simulated" in t["output"]
     assert "RACE DETECTED" in t["output"] and "slice(64, 128, 1)" in t["output"]
+
+
+def test_dma_hang_explains_the_timeout_and_stays_cheap(grade_cli):
+    # Waits before it starts: TPU interpret mode hangs; generic runs DMAs as immediate copies.
+    doc, _ = grade_cli(DMA / "dma_wait_before_start.py", "dma_scale")
+    assert tags(doc) == [[], ["dma-protocol"]] * 4, "the hang, not the timeout, is the root cause"
+    assert "hung with dma_execution_mode='on_wait' (no result within 10 s)" in doc["tests"][1]["output"]
+    races = _probe(doc, "Races and DMA protocol")
+    assert races["tags"] == ["dma-protocol"] and races["score"] == races["max_score"]
+    assert doc["execution_time"] < 60, "two 10 s hangs, then no more TPU runs"

@@ -145,12 +145,18 @@ def judge_races(r: ProbeResults) -> list[Finding]:
     # leave no semaphore signalled.
     on_wait = r.correctness.get("tpu-interpret")
     eager = r.outcomes.get("dma-eager")
+    generic = r.correctness.get("generic")
+    # Only the TPU interpreter blocks on DMA and semaphore waits: a kernel that
+    # hangs on the generic interpreter too hangs in its own code (an endless loop).
+    generic_finished = generic is None or generic.status not in ("timeout", "skipped")
     for label, o in (("on_wait", on_wait), ("eager", eager)):
-        if o is not None and o.status == "timeout":
+        if o is not None and o.status == "timeout" and generic_finished:
+            limit = o.event.get("limit_s")
+            within = f" (no result within {limit:g} s)" if isinstance(limit, (int, float)) else ""
             found.append(r.finding("dma-protocol", f"TPU interpret mode hung with "
-                                   f"dma_execution_mode='{label}': a DMA wait that nothing satisfies "
-                                   "(waited before it was started, or more waits than starts)",
-                                   mode=label, problem="hang"))
+                                   f"dma_execution_mode='{label}'{within}: a DMA wait that nothing "
+                                   "satisfies (waited before it was started, or more waits than starts)",
+                                   mode=label, problem="hang", limit_s=limit))
             return found
     ok_wait, ok_eager = r.passes(on_wait), r.passes(eager)
     if ok_wait is not None and ok_eager is not None and ok_wait != ok_eager:
