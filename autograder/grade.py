@@ -167,8 +167,32 @@ def _plan_probes(assignment: Assignment, cases, options: GradeOptions, runs: lis
                 if spec.get("abstract"):
                     run["inputs"] = _abstract_inputs(assignment)
                     run["case"] = "production"
+                if spec.get("stress"):
+                    # Inputs of their own, saved beside the cases' and keyed apart in the
+                    # child's per-case trace cache; their reference is kept for the judge.
+                    stress = next(s for s in rubric.stress if s.name == spec["stress"])
+                    scase = assignment.stress_case(case, stress)
+                    folder = next(Path(i["file"]).parent for r in runs for i in r["inputs"] if "file" in i)
+                    run["inputs"], references[run["id"]] = _save_inputs(
+                        assignment, scase, folder / f"stress{len(planned)}")
+                    run["case"] = scase.name
                 planned.append(run)
     return planned
+
+
+def _save_inputs(assignment: Assignment, case: Case, prefix: Path) -> tuple[list[dict], np.ndarray]:
+    """A probe's own inputs, as the child reads them, and their float64 reference."""
+    made = inputs.make(assignment, case)
+    files = []
+    for i, ci in enumerate(made):
+        if ci.kind == "float":
+            files.append({"kind": "float", "value": ci.value})
+            continue
+        path = Path(f"{prefix}_{i}.npy")
+        np.save(path, ci.array, allow_pickle=False)
+        files.append({"kind": "array", "file": str(path), "dtype": ci.dtype})
+    reference = load_reference(assignment)(*[ci.array if ci.kind == "array" else ci.value for ci in made])
+    return files, np.asarray(reference, dtype=np.float64)
 
 
 def _abstract_inputs(assignment: Assignment) -> list[dict]:
@@ -189,9 +213,14 @@ def _judge_probes(assignment: Assignment, probe_runs: list[dict], report, refere
                   out_dir: Path) -> list[Finding]:
     from .probes import REGISTRY, ProbeResults
     groups: dict[tuple[str, str], dict] = {}
+    stress: dict[tuple[str, str], dict] = {}
     for run in probe_runs:
         case = run["id"].split("/")[0]
         groups.setdefault((run["probe"], case), {})[run["variant"]] = report.outcomes.get(run["id"])
+        if run.get("stress"):
+            spec = next(x for x in assignment.probe(run["probe"]).stress if x.name == run["stress"])
+            stress.setdefault((run["probe"], case), {})[run["variant"]] = (
+                assignment.stress_case(assignment.case(case), spec), references[run["id"]])
     found = []
     for (name, case_name), outcomes in groups.items():
         probe = REGISTRY[name]
@@ -200,7 +229,8 @@ def _judge_probes(assignment: Assignment, probe_runs: list[dict], report, refere
         results = ProbeResults(assignment, case, assignment.probe(name), references[case_name], out_dir,
                                {k: v for k, v in outcomes.items() if v is not None},
                                {k: v for k, v in correctness.items() if v is not None},
-                               probe_rung=probe.rung, check=name)
+                               probe_rung=probe.rung, check=name,
+                               stress=stress.get((name, case_name), {}))
         judged = probe.judge(results)
         if not judged and not any(o.status == "ok" for o in results.outcomes.values()):
             # Nothing to judge (the code hung, raised or was not run): no points for the check.

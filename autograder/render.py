@@ -65,7 +65,8 @@ def _finding_view(f: Finding, visible: bool) -> dict[str, Any]:
 
 
 def test_view(t: TestResult, assignment, uploaded_as: str | None) -> dict[str, Any]:
-    case = t.case
+    # A numerics stress finding shows the inputs it was seen on, not the probe case's.
+    case = (_stress(t.finding, assignment) if t.finding else None) or t.case
     visible = case.visible
     described = ", ".join(
         f"{i.name}: {assignment.dtype_of(i.dtype, case)}{list(assignment.shape(i.shape, case))}"
@@ -87,7 +88,8 @@ def test_view(t: TestResult, assignment, uploaded_as: str | None) -> dict[str, A
         "snippet": _snippet(t, assignment, visible),
         "command": (repro.command(assignment, assignment.case(t.finding.case), t.rung, uploaded_as)
                     if t.finding and t.finding.case and _shows(t.finding, assignment)
-                    and t.rung in ("generic", "tpu-interpret") else None),
+                    and t.rung in ("generic", "tpu-interpret") and not _stress(t.finding, assignment)
+                    else None),
         "probe": t.probe,
         "charged_in": t.charged_in,
     }
@@ -109,7 +111,17 @@ def _snippet(t: TestResult, assignment, visible: bool) -> str | None:
         return None
     params = f.facts().get("interpret_params")
     rung = t.rung if t.rung in ("generic", "tpu-interpret") else "tpu-interpret"
-    return repro.snippet(assignment, assignment.case(f.case), rung, params)
+    return repro.snippet(assignment, _stress(f, assignment) or assignment.case(f.case), rung, params)
+
+
+def _stress(f: Finding, assignment):
+    """The stress case a numerics probe finding was seen on (no grader command runs it)."""
+    name = f.facts().get("stress")
+    rubric = assignment.probe(f.check)
+    if not name or rubric is None:
+        return None
+    stress = next((s for s in rubric.stress if s.name == name), None)
+    return assignment.stress_case(assignment.case(f.case), stress) if stress else None
 
 
 def report_view(report) -> dict[str, Any]:

@@ -9,7 +9,10 @@ CLEAN_PROBES = {"Static: index maps over the whole grid": [], "Static: TPU compi
                 "Static: VMEM budget at the real problem size": [],
                 "Static: the work is done in a kernel": [],
                 "Memory poisoning: NaN, zero and ±large fills": [],
-                "Grid order: shuffled parallel axes, two cores": [], "Races and DMA protocol": []}
+                "Grid order: shuffled parallel axes, two cores": [], "Races and DMA protocol": [],
+                "Numerics: stress inputs (large values, long reductions, bfloat16)": []}
+# dma_scale enables neither the VMEM budget nor numerics stress.
+DMA_CLEAN = {k: v for k, v in CLEAN_PROBES.items() if not k.startswith(("Static: VMEM", "Numerics"))}
 
 
 def _probe(doc, prefix):
@@ -116,8 +119,7 @@ def test_dma_race_between_cores_is_data_race(grade_cli):
     # Both cores DMA the middle chunk's rows to HBM: right values everywhere, a race on a chip.
     doc, _ = grade_cli(DMA / "dma_core_ranges_overlap.py", "dma_scale")
     assert tags(doc) == [[]] * 8
-    clean = {k: v for k, v in CLEAN_PROBES.items() if not k.startswith("Static: VMEM")}
-    assert probe_tags(doc) == {**clean, "Races and DMA protocol": ["data-race"]}
+    assert probe_tags(doc) == {**DMA_CLEAN, "Races and DMA protocol": ["data-race"]}
     t = _probe(doc, "Races and DMA protocol")
     assert t["score"] == 0 and "2 cores simulated" in t["output"]
     assert "RACE DETECTED" in t["output"] and "slice(64, 128, 1)" in t["output"]
@@ -131,3 +133,21 @@ def test_dma_hang_explains_the_timeout_and_stays_cheap(grade_cli):
     races = _probe(doc, "Races and DMA protocol")
     assert races["tags"] == ["dma-protocol"] and races["score"] == races["max_score"]
     assert doc["execution_time"] < 60, "two 10 s hangs, then no more TPU runs"
+
+
+@pytest.mark.parametrize("name,expected,stress", [
+    # No max subtraction: exp overflows on the large-logit cases (and the 1e4 stress), precision.
+    ("softmax_unstable.py", [[], [], ["numerics"], ["numerics"]] * 3, ["numerics"]),
+    # Wrong axis: NaN padding rows decorate a logic error; wrong-result on every case, and the
+    # stress probe does not charge it again.
+    ("softmax_wrong_axis.py", [["wrong-result"]] * 12, []),
+])
+def test_softmax_numerics_versus_logic(grade_cli, name, expected, stress):
+    doc, _ = grade_cli(SOFTMAX / name, "softmax")
+    assert tags(doc) == expected
+    softmax_clean = {k: v for k, v in CLEAN_PROBES.items() if not k.startswith("Static: VMEM")}
+    assert probe_tags(doc) == {**softmax_clean,
+                               "Numerics: stress inputs (large values, long reductions, bfloat16)": stress}
+    if stress:
+        t = _probe(doc, "Numerics: stress")
+        assert "logits-1e4-wide" in t["output"] and "overflows" in t["output"]

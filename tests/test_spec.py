@@ -48,6 +48,12 @@ def _broken(tmp_path, old, new):
     ("[probes.races]", "[probes.racez]", "probes.racez", "'racez'"),
     ("seeds = [1, 2]", "seeds = [-1]", "probes.grid-order.seeds", "[-1]"),
     ('probe_cases = ["odd-rows"]', 'probe_cases = ["nope"]', "probe_cases[0]", "'nope'"),
+    ("[probes.races]", '[probes.numerics]\npoints = 1\n[[probes.numerics.stress]]\nname = "big"\n'
+     'dims = { M = 12 }\n[probes.races]', "probes.numerics.stress[0].dims.M", "12"),
+    ("[probes.races]", '[probes.numerics]\npoints = 1\n[[probes.numerics.stress]]\nname = "b"\n'
+     'dtype = "bfloat16"\n[probes.races]', "probes.numerics.stress[0].dtype", "'bfloat16'"),
+    ("[probes.races]", "[probes.numerics]\npoints = 1\n[probes.races]", "probes.numerics.stress", "None"),
+    ("seeds = [1, 2]", "seeds = [1, 2]\nstress = []", "probes.grid-order.stress", "[]"),
 ])
 def test_broken_spec_names_file_key_rule_and_value(tmp_path, old, new, key, value):
     folder = _broken(tmp_path, old, new)
