@@ -313,6 +313,21 @@ def scan_index_maps(site: CallSite) -> dict:
 # Dtypes Mosaic cannot put in a kernel on any TPU generation.
 _64BIT = ("float64", "int64", "uint64", "complex64", "complex128")
 
+# The chip the cross-lowering pretends to target. Pallas's TPU lowering reads
+# the tiling (8 sublanes x 128 lanes on every generation it knows) from the
+# device kind, which it takes from the abstract mesh or else from the default
+# device: on CPU that is "cpu", and every rank-1 block is refused with
+# "Unsupported TPU device kind: cpu" instead of being checked by the 1-D rule.
+TARGET_DEVICE_KIND = "TPU v5 lite"
+
+
+def _tpu_target():
+    """A context in which tracing and lowering see a TPU device kind (jax 0.10.2:
+    ``jax.sharding.use_abstract_mesh`` with an ``AbstractDevice``)."""
+    from jax.sharding import AbstractDevice, AbstractMesh, use_abstract_mesh
+    device = AbstractDevice(device_kind=TARGET_DEVICE_KIND, num_cores=1, platform="tpu")
+    return use_abstract_mesh(AbstractMesh((1,), ("grader",), abstract_device=device))
+
 
 def lower_for_tpu(fn: Callable, args: Sequence[Any], static: Sequence[int] = ()) -> dict:
     """Cross-lower to TPU on CPU: runs Pallas's own TPU lowering, not Mosaic.
@@ -332,7 +347,8 @@ def lower_for_tpu(fn: Callable, args: Sequence[Any], static: Sequence[int] = ())
     # student's interpret=True would lower through the interpreter instead.
     compiled = jax.jit(lambda *a: _eval(closed.jaxpr, closed.consts, a, False))
     try:
-        compiled.trace(*arrays).lower(lowering_platforms=("tpu",))
+        with _tpu_target():
+            compiled.trace(*arrays).lower(lowering_platforms=("tpu",))
     except Exception as e:  # noqa: BLE001 - any lowering failure is the finding
         etype, msg = unwrap_error(e)
         return {"ok": False, "type": etype, "rule": "lowering", "message": msg[:3000]}
