@@ -242,3 +242,47 @@ def test_cross_lowering_enforces_the_1d_block_rule_with_a_tpu_device_kind():
     with pytest.raises(ValueError, match="Unsupported TPU device kind: cpu"):
         jax.jit(_scale_1d(512, interpret=False)).trace(jnp.ones((4096,), jnp.float32)).lower(
             lowering_platforms=("tpu",))
+
+
+def test_vmem_budget_counts_buffered_n_times():
+    def f(a):
+        def kernel(x_ref, o_ref):
+            o_ref[...] = x_ref[...]
+        return pl.pallas_call(
+            kernel, out_shape=jax.ShapeDtypeStruct(a.shape, a.dtype), grid=(4,),
+            in_specs=[pl.BlockSpec((256, 512), lambda i: (i, 0), pipeline_mode=pl.Buffered(3))],
+            out_specs=pl.BlockSpec((256, 512), lambda i: (i, 0)))(a)
+
+    budget = ps.vmem_budget(f, [jax.ShapeDtypeStruct((1024, 512), jnp.float32)])
+    block = 256 * 512 * 4
+    (call,) = budget["calls"]
+    assert [(b["buffers"], b["buffering"]) for b in call["blocks"]] == \
+        [(3, "pl.Buffered(3)"), (2, "double buffering")]
+    assert budget["bytes"] == 5 * block
+
+
+def test_vmem_budget_counts_run_scoped_at_its_peak():
+    def f(a):
+        def kernel(x_ref, o_ref):
+            def first(t64):
+                def nested(t96):
+                    t96[...] = jnp.zeros_like(t96)
+                pl.run_scoped(nested, pltpu.VMEM((192, 128), jnp.float32))
+                t64[...] = x_ref[...]
+                o_ref[...] = t64[...]
+
+            def second(t128, sem):
+                t128[...] = jnp.zeros_like(t128)
+            pl.run_scoped(first, pltpu.VMEM((128, 128), jnp.float32))
+            pl.run_scoped(second, pltpu.VMEM((256, 128), jnp.float32), pltpu.SemaphoreType.DMA(()))
+        return pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct(a.shape, a.dtype), grid=(2,),
+                              in_specs=[pl.BlockSpec((128, 128), lambda i: (i, 0))],
+                              out_specs=pl.BlockSpec((128, 128), lambda i: (i, 0)))(a)
+
+    budget = ps.vmem_budget(f, [jax.ShapeDtypeStruct((256, 128), jnp.float32)])
+    (call,) = budget["calls"]
+    kib = 1024
+    # Nested scopes are live together (64 + 96 KiB) and outlast the second scope (128 KiB);
+    # the semaphore takes no VMEM.
+    assert sorted(s["bytes"] for s in call["scoped"]) == [64 * kib, 96 * kib]
+    assert budget["bytes"] == 4 * 64 * kib + 160 * kib

@@ -117,6 +117,7 @@ def judge_vmem(r: ProbeResults) -> list[Finding]:
                       f"at the real problem size the kernel needs {mib:.1f} MiB of VMEM; {prod.chip} "
                       f"allows {limit:.0f} MiB", bytes=facts["bytes"], limit_bytes=prod.vmem_limit_bytes,
                       chip=prod.chip, blocks=call["blocks"], scratch=call["scratch"],
+                      scoped=call.get("scoped", []),
                       production_dims=dict(prod.dims), production_dtype=prod.dtype)]
 
 
