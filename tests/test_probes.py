@@ -116,6 +116,9 @@ def test_dma_race_between_cores_is_data_race(grade_cli):
     t = _probe(doc, "Races and DMA protocol")
     assert t["score"] == 0 and "2 cores simulated" in t["output"]
     assert "RACE DETECTED" in t["output"] and "slice(64, 128, 1)" in t["output"]
+    # The racing line, by file name only; no vector clocks.
+    assert " dma_core_ranges_overlap.py:" in t["output"] and "clock:" not in t["output"]
+    assert "corpus/dma_scale/dma_core_ranges_overlap.py:" not in t["output"]
 
 
 def test_dma_hang_explains_the_timeout_and_stays_cheap(grade_cli):
