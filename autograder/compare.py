@@ -28,6 +28,7 @@ class Comparison:
     nonfinite: int            # NaN/Inf in the output where the reference is finite
     atol: float
     rtol: float
+    finite_relative: float = 0.0   # largest error among finite outputs / max |reference|
 
     def evidence(self) -> dict:
         return {
@@ -35,6 +36,7 @@ class Comparison:
             "relative_to_output": _num(self.relative_to_output), "mismatches": self.mismatches,
             "total": self.total, "first_mismatches": [list(i) for i in self.first_mismatches],
             "nonfinite": self.nonfinite, "atol": self.atol, "rtol": self.rtol,
+            "finite_relative_to_output": _num(self.finite_relative),
         }
 
 
@@ -63,13 +65,22 @@ def compare(out: np.ndarray, ref: np.ndarray, tol: Tolerance, reduction_length: 
     ref_mag = float(np.abs(ref64[finite_ref]).max()) if finite_ref.any() else 0.0
     relative = max_abs / ref_mag if ref_mag > 0 else (0.0 if max_abs == 0 else math.inf)
     first = tuple(tuple(int(i) for i in idx) for idx in np.argwhere(bad)[:MAX_INDICES])
+    finite = np.isfinite(err)
+    finite_max = float(err[finite].max()) if finite.any() else 0.0
+    finite_relative = finite_max / ref_mag if ref_mag > 0 else (0.0 if finite_max == 0 else math.inf)
     if mismatches == 0:
         verdict = "ok"
+    elif nonfinite and finite_relative >= numerics_bound:
+        # NaN beside finite outputs that are far off: the finite part shows a logic
+        # error, and the NaN is incidental (e.g. padding rows pulled into a wrong-axis
+        # reduction), so the NaN does not make it a precision problem.
+        verdict = "wrong-result"
     elif nonfinite or relative < numerics_bound:
-        # Overflow/NaN, or an error small next to the output's magnitude: floating point,
-        # not logic. (Later probes reclassify NaN that comes from unwritten memory.)
+        # Overflow/NaN with the finite outputs right, or an error small next to the
+        # output's magnitude: floating point, not logic. (Probes reclassify NaN that
+        # comes from unwritten memory.)
         verdict = "numerics"
     else:
         verdict = "wrong-result"
     return Comparison(mismatches == 0, verdict, max_abs, max_rel, relative, mismatches,
-                      int(err.size), first, nonfinite, atol, tol.rtol)
+                      int(err.size), first, nonfinite, atol, tol.rtol, finite_relative)

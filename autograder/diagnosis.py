@@ -182,6 +182,9 @@ def from_outcome(assignment: Assignment, case: Case, rung: str, outcome: RunOutc
                f"{c.mismatches} of {c.total} outputs are off by up to {c.max_abs_error:.3g} "
                f"({c.relative_to_output:.2%} of the output's magnitude): a precision problem")
         return Finding.make("numerics", rung, msg, case=name, **c.evidence())
-    return Finding.make("wrong-result", rung,
-                        f"{c.mismatches} of {c.total} outputs are wrong (max error {c.max_abs_error:.3g})",
-                        case=name, **c.evidence())
+    if c.nonfinite:
+        msg = (f"{c.mismatches} of {c.total} outputs are wrong: {c.nonfinite} are NaN or Inf, and "
+               f"finite ones are off by up to {c.finite_relative:.0%} of the output's magnitude")
+    else:
+        msg = f"{c.mismatches} of {c.total} outputs are wrong (max error {c.max_abs_error:.3g})"
+    return Finding.make("wrong-result", rung, msg, case=name, **c.evidence())

@@ -134,8 +134,12 @@ def _grade_as(identity: confinement.Identity, assignment: Assignment, submission
                              "case": case.name, "rung": rung, "params": {}, "inputs": files})
             if inputs.PROBE_STREAM in drawn:     # a probe case: every run shares one draw
                 references[case.name] = drawn[inputs.PROBE_STREAM]
-        probe_runs = _plan_probes(assignment, cases, options, runs,
-                                  {k: v[0] for k, v in references.items()})
+        def draw(case: Case, rung: str, tag: str):
+            seed = inputs.entropy(case, run_key, inputs.stream(assignment, case, rung))
+            return _draw(assignment, case, seed, in_dir, tag, reference_fn)
+
+        probe_runs, own_refs = _plan_probes(assignment, cases, options, runs,
+                                            {k: v[0] for k, v in references.items()}, draw)
         runs.extend(probe_runs)
         for folder in ("submission", "unzipped", "notebook", "in"):
             confinement.readable_by_all(workdir / folder)
@@ -157,7 +161,8 @@ def _grade_as(identity: confinement.Identity, assignment: Assignment, submission
                 report.load_error, loc, options.startup_timeout_s or limits.startup_s,
                 limits.memory_mb))
         probe_refs = {name: ref for name, (_files, ref) in references.items()}
-        findings.extend(_judge_probes(assignment, probe_runs, report, probe_refs, out_dir))
+        findings.extend(_judge_probes(assignment, probe_runs, report, {**probe_refs, **own_refs},
+                                      out_dir))
         for run in runs:
             if run.get("probe"):
                 continue
@@ -200,12 +205,15 @@ def _draw(assignment: Assignment, case: Case, seed: list[int], in_dir: Path, tag
 
 
 def _plan_probes(assignment: Assignment, cases, options: GradeOptions, runs: list[dict],
-                 by_case: dict[str, list[dict]]) -> list[dict]:
-    """Child runs for every enabled probe on every probe case being graded;
-    ``by_case`` holds each case's probe-stream input files."""
+                 by_case: dict[str, list[dict]], draw) -> tuple[list[dict], dict[str, np.ndarray]]:
+    """Child runs for every enabled probe on every probe case being graded, and
+    the references of runs with inputs of their own (numerics stress).
+    ``by_case`` holds each case's probe-stream input files; ``draw(case, rung,
+    tag)`` draws inputs for another case."""
     from .probes import REGISTRY
+    own_refs: dict[str, np.ndarray] = {}
     if options.cases or options.rungs:
-        return []   # a local, selective run: correctness only
+        return [], own_refs   # a local, selective run: correctness only
     probe_cases = [c for c in cases if c.name in assignment.probe_cases and c.name in by_case]
     planned = []
     for rubric in assignment.probes:
@@ -218,8 +226,15 @@ def _plan_probes(assignment: Assignment, cases, options: GradeOptions, runs: lis
                 if spec.get("abstract"):
                     run["inputs"] = _abstract_inputs(assignment)
                     run["case"] = "production"
+                if spec.get("stress"):
+                    # Inputs of their own (keyed apart in the child's per-case trace
+                    # cache); their reference is kept for the judge.
+                    stress = next(s for s in rubric.stress if s.name == spec["stress"])
+                    scase = assignment.stress_case(case, stress)
+                    run["inputs"], own_refs[run["id"]] = draw(scase, spec["rung"], f"stress{len(planned)}")
+                    run["case"] = scase.name
                 planned.append(run)
-    return planned
+    return planned, own_refs
 
 
 def _abstract_inputs(assignment: Assignment) -> list[dict]:
@@ -240,9 +255,14 @@ def _judge_probes(assignment: Assignment, probe_runs: list[dict], report, refere
                   out_dir: Path) -> list[Finding]:
     from .probes import REGISTRY, ProbeResults
     groups: dict[tuple[str, str], dict] = {}
+    stress: dict[tuple[str, str], dict] = {}
     for run in probe_runs:
         case = run["id"].split("/")[0]
         groups.setdefault((run["probe"], case), {})[run["variant"]] = report.outcomes.get(run["id"])
+        if run.get("stress"):
+            spec = next(x for x in assignment.probe(run["probe"]).stress if x.name == run["stress"])
+            stress.setdefault((run["probe"], case), {})[run["variant"]] = (
+                assignment.stress_case(assignment.case(case), spec), references[run["id"]])
     found = []
     for (name, case_name), outcomes in groups.items():
         probe = REGISTRY[name]
@@ -251,7 +271,8 @@ def _judge_probes(assignment: Assignment, probe_runs: list[dict], report, refere
         results = ProbeResults(assignment, case, assignment.probe(name), references[case_name], out_dir,
                                {k: v for k, v in outcomes.items() if v is not None},
                                {k: v for k, v in correctness.items() if v is not None},
-                               probe_rung=probe.rung, check=name)
+                               probe_rung=probe.rung, check=name,
+                               stress=stress.get((name, case_name), {}))
         judged = probe.judge(results)
         if not judged and not any(o.status == "ok" for o in results.outcomes.values()):
             # Nothing to judge (the code hung, raised or was not run): no points for the check.

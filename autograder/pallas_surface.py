@@ -313,6 +313,21 @@ def scan_index_maps(site: CallSite) -> dict:
 # Dtypes Mosaic cannot put in a kernel on any TPU generation.
 _64BIT = ("float64", "int64", "uint64", "complex64", "complex128")
 
+# The chip the cross-lowering pretends to target. Pallas's TPU lowering reads
+# the tiling (8 sublanes x 128 lanes on every generation it knows) from the
+# device kind, which it takes from the abstract mesh or else from the default
+# device: on CPU that is "cpu", and every rank-1 block is refused with
+# "Unsupported TPU device kind: cpu" instead of being checked by the 1-D rule.
+TARGET_DEVICE_KIND = "TPU v5 lite"
+
+
+def _tpu_target():
+    """A context in which tracing and lowering see a TPU device kind (jax 0.10.2:
+    ``jax.sharding.use_abstract_mesh`` with an ``AbstractDevice``)."""
+    from jax.sharding import AbstractDevice, AbstractMesh, use_abstract_mesh
+    device = AbstractDevice(device_kind=TARGET_DEVICE_KIND, num_cores=1, platform="tpu")
+    return use_abstract_mesh(AbstractMesh((1,), ("grader",), abstract_device=device))
+
 
 def lower_for_tpu(fn: Callable, args: Sequence[Any], static: Sequence[int] = ()) -> dict:
     """Cross-lower to TPU on CPU: runs Pallas's own TPU lowering, not Mosaic.
@@ -332,16 +347,61 @@ def lower_for_tpu(fn: Callable, args: Sequence[Any], static: Sequence[int] = ())
     # student's interpret=True would lower through the interpreter instead.
     compiled = jax.jit(lambda *a: _eval(closed.jaxpr, closed.consts, a, False))
     try:
-        compiled.trace(*arrays).lower(lowering_platforms=("tpu",))
+        with _tpu_target():
+            compiled.trace(*arrays).lower(lowering_platforms=("tpu",))
     except Exception as e:  # noqa: BLE001 - any lowering failure is the finding
         etype, msg = unwrap_error(e)
         return {"ok": False, "type": etype, "rule": "lowering", "message": msg[:3000]}
     return {"ok": True}
 
 
+def _vmem_bytes(aval) -> int | None:
+    """Bytes a VMEM allocation takes; None for SMEM, HBM/ANY and semaphores."""
+    import numpy as np
+    inner = getattr(aval, "inner_aval", aval)
+    space = str(getattr(aval, "memory_space", "")).lower()
+    if (not hasattr(inner, "shape") or any(m in space for m in ("smem", "any", "hbm"))
+            or "sem" in str(getattr(inner, "dtype", "")).lower()):
+        return None
+    try:
+        item = np.dtype(inner.dtype).itemsize
+    except TypeError:
+        return None
+    return int(np.prod(inner.shape, dtype=np.int64)) * item
+
+
+def _scoped(jaxpr: Any) -> tuple[int, list[dict]]:
+    """Peak VMEM of ``pl.run_scoped`` allocations in a kernel body, and what makes it:
+    nested scopes are live together, sequential ones reuse the same memory."""
+    peak, peak_allocs = 0, []
+    for eqn in jaxpr.eqns:
+        if eqn.primitive.name == "run_scoped":
+            body = next(_sub_jaxprs(eqn.params["jaxpr"]))
+            own = []
+            for v in body.invars:
+                nbytes = _vmem_bytes(v.aval)
+                if nbytes is not None:
+                    inner = getattr(v.aval, "inner_aval", v.aval)
+                    own.append({"shape": [int(d) for d in inner.shape], "dtype": str(inner.dtype),
+                                "bytes": nbytes})
+            inner_bytes, inner_allocs = _scoped(body)
+            here, allocs = sum(a["bytes"] for a in own) + inner_bytes, own + inner_allocs
+        else:
+            here, allocs = 0, []
+            for v in eqn.params.values():
+                for sub in _sub_jaxprs(v):
+                    b, a = _scoped(sub)
+                    if b > here:
+                        here, allocs = b, a
+        if here > peak:
+            peak, peak_allocs = here, allocs
+    return peak, peak_allocs
+
+
 def vmem_budget(fn: Callable, abstract_args: Sequence[Any], static: Sequence[int] = ()) -> dict:
-    """VMEM bytes at the production size: pipelined blocks twice (double buffering),
-    plus scratch. Traced with abstract shapes only."""
+    """VMEM bytes at the production size: pipelined blocks twice (double buffering)
+    or ``pipeline_mode=pl.Buffered(n)`` times, plus scratch, plus the largest set of
+    ``pl.run_scoped`` allocations live at once. Traced with abstract shapes only."""
     import numpy as np
     traced = trace(fn, abstract_args, static)
     calls = []
@@ -355,24 +415,26 @@ def vmem_budget(fn: Callable, abstract_args: Sequence[Any], static: Sequence[int
                 continue
             shape = tuple(int(d) for d in aval.shape)
             nbytes = int(np.prod(shape, dtype=np.int64)) * np.dtype(aval.dtype).itemsize
-            # A block that is the whole array is not pipelined: one buffer, not two.
-            buffers = 1 if tuple(bm.array_aval.shape) == shape else 2
+            mode = getattr(bm, "pipeline_mode", None)
+            if mode is not None:
+                buffers, buffering = int(mode.buffer_count), f"pl.Buffered({int(mode.buffer_count)})"
+            elif tuple(bm.array_aval.shape) == shape:
+                # A block that is the whole array is not pipelined: one buffer, not two.
+                buffers, buffering = 1, "whole array, not pipelined"
+            else:
+                buffers, buffering = 2, "double buffering"
             blocks.append({"operand": f"output {k - gm.num_inputs}" if k >= gm.num_inputs else f"input {k}",
                            "shape": list(shape), "dtype": str(aval.dtype), "buffers": buffers,
-                           "bytes": buffers * nbytes})
+                           "buffering": buffering, "bytes": buffers * nbytes})
         for a in gm.scratch_avals:
-            inner = getattr(a, "inner_aval", a)
-            space = str(getattr(a, "memory_space", "")).lower()
-            if not hasattr(inner, "shape") or "smem" in space or "sem" in str(inner.dtype).lower():
-                continue
-            try:
-                item = np.dtype(inner.dtype).itemsize
-            except TypeError:
-                continue
-            scratch.append({"shape": [int(d) for d in inner.shape], "dtype": str(inner.dtype),
-                            "bytes": int(np.prod(inner.shape, dtype=np.int64)) * item})
-        total = sum(b["bytes"] for b in blocks) + sum(s["bytes"] for s in scratch)
-        calls.append({"blocks": blocks, "scratch": scratch, "bytes": total})
+            nbytes = _vmem_bytes(a)
+            if nbytes is not None:
+                inner = getattr(a, "inner_aval", a)
+                scratch.append({"shape": [int(d) for d in inner.shape], "dtype": str(inner.dtype),
+                                "bytes": nbytes})
+        scoped_bytes, scoped = _scoped(site.eqn.params["jaxpr"])
+        total = sum(b["bytes"] for b in blocks) + sum(s["bytes"] for s in scratch) + scoped_bytes
+        calls.append({"blocks": blocks, "scratch": scratch, "scoped": scoped, "bytes": total})
     return {"calls": calls, "bytes": max((c["bytes"] for c in calls), default=0)}
 
 

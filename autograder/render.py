@@ -66,7 +66,8 @@ def _finding_view(f: Finding, visible: bool) -> dict[str, Any]:
 
 def test_view(t: TestResult, assignment, uploaded_as: str | None,
               run_key: int | None = None) -> dict[str, Any]:
-    case = t.case
+    # A numerics stress finding shows the inputs it was seen on, not the probe case's.
+    case = (_stress(t.finding, assignment) if t.finding else None) or t.case
     visible = case.visible
     seed = inputs.entropy(case, run_key, inputs.stream(assignment, case, t.rung))
     described = ", ".join(
@@ -90,7 +91,8 @@ def test_view(t: TestResult, assignment, uploaded_as: str | None,
         "command": (repro.command(assignment, assignment.case(t.finding.case), t.rung, uploaded_as,
                                   run_key)
                     if t.finding and t.finding.case and _shows(t.finding, assignment)
-                    and t.rung in ("generic", "tpu-interpret") else None),
+                    and t.rung in ("generic", "tpu-interpret") and not _stress(t.finding, assignment)
+                    else None),
         "probe": t.probe,
         "charged_in": t.charged_in,
     }
@@ -112,9 +114,19 @@ def _snippet(t: TestResult, assignment, run_key: int | None) -> str | None:
         return None
     params = f.facts().get("interpret_params")
     rung = t.rung if t.rung in ("generic", "tpu-interpret") else "tpu-interpret"
-    case = assignment.case(f.case)
+    case = _stress(f, assignment) or assignment.case(f.case)
     seed = inputs.entropy(case, run_key, inputs.stream(assignment, case, rung))
     return repro.snippet(assignment, case, rung, params, seed)
+
+
+def _stress(f: Finding, assignment):
+    """The stress case a numerics probe finding was seen on (no grader command runs it)."""
+    name = f.facts().get("stress")
+    rubric = assignment.probe(f.check)
+    if not name or rubric is None:
+        return None
+    stress = next((s for s in rubric.stress if s.name == name), None)
+    return assignment.stress_case(assignment.case(f.case), stress) if stress else None
 
 
 def report_view(report) -> dict[str, Any]:

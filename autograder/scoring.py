@@ -53,6 +53,26 @@ EXPLAINS = {
 # what makes the grid order matter and two cores race, so those are not charged again.
 SAME_BUG = {"output-block-revisit": ("grid-order-dependence", "data-race")}
 
+# A run that timed out on a rung where a probe saw the kernel hang in a DMA or
+# semaphore wait timed out because of that wait: the hang is the root cause and
+# the timeout its symptom, though submission-error otherwise comes first.
+HANG_EXPLAINS_TIMEOUT = ("dma-protocol",)
+
+
+def _root_cause(hits: list[Finding], rung: str) -> Finding | None:
+    main = primary(hits)
+    if main is None or main.id != "submission-error" or _problem(main) != "timeout":
+        return main
+    hang = [f for f in hits if f.id in HANG_EXPLAINS_TIMEOUT and f.rung == rung
+            and _problem(f) == "hang"]
+    if hang and all(f.id != "submission-error" or _problem(f) == "timeout" for f in hits):
+        return hang[0]
+    return main
+
+
+def _problem(f: Finding) -> str | None:
+    return dict(f.evidence).get("problem")
+
 
 def score(assignment: Assignment, findings: list[Finding], rungs: tuple[str, ...],
           cases: tuple[Case, ...], probes: tuple[str, ...] = ()) -> list[TestResult]:
@@ -88,7 +108,7 @@ def score(assignment: Assignment, findings: list[Finding], rungs: tuple[str, ...
             hits = wide + by_test.get((case.name, rung), [])
             if hits and not wide:
                 hits += [f for f in explaining if rung in EXPLAINS[f.id]]
-            main = primary(hits)
+            main = _root_cause(hits, rung)
             label = case.name if case.visible else f"hidden case {ci}"
             tests.append(TestResult(
                 number=f"{ci}.{ri}", name=f"{label} · {RUNGS[rung]}", case=case, rung=rung,

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 import tomllib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +20,8 @@ DISTRIBUTIONS = ("normal", "uniform")
 CPU_RUNGS = ("generic", "tpu-interpret")
 # Probe checks an assignment may enable under [probes.<name>]; autograder.probes
 # registers exactly these (asserted there).
-PROBES = ("index-maps", "compile", "vmem", "structure", "poisoning", "grid-order", "races")
+PROBES = ("index-maps", "compile", "vmem", "structure", "poisoning", "grid-order", "races",
+          "numerics")
 STRUCTURE_TECHNIQUES = ("manual-dma",)
 
 
@@ -86,11 +87,22 @@ GRADESCOPE_MARGIN_S = 60.0
 
 
 @dataclass(frozen=True)
+class Stress:
+    """numerics: one stress input, the probe case with some dims, dtype or input
+    scales replaced (long reductions, bfloat16, large-magnitude values)."""
+    name: str
+    dims: tuple[tuple[str, int], ...] = ()
+    dtype: str | None = None
+    scale: tuple[tuple[str, float], ...] = ()
+
+
+@dataclass(frozen=True)
 class ProbeRubric:
     name: str
     points: float
     visibility: str = "visible"
     seeds: tuple[int, ...] = (1, 2, 3)     # grid-order: TPU interpret random seeds
+    stress: tuple[Stress, ...] = ()        # numerics: the stress inputs
 
 
 @dataclass(frozen=True)
@@ -172,6 +184,13 @@ class Assignment:
 
     def reduction_length(self, case: Case) -> int:
         return case.dim_map[self.reduction_dim] if self.reduction_dim else 1
+
+    def stress_case(self, case: Case, stress: Stress) -> Case:
+        """The case a numerics stress input runs: ``case`` with the stress's overrides."""
+        return replace(case, name=f"{case.name}+{stress.name}",
+                       dims=tuple(sorted({**case.dim_map, **dict(stress.dims)}.items())),
+                       dtype=stress.dtype or case.dtype,
+                       scale=tuple(sorted({**dict(case.scale), **dict(stress.scale)}.items())))
 
 
 class _Reader:
@@ -393,15 +412,17 @@ def load(folder: Path | str) -> Assignment:
         if not isinstance(table, dict):
             raise pr.fail(name, "must be a table such as { points = 1 }", table)
         t = _Reader(file, table, f"probes.{name}.")
-        t.unknown({"points", "visibility", "seeds"})
+        t.unknown({"points", "visibility", "seeds"} | ({"stress"} if name == "numerics" else set()))
         seeds = t.get("seeds", list, "must be a list of non-negative integers", [1, 2, 3])
         if not seeds or not all(isinstance(x, int) and not isinstance(x, bool) and x >= 0 for x in seeds):
             raise t.fail("seeds", "must be a non-empty list of non-negative integers", seeds)
         points = t.get("points", (int, float), "must be a number >= 0")
         if points < 0:
             raise t.fail("points", "must be a number >= 0", points)
+        stress = _stress(t, dims, dict(tolerances), {i.name for i in inputs if i.kind == "array"}) \
+            if name == "numerics" else ()
         probes.append(ProbeRubric(name, float(points), t.choice("visibility", VISIBILITIES, "visible"),
-                                  tuple(seeds)))
+                                  tuple(seeds), stress))
     case_names = [c.name for c in cases]
     probe_cases = r.get("probe_cases", list, "must be a list of case names",
                         [c.name for c in cases if c.visible])
@@ -439,6 +460,37 @@ def load(folder: Path | str) -> Assignment:
         snippet_reference=r.get("snippet_reference", str, "must be a numpy expression", ""),
         probes=tuple(probes), probe_cases=tuple(probe_cases), production=production,
         structure=Structure(tuple(str(a) for a in allow), tuple(require)))
+
+
+def _stress(t: _Reader, dims: list[DimRule], tolerances: dict, arrays: set[str]) -> tuple[Stress, ...]:
+    """[[probes.numerics.stress]]: name, and dims / dtype / scale overrides of the probe case."""
+    out, seen = [], set()
+    for sr in t.items("stress"):
+        sr.unknown({"name", "dims", "dtype", "scale"})
+        name = sr.get("name", str, "must be a short name")
+        if name in seen:
+            raise sr.fail("name", "must be unique among stress inputs", name)
+        seen.add(name)
+        sdims = sr.get("dims", dict, "must be a table of dimension sizes", {})
+        rules = {d.name: d for d in dims}
+        for k, v in sdims.items():
+            # A stress input may exceed the cases' max (a longer reduction): only the shape rules apply.
+            if k not in rules or not rules[k].admits(v, check_max=False):
+                raise sr.fail(f"dims.{k}", rules[k].text if k in rules else
+                              f"must be a declared dimension ({sorted(rules)})", v)
+        dtype = sr.get("dtype", str, f"must be one of {list(DTYPES)}", None)
+        if dtype is not None and dtype not in tolerances:
+            raise sr.fail("dtype", f"must be a dtype with a [tolerance.<dtype>] table ({sorted(tolerances)})",
+                          dtype)
+        scale = sr.get("scale", dict, "must be a table of input scales", {})
+        for k, v in scale.items():
+            if k not in arrays or isinstance(v, bool) or not isinstance(v, (int, float)) or v <= 0:
+                raise sr.fail(f"scale.{k}", "must map an array input's name to a positive number", v)
+        out.append(Stress(name, tuple(sorted((k, int(v)) for k, v in sdims.items())), dtype,
+                          tuple(sorted((k, float(v)) for k, v in scale.items()))))
+    if not out:
+        raise t.fail("stress", "must list at least one stress input", [])
+    return tuple(out)
 
 
 def assignments_root() -> Path:

@@ -214,3 +214,75 @@ def test_grid_mapping_fields_the_index_map_scan_reads():
     assert type(bm.block_shape[0]).__name__ == "Blocked" and tuple(bm.array_aval.shape) == (16, 256)
     facts = ps.scan_index_maps(site)
     assert facts["operands"][0]["out_of_bounds_count"] == 2
+
+
+def _scale_1d(block: int, interpret: bool = True):
+    def f(a):
+        def kernel(x_ref, o_ref):
+            o_ref[...] = x_ref[...] * 2
+        spec = pl.BlockSpec((block,), lambda i: (i,))
+        return pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct(a.shape, a.dtype),
+                              grid=(a.shape[0] // block,), in_specs=[spec], out_specs=spec,
+                              interpret=interpret)(a)
+    return f
+
+
+def test_cross_lowering_enforces_the_1d_block_rule_with_a_tpu_device_kind():
+    # 384 of 1536: neither the whole array, nor a multiple of 8 x 128, nor a power of two.
+    res = ps.lower_for_tpu(_scale_1d(384), [jnp.ones((1536,), jnp.float32)])
+    assert not res["ok"] and "rank 1 block shapes" in res["message"]
+    assert "multiple of 1024" in res["message"], "the tiling of the target device kind"
+    from autograder.probes.static import COMPILE_RULES
+    assert any(rid == "1d-block" and p.search(res["message"]) for p, rid, _ in COMPILE_RULES)
+    # A power of two >= 128, and the whole array: accepted.
+    assert ps.lower_for_tpu(_scale_1d(512), [jnp.ones((4096,), jnp.float32)])["ok"]
+    assert ps.lower_for_tpu(_scale_1d(1536), [jnp.ones((1536,), jnp.float32)])["ok"]
+    # Without a TPU device kind the lowering asks the CPU and refuses any 1-D block:
+    # what lower_for_tpu's abstract mesh is there for.
+    with pytest.raises(ValueError, match="Unsupported TPU device kind: cpu"):
+        jax.jit(_scale_1d(512, interpret=False)).trace(jnp.ones((4096,), jnp.float32)).lower(
+            lowering_platforms=("tpu",))
+
+
+def test_vmem_budget_counts_buffered_n_times():
+    def f(a):
+        def kernel(x_ref, o_ref):
+            o_ref[...] = x_ref[...]
+        return pl.pallas_call(
+            kernel, out_shape=jax.ShapeDtypeStruct(a.shape, a.dtype), grid=(4,),
+            in_specs=[pl.BlockSpec((256, 512), lambda i: (i, 0), pipeline_mode=pl.Buffered(3))],
+            out_specs=pl.BlockSpec((256, 512), lambda i: (i, 0)))(a)
+
+    budget = ps.vmem_budget(f, [jax.ShapeDtypeStruct((1024, 512), jnp.float32)])
+    block = 256 * 512 * 4
+    (call,) = budget["calls"]
+    assert [(b["buffers"], b["buffering"]) for b in call["blocks"]] == \
+        [(3, "pl.Buffered(3)"), (2, "double buffering")]
+    assert budget["bytes"] == 5 * block
+
+
+def test_vmem_budget_counts_run_scoped_at_its_peak():
+    def f(a):
+        def kernel(x_ref, o_ref):
+            def first(t64):
+                def nested(t96):
+                    t96[...] = jnp.zeros_like(t96)
+                pl.run_scoped(nested, pltpu.VMEM((192, 128), jnp.float32))
+                t64[...] = x_ref[...]
+                o_ref[...] = t64[...]
+
+            def second(t128, sem):
+                t128[...] = jnp.zeros_like(t128)
+            pl.run_scoped(first, pltpu.VMEM((128, 128), jnp.float32))
+            pl.run_scoped(second, pltpu.VMEM((256, 128), jnp.float32), pltpu.SemaphoreType.DMA(()))
+        return pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct(a.shape, a.dtype), grid=(2,),
+                              in_specs=[pl.BlockSpec((128, 128), lambda i: (i, 0))],
+                              out_specs=pl.BlockSpec((128, 128), lambda i: (i, 0)))(a)
+
+    budget = ps.vmem_budget(f, [jax.ShapeDtypeStruct((256, 128), jnp.float32)])
+    (call,) = budget["calls"]
+    kib = 1024
+    # Nested scopes are live together (64 + 96 KiB) and outlast the second scope (128 KiB);
+    # the semaphore takes no VMEM.
+    assert sorted(s["bytes"] for s in call["scoped"]) == [64 * kib, 96 * kib]
+    assert budget["bytes"] == 4 * 64 * kib + 160 * kib

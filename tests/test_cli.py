@@ -48,6 +48,11 @@ def test_wrong_formula_is_wrong_result_everywhere(grade_cli, path, slug):
 def test_bf16_accumulation_is_numerics_on_bf16_cases_only(grade_cli):
     doc, _ = grade_cli(MATMUL / "bf16_accumulator.py", "matmul")
     assert tags(doc) == [[], [], ["numerics"], ["numerics"], [], [], ["numerics"], ["numerics"]]
+    # The stress probe's long bfloat16 reduction reads it as lost precision, charged once.
+    stress = next(t for t in doc["tests"] if t["name"].startswith("Numerics: stress"))
+    assert stress["tags"] == ["numerics"] and stress["score"] == stress["max_score"]
+    assert "long-k-bf16" in stress["output"] and "bfloat16 inputs allow 8" in stress["output"]
+    assert "x: bfloat16[256, 4096]" in stress["output"], "the stress inputs, not the probe case's"
 
 
 def test_grid_one_step_too_long_passes_generic_but_not_tpu_interpret(grade_cli):

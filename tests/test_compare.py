@@ -46,3 +46,17 @@ def test_atol_grows_with_sqrt_of_reduction_length():
     out = np.full(4, 1.5e-4)
     assert not compare(out, ref, TOL, 1, 0.05).ok
     assert compare(out, ref, TOL, 400, 0.05).ok   # atol 1e-5 * 20 = 2e-4
+
+
+def test_nan_beside_far_off_finite_outputs_is_a_logic_error():
+    ref = np.ones((16, 8))
+    out = np.full((16, 8), 0.125)          # every finite output off by 87%
+    out[12:] = np.nan                       # e.g. padding rows pulled into a wrong-axis sum
+    c = compare(out, ref, TOL, 1, 0.05)
+    assert c.verdict == "wrong-result" and c.nonfinite == 32 and math.isclose(c.finite_relative, 0.875)
+    # NaN beside finite outputs that are right stays a precision problem (overflow).
+    out = ref.copy()
+    out[12:] = np.nan
+    assert compare(out, ref, TOL, 1, 0.05).verdict == "numerics"
+    # All NaN (an accumulator never zeroed): nothing finite to judge, numerics here.
+    assert compare(np.full((4, 4), np.nan), np.ones((4, 4)), TOL, 1, 0.05).verdict == "numerics"

@@ -43,3 +43,26 @@ def test_primary_follows_root_cause_precedence():
     assert primary([wrong, oob, sub]) is sub
     assert primary([]) is None
     assert PRECEDENCE.index("uninitialized-memory") < PRECEDENCE.index("wrong-result")
+
+
+def test_a_dma_hang_explains_a_timeout_on_its_rung_only():
+    from autograder import scoring, spec
+    a = spec.find("dma_scale")
+    case = a.cases[0].name
+    timeout = [Finding.make("submission-error", rung, "did not finish", case=c.name, problem="timeout")
+               for c in a.cases for rung in a.rungs]
+    hang = Finding.make("dma-protocol", "tpu-interpret", "hung", case=case, check="races",
+                        problem="hang")
+    mode = Finding.make("dma-protocol", "tpu-interpret", "modes differ", case=case, check="races",
+                        problem="mode-dependent")
+    by_rung = lambda tests: [t.finding.id for t in tests if t.probe is None]
+    # The hang seen on TPU interpret mode explains that rung's timeouts on every case.
+    assert by_rung(scoring.score(a, timeout + [hang], a.rungs, a.cases)) == \
+        ["submission-error", "dma-protocol"] * len(a.cases)
+    # A DMA finding that is not a hang does not explain a timeout.
+    assert by_rung(scoring.score(a, timeout + [mode], a.rungs, a.cases)) == \
+        ["submission-error"] * 2 * len(a.cases)
+    # Nor does a hang explain any other submission error.
+    crash = [Finding.make("submission-error", "tpu-interpret", "raised", case=case, problem="exception")]
+    tests = scoring.score(a, crash + [hang], a.rungs, a.cases)
+    assert tests[1].finding.id == "submission-error"

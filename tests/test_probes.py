@@ -9,7 +9,10 @@ CLEAN_PROBES = {"Static: index maps over the whole grid": [], "Static: TPU compi
                 "Static: VMEM budget at the real problem size": [],
                 "Static: the work is done in a kernel": [],
                 "Memory poisoning: NaN, zero and ±large fills": [],
-                "Grid order: shuffled parallel axes, two cores": [], "Races and DMA protocol": []}
+                "Grid order: shuffled parallel axes, two cores": [], "Races and DMA protocol": [],
+                "Numerics: stress inputs (large values, long reductions, bfloat16)": []}
+# dma_scale enables neither the VMEM budget nor numerics stress.
+DMA_CLEAN = {k: v for k, v in CLEAN_PROBES.items() if not k.startswith(("Static: VMEM", "Numerics"))}
 
 
 def _probe(doc, prefix):
@@ -37,29 +40,22 @@ def test_unzeroed_accumulator_is_uninitialized_memory_not_numerics(grade_cli):
     assert "zero" in doc["tests"][0]["output"]
 
 
-@pytest.mark.parametrize("name,probe,fid", [
-    ("k_block_64.py", "Static: TPU compile readiness", "compile-reject"),
-    ("whole_array_blocks.py", "Static: VMEM budget at the real problem size", "vmem-overflow"),
-    ("jnp_dot_outside.py", "Static: the work is done in a kernel", "not-a-kernel"),
+@pytest.mark.parametrize("name,probe,fid,needles", [
+    # The compile check names the rule in plain words and quotes the compiler.
+    ("k_block_64.py", "Static: TPU compile readiness", "compile-reject",
+     ("multiples of 8 and 128", "divisible by 8 and 128")),
+    # The VMEM check gives the byte counts at the production size.
+    ("whole_array_blocks.py", "Static: VMEM budget at the real problem size", "vmem-overflow",
+     ("16777216 bytes", "8192x8192 bfloat16")),
+    ("jnp_dot_outside.py", "Static: the work is done in a kernel", "not-a-kernel", ()),
 ])
-def test_bugs_only_a_probe_can_see(grade_cli, name, probe, fid):
+def test_bugs_only_a_probe_can_see(grade_cli, name, probe, fid, needles):
     doc, out = grade_cli(MATMUL / name, "matmul")
     assert tags(doc) == [[]] * 8, "both interpreters run it correctly"
     assert probe_tags(doc) == {**CLEAN_PROBES, probe: [fid]}
     t = _probe(doc, probe)
     assert t["score"] == 0 and t["status"] == "failed"
-
-
-def test_compile_reject_names_the_rule(grade_cli):
-    doc, _ = grade_cli(MATMUL / "k_block_64.py", "matmul")
-    out = _probe(doc, "Static: TPU compile readiness")["output"]
-    assert "multiples of 8 and 128" in out and "divisible by 8 and 128" in out
-
-
-def test_vmem_overflow_gives_byte_counts(grade_cli):
-    doc, _ = grade_cli(MATMUL / "whole_array_blocks.py", "matmul")
-    out = _probe(doc, "Static: VMEM budget")["output"]
-    assert "16777216 bytes" in out and "8192x8192 bfloat16" in out
+    assert all(n in t["output"] for n in needles)
 
 
 def test_k_axis_outermost_is_a_non_consecutive_revisit(grade_cli):
@@ -110,3 +106,44 @@ def test_jnp_instead_of_a_kernel_is_not_a_kernel(grade_cli):
     assert tags(doc) == [[]] * 8
     t = _probe(doc, "Static: the work is done in a kernel")
     assert t["tags"] == ["not-a-kernel"] and t["score"] == 0 and "no pallas_call" in t["output"]
+
+
+def test_dma_race_between_cores_is_data_race(grade_cli):
+    # Both cores DMA the middle chunk's rows to HBM: right values everywhere, a race on a chip.
+    doc, _ = grade_cli(DMA / "dma_core_ranges_overlap.py", "dma_scale")
+    assert tags(doc) == [[]] * 8
+    assert probe_tags(doc) == {**DMA_CLEAN, "Races and DMA protocol": ["data-race"]}
+    t = _probe(doc, "Races and DMA protocol")
+    assert t["score"] == 0 and "2 cores simulated" in t["output"]
+    assert "RACE DETECTED" in t["output"] and "slice(64, 128, 1)" in t["output"]
+    # The racing line, by file name only; no vector clocks.
+    assert " dma_core_ranges_overlap.py:" in t["output"] and "clock:" not in t["output"]
+    assert "corpus/dma_scale/dma_core_ranges_overlap.py:" not in t["output"]
+
+
+def test_dma_hang_explains_the_timeout_and_stays_cheap(grade_cli):
+    # Waits before it starts: TPU interpret mode hangs; generic runs DMAs as immediate copies.
+    doc, _ = grade_cli(DMA / "dma_wait_before_start.py", "dma_scale")
+    assert tags(doc) == [[], ["dma-protocol"]] * 4, "the hang, not the timeout, is the root cause"
+    assert "hung with dma_execution_mode='on_wait' (no result within 10 s)" in doc["tests"][1]["output"]
+    races = _probe(doc, "Races and DMA protocol")
+    assert races["tags"] == ["dma-protocol"] and races["score"] == races["max_score"]
+    assert doc["execution_time"] < 60, "two 10 s hangs, then no more TPU runs"
+
+
+@pytest.mark.parametrize("name,expected,stress", [
+    # No max subtraction: exp overflows on the large-logit cases (and the 1e4 stress), precision.
+    ("softmax_unstable.py", [[], [], ["numerics"], ["numerics"]] * 3, ["numerics"]),
+    # Wrong axis: NaN padding rows decorate a logic error; wrong-result on every case, and the
+    # stress probe does not charge it again.
+    ("softmax_wrong_axis.py", [["wrong-result"]] * 12, []),
+])
+def test_softmax_numerics_versus_logic(grade_cli, name, expected, stress):
+    doc, _ = grade_cli(SOFTMAX / name, "softmax")
+    assert tags(doc) == expected
+    softmax_clean = {k: v for k, v in CLEAN_PROBES.items() if not k.startswith("Static: VMEM")}
+    assert probe_tags(doc) == {**softmax_clean,
+                               "Numerics: stress inputs (large values, long reductions, bfloat16)": stress}
+    if stress:
+        t = _probe(doc, "Numerics: stress")
+        assert "logits-1e4-wide" in t["output"] and "overflows" in t["output"]

@@ -67,3 +67,18 @@ def test_every_catalogue_id_has_a_template():
 def test_templates_fail_on_a_missing_field():
     with pytest.raises(jinja2.UndefinedError):
         render.render("test.j2", "md", test={"passed": True})
+
+
+def test_vmem_overflow_lists_buffered_blocks_and_run_scoped_buffers():
+    a = spec.find("matmul")
+    f = Finding.make("vmem-overflow", "static", "needs 20.0 MiB", case=a.probe_cases[0], check="vmem",
+                     bytes=20 * 2 ** 20, limit_bytes=16 * 2 ** 20, chip="TPU v5e", production_dims={"K": 8},
+                     production_dtype="bfloat16", scratch=[],
+                     blocks=[{"operand": "input 0", "shape": [512, 512], "dtype": "bfloat16", "buffers": 3,
+                              "buffering": "pl.Buffered(3)", "bytes": 1572864}],
+                     scoped=[{"shape": [256, 128], "dtype": "float32", "bytes": 131072}])
+    tests = scoring.score(a, [f], a.rungs, a.cases, ("vmem",))
+    out = render.render_test(render.report_view(Report(a, "matmul.py", tests, [f], "matmul.py", 1.0))
+                             ["tests"][-1], "text")
+    assert "x3 (pl.Buffered(3)) = 1572864 bytes" in out
+    assert "pl.run_scoped 256x128 float32 = 131072 bytes" in out

@@ -51,6 +51,12 @@ def _broken(tmp_path, old, new):
     # Every test keeps its own budget: startup + case_s x 8 tests > the 540 s default total.
     ("case_s = 50", "case_s = 60", "limits.case_s", "60"),
     ("case_s = 50", "case_s = 50\ntotal_s = 570", "limits.total_s", "570"),
+    ("[probes.races]", '[probes.numerics]\npoints = 1\n[[probes.numerics.stress]]\nname = "big"\n'
+     'dims = { M = 12 }\n[probes.races]', "probes.numerics.stress[0].dims.M", "12"),
+    ("[probes.races]", '[probes.numerics]\npoints = 1\n[[probes.numerics.stress]]\nname = "b"\n'
+     'dtype = "bfloat16"\n[probes.races]', "probes.numerics.stress[0].dtype", "'bfloat16'"),
+    ("[probes.races]", "[probes.numerics]\npoints = 1\n[probes.races]", "probes.numerics.stress", "None"),
+    ("seeds = [1, 2]", "seeds = [1, 2]\nstress = []", "probes.grid-order.stress", "[]"),
 ])
 def test_broken_spec_names_file_key_rule_and_value(tmp_path, old, new, key, value):
     folder = _broken(tmp_path, old, new)

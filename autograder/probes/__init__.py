@@ -10,10 +10,11 @@ from __future__ import annotations
 from ..spec import PROBES
 from .base import Probe, ProbeResults
 from .dynamic import GRID_ORDER, POISONING, RACES
+from .numerics import NUMERICS
 from .static import COMPILE, INDEX_MAPS, STRUCTURE, VMEM
 
 REGISTRY: dict[str, Probe] = {p.name: p for p in (
-    INDEX_MAPS, COMPILE, VMEM, STRUCTURE, POISONING, GRID_ORDER, RACES)}
+    INDEX_MAPS, COMPILE, VMEM, STRUCTURE, POISONING, GRID_ORDER, RACES, NUMERICS)}
 assert tuple(REGISTRY) == PROBES, "spec.PROBES and the registry must list the same probes"
 
 __all__ = ["REGISTRY", "Probe", "ProbeResults"]

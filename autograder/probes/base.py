@@ -36,6 +36,8 @@ class ProbeResults:
     correctness: dict[str, RunOutcome] = field(default_factory=dict)   # rung -> outcome
     probe_rung: str = "tpu-interpret"        # the rung its findings are seen on
     check: str = ""                          # the probe's name
+    # numerics: variant -> (stress case, its float64 reference); inputs other than the case's
+    stress: dict[str, tuple[Case, np.ndarray]] = field(default_factory=dict)
 
     def facts(self, variant: str) -> dict | None:
         o = self.outcomes.get(variant)

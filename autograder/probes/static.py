@@ -79,6 +79,9 @@ COMPILE_RULES = (
     (re.compile(r"Unimplemented primitive in Pallas TPU lowering for \w+: (\w+)"), "unsupported-op",
      "the kernel uses an operation the TPU compiler does not implement inside kernels"),
     (re.compile(r"64-bit"), "64-bit-dtype", "TPUs have no 64-bit vector types: use float32/int32"),
+    (re.compile(r"requires that rank 1 block"), "1d-block",
+     "a 1-D block must be the whole array, a multiple of 1024 elements (8 x 128), or a power of "
+     "two of at least 128 elements (256 for 16-bit types)"),
 )
 
 
@@ -114,6 +117,7 @@ def judge_vmem(r: ProbeResults) -> list[Finding]:
                       f"at the real problem size the kernel needs {mib:.1f} MiB of VMEM; {prod.chip} "
                       f"allows {limit:.0f} MiB", bytes=facts["bytes"], limit_bytes=prod.vmem_limit_bytes,
                       chip=prod.chip, blocks=call["blocks"], scratch=call["scratch"],
+                      scoped=call.get("scoped", []),
                       production_dims=dict(prod.dims), production_dtype=prod.dtype)]
 
 

@@ -2,10 +2,10 @@
 -1. Measured (jax 0.10.2): wrong outputs on every case and every rung (max
 error 0.8-1.0). In a partial last block the axis-0 reductions also take in the
 padding rows: NaN padding (generic interpreter, TPU interpret mode with
-uninitialized_memory='nan') turns the whole last block NaN, so those cases
-come out as NaN (tagged numerics by the grader, which calls any NaN output
-numerics); with 'zero' padding there is no NaN, just wrong values. The one
-case without a partial block, wide-64x1024, is plain wrong-result."""
+uninitialized_memory='nan') turns the whole last block NaN; with 'zero'
+padding there is no NaN, just wrong values. The grader judges the finite
+outputs (off by up to ~100% of the output's magnitude), so every case is
+wrong-result, like wide-64x1024, the one case without a partial block."""
 import jax
 import jax.numpy as jnp
 from jax.experimental import pallas as pl
