@@ -256,9 +256,12 @@ def _judge_probes(assignment: Assignment, probe_runs: list[dict], report, refere
     from .probes import REGISTRY, ProbeResults
     groups: dict[tuple[str, str], dict] = {}
     stress: dict[tuple[str, str], dict] = {}
+    dynamic: dict[tuple[str, str], set] = {}     # the variants that run the kernel
     for run in probe_runs:
         case = run["id"].split("/")[0]
         groups.setdefault((run["probe"], case), {})[run["variant"]] = report.outcomes.get(run["id"])
+        if run.get("kind") != "static":
+            dynamic.setdefault((run["probe"], case), set()).add(run["variant"])
         if run.get("stress"):
             spec = next(x for x in assignment.probe(run["probe"]).stress if x.name == run["stress"])
             stress.setdefault((run["probe"], case), {})[run["variant"]] = (
@@ -274,9 +277,13 @@ def _judge_probes(assignment: Assignment, probe_runs: list[dict], report, refere
                                probe_rung=probe.rung, check=name,
                                stress=stress.get((name, case_name), {}))
         judged = probe.judge(results)
-        if not judged and not any(o.status == "ok" for o in results.outcomes.values()):
+        # A dynamic probe's helper static run (e.g. poisoning's index-map scan) working
+        # does not make the check: its kernel runs must have produced something.
+        deciding = dynamic.get((name, case_name)) or set(results.outcomes)
+        deciding_outcomes = [o for v, o in results.outcomes.items() if v in deciding]
+        if not judged and not any(o.status == "ok" for o in deciding_outcomes):
             # Nothing to judge (the code hung, raised or was not run): no points for the check.
-            reasons = sorted({o.status for o in results.outcomes.values()}) or ["not run"]
+            reasons = sorted({o.status for o in deciding_outcomes}) or ["not run"]
             judged = [Finding.make("submission-error", probe.rung,
                                    f"this check could not run ({', '.join(reasons)})",
                                    case=case_name, check=name, problem="check-not-run")]

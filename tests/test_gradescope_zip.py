@@ -9,7 +9,10 @@ import zipfile
 import pytest
 
 from autograder.gradescope import validate
-from conftest import CORPUS, REPO, run_cli
+from conftest import CORPUS, REPO, grading, run_cli
+
+# One worker builds and installs the zip once, for these tests and the hostile corpus.
+pytestmark = pytest.mark.xdist_group("gradescope")
 
 
 def test_zip_holds_one_assignment_and_the_package(tmp_path):
@@ -35,8 +38,9 @@ def _run(root, submission):
     sub.mkdir()
     shutil.copy(submission, sub / "add.py")
     shutil.rmtree(root / "results", ignore_errors=True)
-    proc = subprocess.run([str(root / "source" / "run_autograder")], capture_output=True, text=True,
-                          timeout=600, env={**os.environ, "AUTOGRADER_ROOT": str(root)})
+    with grading():
+        proc = subprocess.run([str(root / "source" / "run_autograder")], capture_output=True,
+                              text=True, timeout=600, env={**os.environ, "AUTOGRADER_ROOT": str(root)})
     doc = json.loads((root / "results" / "results.json").read_text())
     assert validate(doc) == [], validate(doc)
     return proc, doc

@@ -26,6 +26,10 @@ import pytest
 
 from autograder import confinement
 from autograder.gradescope import validate
+from conftest import grading
+
+# One worker builds and installs the zip once, for these tests and test_gradescope_zip.
+pytestmark = pytest.mark.xdist_group("gradescope")
 
 HOSTILE = Path(__file__).resolve().parent / "hostile"
 ATTACKS = HOSTILE / "attacks"
@@ -139,10 +143,14 @@ def _layout(base: Path, install: Path, attack: Path) -> Path:
     return root
 
 
+def _student_uid(identity, uid: int) -> bool:
+    """The student user, or the uid of any grading slot."""
+    slots = range(confinement.SLOT_UID_BASE, confinement.SLOT_UID_BASE + confinement.SLOTS)
+    return identity.dropped and (uid == identity.uid or uid in slots)
+
+
 def _student_processes(identity) -> list[int]:
-    if not identity.dropped:
-        return []
-    return [pid for pid, _ppid, _sid, uid in confinement._processes() if uid == identity.uid]
+    return [pid for pid, _ppid, _sid, uid in confinement._processes() if _student_uid(identity, uid)]
 
 
 def _processes_mentioning(text: str) -> list[int]:
@@ -165,7 +173,7 @@ def _temp_files_of(identity) -> list[str]:
     for folder in ("/tmp", "/var/tmp", "/dev/shm"):
         try:
             left += [e.path for e in os.scandir(folder)
-                     if e.stat(follow_symlinks=False).st_uid == identity.uid]
+                     if _student_uid(identity, e.stat(follow_symlinks=False).st_uid)]
         except OSError:
             pass
     return left
@@ -192,43 +200,43 @@ def test_attack_is_contained(name, gradescope_install, tmp_path):
     source_before = _digest(root / "source")
     package = gradescope_install / "source" / "autograder"
     package_before = _digest(package)
-    assert not _student_processes(identity)
+    with grading(exclusive=True):
+        assert not _student_processes(identity)
+        t0 = time.monotonic()
+        proc = subprocess.run([str(root / "source" / "run_autograder")], capture_output=True,
+                              text=True, timeout=420,
+                              env={**os.environ, "AUTOGRADER_ROOT": str(root),
+                                   "PALLAS_TEST_SECRET": MARKERS["environment"]})
+        seconds = time.monotonic() - t0
+        print(f"{name}: graded in {seconds:.1f} s")
 
-    t0 = time.monotonic()
-    proc = subprocess.run([str(root / "source" / "run_autograder")], capture_output=True,
-                          text=True, timeout=420,
-                          env={**os.environ, "AUTOGRADER_ROOT": str(root),
-                               "PALLAS_TEST_SECRET": MARKERS["environment"]})
-    seconds = time.monotonic() - t0
-    print(f"{name}: graded in {seconds:.1f} s")
+        text = (root / "results" / "results.json").read_text()
+        doc = json.loads(text)
+        assert validate(doc) == [], validate(doc)
+        assert os.listdir(root / "results") == ["results.json"]
+        assert doc["tests"] and not doc["tests"][0]["name"].startswith("Autograder error"), \
+            proc.stderr[-3000:]
+        if expect.score == "<6":
+            assert doc["score"] < FULL, doc["score"]
+        elif expect.score == "<=6":
+            assert doc["score"] <= FULL, doc["score"]
+        else:
+            assert doc["score"] == pytest.approx(expect.score), (doc["score"], _problems(doc))
+        assert set(expect.problems) <= _problems(doc), _problems(doc)
+        assert expect.says in doc["output"]
+        assert ("could not switch your code" in doc["output"]) == (not ROOT_USER)
+        for what, marker in MARKERS.items():
+            assert marker not in text, f"the {what} leaked into results.json"
 
-    text = (root / "results" / "results.json").read_text()
-    doc = json.loads(text)
-    assert validate(doc) == [], validate(doc)
-    assert os.listdir(root / "results") == ["results.json"]
-    assert doc["tests"] and not doc["tests"][0]["name"].startswith("Autograder error"), \
-        proc.stderr[-3000:]
-    if expect.score == "<6":
-        assert doc["score"] < FULL, doc["score"]
-    elif expect.score == "<=6":
-        assert doc["score"] <= FULL, doc["score"]
-    else:
-        assert doc["score"] == pytest.approx(expect.score), (doc["score"], _problems(doc))
-    assert set(expect.problems) <= _problems(doc), _problems(doc)
-    assert expect.says in doc["output"]
-    assert ("could not switch your code" in doc["output"]) == (not ROOT_USER)
-    for what, marker in MARKERS.items():
-        assert marker not in text, f"the {what} leaked into results.json"
-
-    deadline = time.monotonic() + 3
-    while (_student_processes(identity) or _processes_mentioning(str(root))) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert not _student_processes(identity), "a student process survived grading"
-    assert not _processes_mentioning(str(root)), "a process of this grading survived"
-    assert _digest(root / "source") == source_before, "the source tree changed"
-    assert _digest(package) == package_before, "the grader's package changed"
-    assert not _temp_files_of(identity), "student files were left in the temp folders"
-    assert seconds < 300
+        deadline = time.monotonic() + 3
+        while (_student_processes(identity) or _processes_mentioning(str(root))) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not _student_processes(identity), "a student process survived grading"
+        assert not _processes_mentioning(str(root)), "a process of this grading survived"
+        assert _digest(root / "source") == source_before, "the source tree changed"
+        assert _digest(package) == package_before, "the grader's package changed"
+        assert not _temp_files_of(identity), "student files were left in the temp folders"
+        assert seconds < 300
 
 
 @pytest.mark.skipif(not ROOT_USER, reason="needs root to start the grader as an ordinary user")
@@ -239,12 +247,14 @@ def test_a_grader_without_root_still_isolates_and_says_so_once():
     out = Path(tempfile.mkdtemp(prefix="pallas-noroot-"))
     try:
         os.chmod(out, 0o777)
-        proc = subprocess.run(
-            [sys.executable, "-m", "autograder", "grade", str(HOSTILE / "honest_add.py"),
-             "-a", "add", "--case", "small", "--results", str(out / "results.json")],
-            capture_output=True, text=True, timeout=300, cwd=Path(__file__).resolve().parent.parent,
-            env={**os.environ, "HOME": str(out)}, user=identity.uid, group=identity.gid,
-            extra_groups=[])
+        # Alone: a root grading in slot 0 kills every process of this same user.
+        with grading(exclusive=True):
+            proc = subprocess.run(
+                [sys.executable, "-m", "autograder", "grade", str(HOSTILE / "honest_add.py"),
+                 "-a", "add", "--case", "small", "--results", str(out / "results.json")],
+                capture_output=True, text=True, timeout=300,
+                cwd=Path(__file__).resolve().parent.parent, env={**os.environ, "HOME": str(out)},
+                user=identity.uid, group=identity.gid, extra_groups=[])
         assert proc.returncode == 0, proc.stderr[-3000:]
         assert proc.stdout.count("could not switch your code") == 1
         doc = json.loads((out / "results.json").read_text())
