@@ -5,6 +5,7 @@ import contextlib
 import fcntl
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -64,17 +65,26 @@ def probe_tags(doc: dict) -> dict[str, list[str]]:
 @pytest.fixture(scope="session")
 def gradescope_install(tmp_path_factory):
     """The `add` autograder zip, unpacked into a temporary AUTOGRADER_ROOT and
-    installed by its real setup.sh (once per session: it builds a venv)."""
+    installed by its real setup.sh: once per test run, shared by the parallel
+    workers (the first to get here builds it, under a lock)."""
     import zipfile
-    root = tmp_path_factory.mktemp("autograder")
-    zpath = root / "add.zip"
-    proc = run_cli("build", "add", "-o", str(zpath))
-    assert proc.returncode == 0, proc.stderr
-    with zipfile.ZipFile(zpath) as zf:
-        zf.extractall(root / "source")
-    for name in ("setup.sh", "run_autograder"):
-        os.chmod(root / "source" / name, 0o755)   # Gradescope keeps the modes; extractall does not
-    setup = subprocess.run(["bash", str(root / "source" / "setup.sh")], capture_output=True,
-                           text=True, timeout=900, cwd=root / "source")
-    assert setup.returncode == 0, setup.stdout[-2000:] + setup.stderr[-3000:]
+    run = os.environ.get("PYTEST_XDIST_TESTRUNUID")
+    base = tmp_path_factory.getbasetemp().parent if run else tmp_path_factory.getbasetemp()
+    root = base / "gradescope-install"
+    with open(base / "gradescope-install.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (root / "installed").exists():
+            shutil.rmtree(root, ignore_errors=True)
+            root.mkdir()
+            zpath = root / "add.zip"
+            proc = run_cli("build", "add", "-o", str(zpath))
+            assert proc.returncode == 0, proc.stderr
+            with zipfile.ZipFile(zpath) as zf:
+                zf.extractall(root / "source")
+            for name in ("setup.sh", "run_autograder"):
+                os.chmod(root / "source" / name, 0o755)   # Gradescope keeps the modes; extractall does not
+            setup = subprocess.run(["bash", str(root / "source" / "setup.sh")], capture_output=True,
+                                   text=True, timeout=900, cwd=root / "source")
+            assert setup.returncode == 0, setup.stdout[-2000:] + setup.stderr[-3000:]
+            (root / "installed").touch()
     return root

@@ -14,7 +14,8 @@ def _all(doc, tag_list):
     return tags(doc) == [tag_list] * len(tags(doc))
 
 
-@pytest.mark.parametrize("slug", ["add", "matmul"])
+# add's solution is graded (full marks, every probe) by test_gradescope_zip through run_autograder.
+@pytest.mark.parametrize("slug", ["matmul"])
 def test_instructor_solution_gets_full_marks_on_both_rungs(grade_cli, slug):
     doc, out = grade_cli(REPO / "solutions" / f"{slug}.py", slug)
     assert doc["score"] == sum(t["max_score"] for t in doc["tests"]) > 0
@@ -34,12 +35,13 @@ def test_correct_corpus_submissions_get_full_marks(grade_cli, path, slug):
     assert _all(doc, []) and doc["score"] == sum(t["max_score"] for t in doc["tests"])
 
 
-@pytest.mark.parametrize("path,slug", [
-    (ADD / "wrong_formula.py", "add"),
-    (MATMUL / "wrong_formula.py", "matmul"),
+# add's wrong_formula is graded (tags only) by test_gradescope_zip through run_autograder.
+@pytest.mark.parametrize("path,slug,cases", [
+    (MATMUL / "wrong_formula.py", "matmul", ("f32-256x384x256", "hidden-bf16-256x640x384")),
 ])
-def test_wrong_formula_is_wrong_result_everywhere(grade_cli, path, slug):
-    doc, out = grade_cli(path, slug)
+def test_wrong_formula_is_wrong_result_everywhere(grade_cli, path, slug, cases):
+    # A visible and a hidden case, both dtypes; --case skips the probes (not under test here).
+    doc, out = grade_cli(path, slug, *[a for c in cases for a in ("--case", c)])
     assert _all(doc, ["wrong-result"]) and all(t["score"] == 0 for t in doc["tests"]
                                                 if not t["number"].startswith("P"))
     assert "outputs are wrong" in out

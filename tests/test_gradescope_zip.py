@@ -11,9 +11,6 @@ import pytest
 from autograder.gradescope import validate
 from conftest import CORPUS, REPO, grading, run_cli
 
-# One worker builds and installs the zip once, for these tests and the hostile corpus.
-pytestmark = pytest.mark.xdist_group("gradescope")
-
 
 def test_zip_holds_one_assignment_and_the_package(tmp_path):
     zpath = tmp_path / "add.zip"

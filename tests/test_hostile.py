@@ -28,9 +28,6 @@ from autograder import confinement
 from autograder.gradescope import validate
 from conftest import grading
 
-# One worker builds and installs the zip once, for these tests and test_gradescope_zip.
-pytestmark = pytest.mark.xdist_group("gradescope")
-
 HOSTILE = Path(__file__).resolve().parent / "hostile"
 ATTACKS = HOSTILE / "attacks"
 ROOT_USER = os.geteuid() == 0

@@ -5,7 +5,7 @@ import sys
 
 from honest_add import honest_add as add  # noqa: F401
 
-line = b"flood " * 170 + b"\n"
-for _ in range(120 * 1024 * 1024 // len(line)):
-    os.write(1, line)
+block = (b"flood " * 170 + b"\n") * 64          # 64 KB per write
+for _ in range(120 * 1024 * 1024 // len(block)):
+    os.write(1, block)
 sys.stdout.write("END OF FLOOD\n")
