@@ -59,7 +59,11 @@ def _create_user() -> None:
 
 def student_identity() -> Identity:
     if os.geteuid() != 0:
-        return Identity(os.getuid(), os.getgid(), pwd.getpwuid(os.getuid()).pw_name, False,
+        try:
+            name = pwd.getpwuid(os.getuid()).pw_name
+        except KeyError:
+            name = str(os.getuid())
+        return Identity(os.getuid(), os.getgid(), name, False,
                         "The grader was not running as root here, so it could not switch your code "
                         "to a separate unprivileged user; your code still ran in its own isolated "
                         "process with time and memory limits. On Gradescope it runs unprivileged.")
@@ -157,24 +161,33 @@ def guard_grader() -> None:
         pass
 
 
-def _processes() -> list[tuple[int, int, int, int]]:
-    """(pid, ppid, session, owner uid) of every live process (Linux /proc);
-    zombies are already dead and are left to be reaped."""
-    found = []
+def proc_stats():
+    """(pid, the fields of /proc/PID/stat after the command name) of every process:
+    state, ppid, pgrp, session, ... rss (index 21, in pages)."""
     for entry in os.scandir("/proc"):
         if not entry.name.isdigit():
             continue
         try:
             with open(f"/proc/{entry.name}/stat", "rb") as f:
                 s = f.read().decode("ascii", "replace")
-            fields = s[s.rindex(")") + 2:].split()
+            yield int(entry.name), s[s.rindex(")") + 2:].split()
+        except (OSError, ValueError):
+            continue
+
+
+def _processes() -> list[tuple[int, int, int, int]]:
+    """(pid, ppid, session, real uid) of every live process (Linux /proc);
+    zombies are already dead and are left to be reaped."""
+    found = []
+    for pid, fields in proc_stats():
+        try:
             if fields[0] in ("Z", "X"):
                 continue
             # Real uid from status: /proc/PID itself is owned by root once a
             # process makes itself non-dumpable.
-            with open(f"/proc/{entry.name}/status", "rb") as f:
+            with open(f"/proc/{pid}/status", "rb") as f:
                 uid = next(int(line.split()[1]) for line in f if line.startswith(b"Uid:"))
-            found.append((int(entry.name), int(fields[1]), int(fields[3]), uid))
+            found.append((pid, int(fields[1]), int(fields[3]), uid))
         except (OSError, ValueError, IndexError, StopIteration):
             continue
     return found

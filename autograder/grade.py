@@ -47,6 +47,7 @@ class Report:
     notes: list[str] = field(default_factory=list)   # said once, at the top of the feedback
     output_bytes: int = 0
     leftovers_killed: int = 0
+    student_uid: int | None = None     # the uid student code ran as (staff data)
 
     @property
     def score(self) -> float:
@@ -85,7 +86,9 @@ def select(assignment: Assignment, options: GradeOptions) -> tuple[tuple[Case, .
 def grade(assignment: Assignment, submission_path: Path, options: GradeOptions = GradeOptions()) -> Report:
     with confinement.student_slot() as identity:
         confinement.make_reachable(identity)
-        return _grade_as(identity, assignment, submission_path, options)
+        report = _grade_as(identity, assignment, submission_path, options)
+        report.student_uid = identity.uid
+        return report
 
 
 def _grade_as(identity: confinement.Identity, assignment: Assignment, submission_path: Path,

@@ -31,7 +31,8 @@ def results_document(report, fmt: str = "md") -> dict:
     doc["extra_data"] = {"run_key": report.run_key, "children": report.children,
                          "peak_child_rss_mb": round(report.peak_child_rss_mb, 1),
                          "student_output_bytes": report.output_bytes,
-                         "leftover_processes_killed": report.leftovers_killed}
+                         "leftover_processes_killed": report.leftovers_killed,
+                         "student_uid": report.student_uid}
     return doc
 
 

@@ -27,7 +27,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .confinement import Identity, give_to, kill_leftovers, popen_kwargs, tasks_of
+from .confinement import Identity, give_to, kill_leftovers, popen_kwargs, proc_stats, tasks_of
 
 POLL_S = 0.1   # also the memory sampling period: a /proc scan costs ~2 ms
 OUTPUT_FILE_LIMIT = 64 * 1024 * 1024   # per file the child writes
@@ -101,21 +101,14 @@ def read_output(outcome: RunOutcome, out_dir: Path) -> "np.ndarray | str":
 
 def _session_rss_kb(sid: int) -> int:
     """Resident memory of every process whose session is ``sid`` (Linux /proc)."""
-    total = 0
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit():
-            continue
+    pages = 0
+    for _pid, fields in proc_stats():
         try:
-            with open(f"/proc/{entry.name}/stat", "rb") as f:
-                stat = f.read().decode("ascii", "replace")
-            fields = stat[stat.rindex(")") + 2:].split()
-            if int(fields[3]) != sid:       # field 6 of stat: session id
-                continue
-            with open(f"/proc/{entry.name}/statm", "rb") as f:
-                total += int(f.read().split()[1]) * (os.sysconf("SC_PAGE_SIZE") // 1024)
-        except (OSError, ValueError, IndexError):
+            if int(fields[3]) == sid:       # field 6 of stat: session id; field 24: rss
+                pages += int(fields[21])
+        except (ValueError, IndexError):
             continue
-    return total
+    return pages * (os.sysconf("SC_PAGE_SIZE") // 1024)
 
 
 class Tail:

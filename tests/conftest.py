@@ -1,14 +1,12 @@
 """Shared helpers: run the real CLI in a child process and read what it wrote."""
 from __future__ import annotations
 
-import contextlib
 import fcntl
 import json
 import os
 import shutil
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 import pytest
@@ -17,24 +15,9 @@ REPO = Path(__file__).resolve().parent.parent
 CORPUS = Path(__file__).resolve().parent / "corpus"
 
 
-@contextlib.contextmanager
-def grading(exclusive: bool = False):
-    """Gradings in parallel test workers (pytest-xdist) take this lock shared;
-    a hostile-corpus test takes it alone, because it checks that no process of
-    the student users is left, which another worker's grading would break."""
-    run = os.environ.get("PYTEST_XDIST_TESTRUNUID", str(os.getpid()))
-    with open(Path(tempfile.gettempdir()) / f"pallas-tests-{run}.lock", "a") as f:
-        fcntl.flock(f, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
-        try:
-            yield
-        finally:
-            fcntl.flock(f, fcntl.LOCK_UN)
-
-
 def run_cli(*args: str, timeout: float = 600, env: dict | None = None) -> subprocess.CompletedProcess:
-    with grading():
-        return subprocess.run([sys.executable, "-m", "autograder", *args], capture_output=True,
-                              text=True, timeout=timeout, cwd=REPO, env={**os.environ, **(env or {})})
+    return subprocess.run([sys.executable, "-m", "autograder", *args], capture_output=True,
+                          text=True, timeout=timeout, cwd=REPO, env={**os.environ, **(env or {})})
 
 
 @pytest.fixture

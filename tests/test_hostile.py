@@ -26,7 +26,6 @@ import pytest
 
 from autograder import confinement
 from autograder.gradescope import validate
-from conftest import grading
 
 HOSTILE = Path(__file__).resolve().parent / "hostile"
 ATTACKS = HOSTILE / "attacks"
@@ -140,14 +139,8 @@ def _layout(base: Path, install: Path, attack: Path) -> Path:
     return root
 
 
-def _student_uid(identity, uid: int) -> bool:
-    """The student user, or the uid of any grading slot."""
-    slots = range(confinement.SLOT_UID_BASE, confinement.SLOT_UID_BASE + confinement.SLOTS)
-    return identity.dropped and (uid == identity.uid or uid in slots)
-
-
-def _student_processes(identity) -> list[int]:
-    return [pid for pid, _ppid, _sid, uid in confinement._processes() if _student_uid(identity, uid)]
+def _processes_of(uid: int) -> list[int]:
+    return [pid for pid, _ppid, _sid, u in confinement._processes() if u == uid]
 
 
 def _processes_mentioning(text: str) -> list[int]:
@@ -163,14 +156,12 @@ def _processes_mentioning(text: str) -> list[int]:
     return found
 
 
-def _temp_files_of(identity) -> list[str]:
-    if not identity.dropped:
-        return []
+def _temp_files_of(uid: int) -> list[str]:
     left = []
     for folder in ("/tmp", "/var/tmp", "/dev/shm"):
         try:
             left += [e.path for e in os.scandir(folder)
-                     if _student_uid(identity, e.stat(follow_symlinks=False).st_uid)]
+                     if e.stat(follow_symlinks=False).st_uid == uid]
         except OSError:
             pass
     return left
@@ -191,71 +182,72 @@ def test_attack_is_contained(name, gradescope_install, tmp_path):
     expect = EXPECT[name]
     if expect.root_only and not ROOT_USER:
         pytest.skip("only safe when student code runs as another user (run the suite as root)")
-    identity = confinement.student_identity()
-    assert identity.dropped == ROOT_USER
     root = _layout(tmp_path, gradescope_install, ATTACKS / name)
     source_before = _digest(root / "source")
     package = gradescope_install / "source" / "autograder"
     package_before = _digest(package)
-    with grading(exclusive=True):
-        assert not _student_processes(identity)
-        t0 = time.monotonic()
-        proc = subprocess.run([str(root / "source" / "run_autograder")], capture_output=True,
-                              text=True, timeout=420,
-                              env={**os.environ, "AUTOGRADER_ROOT": str(root),
-                                   "PALLAS_TEST_SECRET": MARKERS["environment"]})
-        seconds = time.monotonic() - t0
-        print(f"{name}: graded in {seconds:.1f} s")
+    t0 = time.monotonic()
+    proc = subprocess.run([str(root / "source" / "run_autograder")], capture_output=True,
+                          text=True, timeout=420,
+                          env={**os.environ, "AUTOGRADER_ROOT": str(root),
+                               "PALLAS_TEST_SECRET": MARKERS["environment"]})
+    seconds = time.monotonic() - t0
+    print(f"{name}: graded in {seconds:.1f} s")
 
-        text = (root / "results" / "results.json").read_text()
-        doc = json.loads(text)
-        assert validate(doc) == [], validate(doc)
-        assert os.listdir(root / "results") == ["results.json"]
-        assert doc["tests"] and not doc["tests"][0]["name"].startswith("Autograder error"), \
-            proc.stderr[-3000:]
-        if expect.score == "<6":
-            assert doc["score"] < FULL, doc["score"]
-        elif expect.score == "<=6":
-            assert doc["score"] <= FULL, doc["score"]
-        else:
-            assert doc["score"] == pytest.approx(expect.score), (doc["score"], _problems(doc))
-        assert set(expect.problems) <= _problems(doc), _problems(doc)
-        assert expect.says in doc["output"]
-        assert ("could not switch your code" in doc["output"]) == (not ROOT_USER)
-        for what, marker in MARKERS.items():
-            assert marker not in text, f"the {what} leaked into results.json"
+    text = (root / "results" / "results.json").read_text()
+    doc = json.loads(text)
+    assert validate(doc) == [], validate(doc)
+    assert os.listdir(root / "results") == ["results.json"]
+    assert doc["tests"] and not doc["tests"][0]["name"].startswith("Autograder error"), \
+        proc.stderr[-3000:]
+    if expect.score == "<6":
+        assert doc["score"] < FULL, doc["score"]
+    elif expect.score == "<=6":
+        assert doc["score"] <= FULL, doc["score"]
+    else:
+        assert doc["score"] == pytest.approx(expect.score), (doc["score"], _problems(doc))
+    assert set(expect.problems) <= _problems(doc), _problems(doc)
+    assert expect.says in doc["output"]
+    assert ("could not switch your code" in doc["output"]) == (not ROOT_USER)
+    for what, marker in MARKERS.items():
+        assert marker not in text, f"the {what} leaked into results.json"
 
-        deadline = time.monotonic() + 3
-        while (_student_processes(identity) or _processes_mentioning(str(root))) and time.monotonic() < deadline:
-            time.sleep(0.1)
-        assert not _student_processes(identity), "a student process survived grading"
-        assert not _processes_mentioning(str(root)), "a process of this grading survived"
-        assert _digest(root / "source") == source_before, "the source tree changed"
-        assert _digest(package) == package_before, "the grader's package changed"
-        assert not _temp_files_of(identity), "student files were left in the temp folders"
-        assert seconds < 300
+    # This grading's own student uid (a slot of its own when other gradings run at once).
+    uid = doc["extra_data"]["student_uid"]
+    assert (uid != os.getuid()) == ROOT_USER
+    mine = (lambda: _processes_of(uid)) if ROOT_USER else list
+    deadline = time.monotonic() + 3
+    while (mine() or _processes_mentioning(str(root))) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not mine(), "a student process survived grading"
+    assert not _processes_mentioning(str(root)), "a process of this grading survived"
+    assert _digest(root / "source") == source_before, "the source tree changed"
+    assert _digest(package) == package_before, "the grader's package changed"
+    if ROOT_USER:
+        assert not _temp_files_of(uid), "student files were left in the temp folders"
+    assert seconds < 300
 
 
 @pytest.mark.skipif(not ROOT_USER, reason="needs root to start the grader as an ordinary user")
 def test_a_grader_without_root_still_isolates_and_says_so_once():
     """A student's laptop: the grader runs as an ordinary user, so it cannot
     switch users; the child is still confined and the feedback says so once."""
-    identity = confinement.student_identity()
+    # A uid of no grading slot (root gradings running at once kill their slots' processes).
+    uid = confinement.SLOT_UID_BASE + confinement.SLOTS
+    gid = confinement.student_identity().gid
     out = Path(tempfile.mkdtemp(prefix="pallas-noroot-"))
     try:
         os.chmod(out, 0o777)
-        # Alone: a root grading in slot 0 kills every process of this same user.
-        with grading(exclusive=True):
-            proc = subprocess.run(
-                [sys.executable, "-m", "autograder", "grade", str(HOSTILE / "honest_add.py"),
-                 "-a", "add", "--case", "small", "--results", str(out / "results.json")],
-                capture_output=True, text=True, timeout=300,
-                cwd=Path(__file__).resolve().parent.parent, env={**os.environ, "HOME": str(out)},
-                user=identity.uid, group=identity.gid, extra_groups=[])
+        proc = subprocess.run(
+            [sys.executable, "-m", "autograder", "grade", str(HOSTILE / "honest_add.py"),
+             "-a", "add", "--case", "small", "--results", str(out / "results.json")],
+            capture_output=True, text=True, timeout=300,
+            cwd=Path(__file__).resolve().parent.parent, env={**os.environ, "HOME": str(out)},
+            user=uid, group=gid, extra_groups=[])
         assert proc.returncode == 0, proc.stderr[-3000:]
         assert proc.stdout.count("could not switch your code") == 1
         doc = json.loads((out / "results.json").read_text())
-        assert validate(doc) == []
+        assert validate(doc) == [] and doc["extra_data"]["student_uid"] == uid
         # honest_add.py defines honest_add, not add: a clear finding, not a crash.
         assert {t["extra_data"].get("problem") for t in doc["tests"]} == {"function-missing"}
     finally:
