@@ -42,6 +42,19 @@ def classify_error(exc_type: str, message: str) -> ErrorRule | None:
     return None
 
 
+def known_error(ev: dict, rung: str, case: str, frames: list[str] | None = None,
+                check: str = "correctness") -> Finding | None:
+    """The finding for an error event the error table recognises (an upstream
+    out-of-bounds or revisit error), else None."""
+    etype, message = ev.get("type", "Exception"), ev.get("message", "")
+    rule = classify_error(etype, message)
+    if rule is None:
+        return None
+    return Finding.make(rule.finding, rung, f"{etype}: {_first_line(message)}", case=case,
+                        check=check, rule=rule.rule, type=etype, detail=message[:2000],
+                        frames=list(frames or []), phase=ev.get("phase", "run"))
+
+
 def _frames_where(frames: list[str], loc: Located) -> list[str]:
     """Point notebook frames at cells rather than at the generated module."""
     if not loc.cells:
@@ -146,11 +159,9 @@ def from_outcome(assignment: Assignment, case: Case, rung: str, outcome: RunOutc
     if outcome.status == "error":
         etype, message = ev.get("type", "Exception"), ev.get("message", "")
         frames = _frames_where(list(ev.get("frames", [])), loc)
-        rule = classify_error(etype, message)
-        if rule is not None:
-            return Finding.make(rule.finding, rung, f"{etype}: {_first_line(message)}", case=name,
-                                rule=rule.rule, type=etype, detail=message[:2000], frames=frames,
-                                phase=ev.get("phase", "run"))
+        known = known_error(ev, rung, name, frames)
+        if known is not None:
+            return known
         phase = "tracing" if ev.get("phase") == "trace" else "running"
         return sub("exception", f"raised {etype} while {phase}: {_first_line(message)}",
                    type=etype, detail=message[:2000], frames=frames, phase=ev.get("phase", "run"))

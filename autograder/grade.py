@@ -285,11 +285,16 @@ def _judge_probes(assignment: Assignment, probe_runs: list[dict], report, refere
         deciding = dynamic.get((name, case_name)) or set(results.outcomes)
         deciding_outcomes = [o for v, o in results.outcomes.items() if v in deciding]
         if not judged and not any(o.status == "ok" for o in deciding_outcomes):
-            # Nothing to judge (the code hung, raised or was not run): no points for the check.
+            # Nothing to judge (the code hung, raised or was not run): no points for the
+            # check, unless its runs hit a bug the error table names (e.g. an
+            # out-of-bounds block): that bug is the finding, and it is charged once.
+            known = next((f for o in deciding_outcomes if o.status == "error"
+                          for f in [diagnosis.known_error(o.event, probe.rung, case_name, check=name)]
+                          if f is not None), None)
             reasons = sorted({o.status for o in deciding_outcomes}) or ["not run"]
-            judged = [Finding.make("submission-error", probe.rung,
-                                   f"this check could not run ({', '.join(reasons)})",
-                                   case=case_name, check=name, problem="check-not-run")]
+            judged = [known or Finding.make("submission-error", probe.rung,
+                                            f"this check could not run ({', '.join(reasons)})",
+                                            case=case_name, check=name, problem="check-not-run")]
         found.extend(judged)
     return found
 

@@ -162,11 +162,31 @@ def child_env(home: str | None = None) -> dict[str, str]:
     return env
 
 
+# What the child needs to know of a run. Case names, probe names and variants
+# stay in the parent: the student's code can read its job file, and must learn
+# neither the hidden cases' names nor which runs are probes.
+CHILD_RUN_KEYS = ("kind", "analysis", "rung", "params", "fill", "record", "races", "capture",
+                  "inputs", "id_file")
+
+
+def child_runs(runs: list[dict]) -> tuple[list[dict], dict[str, str]]:
+    """The runs as the child sees them (opaque ids), and opaque id -> real id."""
+    cases: dict[str, str] = {}
+    out, alias = [], {}
+    for i, r in enumerate(runs):
+        opaque = f"r{i}"
+        alias[opaque] = r["id"]
+        out.append({"id": opaque, "case": cases.setdefault(r["case"], f"c{len(cases)}"),
+                    **{k: r[k] for k in CHILD_RUN_KEYS if k in r}})
+    return out, alias
+
+
 class _Child:
     def __init__(self, workdir: Path, job: dict, index: int, identity: Identity, cpu_s: int,
                  nproc: int, stdout: Tail, stderr: Tail):
         job_path = workdir / f"job{index}.json"
-        job_path.write_text(json.dumps(job), encoding="utf-8")
+        runs, self.alias = child_runs(job["runs"])
+        job_path.write_text(json.dumps({**job, "runs": runs}), encoding="utf-8")
         os.chmod(job_path, 0o644)
         read_fd, write_fd = os.pipe()
         self.identity = identity
@@ -211,6 +231,8 @@ class _Child:
                 except ValueError:
                     ev = None
                 if isinstance(ev, dict):
+                    if "run" in ev:   # back to the parent's id; an unknown one fails the protocol
+                        ev["run"] = self.alias.get(str(ev["run"]), f"unknown run {str(ev['run'])[:40]!r}")
                     events.append(ev)
                 else:
                     self.garbage += 1

@@ -66,6 +66,11 @@ def test_grid_one_step_too_long_passes_generic_but_not_tpu_interpret(grade_cli):
     assert index_maps["tags"] == ["out-of-bounds"] and index_maps["score"] == index_maps["max_score"]
     assert "at grid point (0, 3) addresses block (0, 3)" in index_maps["output"]
     assert "clamps" in index_maps["output"] and "caught here" in index_maps["output"]
+    # The dynamic probes' TPU runs raise the same IndexError: one bug, charged once (in test 1.2).
+    probes = [t for t in doc["tests"] if t["number"].startswith("P")]
+    assert {tuple(t["tags"]) for t in probes} == {("out-of-bounds",), ()}
+    assert all(t["score"] == t["max_score"] for t in probes)
+    assert {t["extra_data"]["charged_in"] for t in probes if t["tags"]} == {"1.2"}
 
 
 def test_nan_output_is_numerics(grade_cli):
