@@ -329,8 +329,10 @@ def run_jobs(workdir: Path, base_job: dict, runs: list[dict], *, startup_s: floa
                     elif kind == "finished" and phase == "between" and not pending:
                         pass
                     else:
+                        # No run id in the text: it is shown to the student, and a
+                        # hidden case's name is not theirs to see.
                         tampered = (f"an event out of protocol ({str(kind)[:40]!r} while "
-                                    f"{'running ' + current if current else phase})")
+                                    f"{'a run was in progress' if current else phase})")
                 if child.garbage and not tampered:
                     tampered = "lines that are not grader events were written to the grader's channel"
                 rss = _session_rss_kb(child.proc.pid)
