@@ -34,21 +34,40 @@ OUTPUT_FILE_LIMIT = 64 * 1024 * 1024   # per file the child writes
 OUTPUT_TAIL = 4000                     # characters of student output kept for feedback
 MAX_TIMEOUTS = 2                       # after this many, the remaining runs are not tried
 MAX_PROCESSES = 1024                   # RLIMIT_NPROC for the student user (XLA threads count)
-DISK_LIMIT_MB = 1024                   # free space the child may use up on any temp filesystem
+DISK_LIMIT_MB = 1024                   # what the student's files may take, in all
+MAX_STUDENT_FILES = 20_000             # and how many there may be (each costs the scan)
+DISK_POLLS = 5                         # the files are measured every 5th poll (0.5 s)
 TEMP_FOLDERS = ("/tmp", "/var/tmp", "/dev/shm")
 
 
-def _free_mb(paths) -> dict[int, float]:
-    """Free megabytes per filesystem (keyed by device) holding ``paths``."""
-    free = {}
-    for p in paths:
+def student_disk(identity: Identity, workdir: Path) -> tuple[int, int]:
+    """(bytes, files) the student user has written: its own folders in the
+    working directory, and (when it is a user of its own) what it owns in the
+    shared temp folders. Free space is no measure: other processes on the
+    machine (another grading) write too."""
+    roots = [workdir / "home", workdir / "out"]
+    if identity.dropped:
+        roots += [Path(t) for t in TEMP_FOLDERS]
+    total = files = 0
+    stack = []
+    for root in roots:
         try:
-            dev = os.stat(p).st_dev
-            st = os.statvfs(p)
+            stack += [e for e in os.scandir(root)]
         except OSError:
             continue
-        free[dev] = st.f_bavail * st.f_frsize / 2 ** 20
-    return free
+    while stack and files <= MAX_STUDENT_FILES:
+        entry = stack.pop()
+        try:
+            st = entry.stat(follow_symlinks=False)
+            if identity.dropped and st.st_uid != identity.uid:
+                continue
+            files += 1
+            total += st.st_blocks * 512
+            if stat.S_ISDIR(st.st_mode):
+                stack += list(os.scandir(entry.path))
+        except OSError:
+            continue
+    return total, files
 
 
 @dataclass
@@ -260,6 +279,11 @@ class _Child:
         return killed
 
 
+def _over_disk(identity: Identity, workdir: Path) -> bool:
+    used, files = student_disk(identity, workdir)
+    return used > DISK_LIMIT_MB * 2 ** 20 or files > MAX_STUDENT_FILES
+
+
 def _not_worth_running(runs: list[dict], pending: list[dict], outcomes: dict[str, RunOutcome],
                        timed_out: str) -> list[str]:
     """Pending runs that would hang like ``timed_out`` did, so are not started:
@@ -296,7 +320,7 @@ def run_jobs(workdir: Path, base_job: dict, runs: list[dict], *, startup_s: floa
     stdout, stderr = Tail(), Tail()
     give_to(workdir / "home", identity)
     cpu_s = int(max(30.0, deadline - time.monotonic()) * max(1, os.cpu_count() or 1))
-    free_at_start = _free_mb([workdir, *TEMP_FOLDERS])
+    polls = 0
     nproc = MAX_PROCESSES + (0 if identity.dropped else tasks_of(identity.uid))
     while pending and load_error is None and not tampered:
         if time.monotonic() >= deadline:
@@ -337,12 +361,12 @@ def run_jobs(workdir: Path, base_job: dict, runs: list[dict], *, startup_s: floa
                     tampered = "lines that are not grader events were written to the grader's channel"
                 rss = _session_rss_kb(child.proc.pid)
                 peak_kb = max(peak_kb, rss)
+                polls += 1
                 if tampered:
                     failure = "tampered"
                 elif rss > memory_mb * 1024:
                     failure = "memory"
-                elif any(free_at_start.get(dev, mb) - mb > DISK_LIMIT_MB
-                         for dev, mb in _free_mb([workdir, *TEMP_FOLDERS]).items()):
+                elif polls % DISK_POLLS == 0 and _over_disk(identity, workdir):
                     failure = "disk"
                 elif time.monotonic() - phase_start > limit:
                     failure = "timeout"
