@@ -35,6 +35,7 @@ NOBODY_UID = 65534
 SLOTS = 32
 SLOT_UID_BASE = 1_900_000_000
 LOCK_DIR = Path("/run/pallas-autograder")
+TEMP_FOLDERS = ("/tmp", "/var/tmp", "/dev/shm")   # where any user may leave files
 PR_SET_DUMPABLE = 4               # linux/prctl.h
 PR_SET_CHILD_SUBREAPER = 36
 
@@ -264,7 +265,7 @@ def _reap() -> None:
             return
 
 
-def remove_files_of(identity: Identity, folders=("/tmp", "/var/tmp", "/dev/shm")) -> int:
+def remove_files_of(identity: Identity, folders=TEMP_FOLDERS) -> int:
     """Delete what the student user left in the shared temp folders (only when
     it is a user of its own: otherwise its files are the grader user's too)."""
     if not identity.dropped:

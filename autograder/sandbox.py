@@ -27,7 +27,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .confinement import Identity, give_to, kill_leftovers, popen_kwargs, proc_stats, tasks_of
+from .confinement import TEMP_FOLDERS, Identity, give_to, kill_leftovers, popen_kwargs, proc_stats, tasks_of
 
 POLL_S = 0.1   # also the memory sampling period: a /proc scan costs ~2 ms
 OUTPUT_FILE_LIMIT = 64 * 1024 * 1024   # per file the child writes
@@ -37,7 +37,6 @@ MAX_PROCESSES = 1024                   # RLIMIT_NPROC for the student user (XLA 
 DISK_LIMIT_MB = 1024                   # what the student's files may take, in all
 MAX_STUDENT_FILES = 20_000             # and how many there may be (each costs the scan)
 DISK_POLLS = 5                         # the files are measured every 5th poll (0.5 s)
-TEMP_FOLDERS = ("/tmp", "/var/tmp", "/dev/shm")
 
 
 def student_disk(identity: Identity, workdir: Path) -> tuple[int, int]:

@@ -31,7 +31,6 @@ class Staged:
     root: Path                        # the copy (a file's folder when a single file was uploaded)
     single: Path | None               # the copied file when one file was uploaded
     skipped: list[str] = field(default_factory=list)   # "name (why)"
-    unzipped: str | None = None       # the zip the entry file came from
 
 
 def _copy_tree(src: Path, dest: Path, staged: Staged, budget: list[int]) -> None:
@@ -129,7 +128,6 @@ def unzip(archive: Path, dest: Path, staged: Staged) -> Finding | None:
         return Finding.make("submission-error", "static",
                             f"{archive.name} is not a zip the grader can unpack ({type(e).__name__})",
                             check="submission", problem="bad-zip", file=archive.name)
-    staged.unzipped = archive.name
     return None
 
 
