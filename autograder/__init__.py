@@ -13,6 +13,7 @@ __all__ = ["CATALOGUE", "RUNGS", "Finding", "__version__", "grade_submission", "
 def load_assignment(slug_or_folder: str):
     """An assignment by slug (bundled) or by folder path."""
     from pathlib import Path
+
     from . import spec
     p = Path(slug_or_folder)
     return spec.load(p) if (p / "spec.toml").is_file() else spec.find(slug_or_folder)

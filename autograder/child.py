@@ -1,10 +1,12 @@
-"""The child process: imports the submission and runs its kernel on each rung.
+"""The child process: imports the submission and runs its kernel, one run at a time.
 
-Runs as ``python -I -m autograder.child JOB_JSON FD``. It reads inputs as
-``.npy`` (allow_pickle=False), writes outputs as ``.npy`` and reports events as
-JSON lines on the inherited pipe ``FD``; what the student prints goes to
-stdout/stderr, which the parent treats as data, never as protocol. The parent
-never unpickles anything this process writes.
+Runs as ``python -I -m autograder.child JOB_JSON EVENT_FD COMMAND_FD`` (see
+``confinement.python_command``; ``--check`` only proves it can start). The
+parent sends runs as JSON lines on the command pipe (``plan.Run.to_child``:
+opaque ids, no case or probe names). Inputs are ``.npy`` files read with
+allow_pickle=False; outputs are written as ``.npy``; events go out as JSON
+lines on the event pipe; what the student prints goes to stdout/stderr, which
+the parent treats as data, never as protocol.
 """
 from __future__ import annotations
 
@@ -43,6 +45,18 @@ class Channel:
         self._f.flush()
 
 
+def _commands(fd: int):
+    """Commands from the parent, one JSON object a line, until exit or EOF."""
+    f = os.fdopen(os.dup(fd), "r", encoding="utf-8")
+    os.close(fd)
+    os.set_inheritable(f.fileno(), False)
+    for line in f:
+        cmd = json.loads(line)
+        if cmd.get("exit"):
+            return
+        yield cmd["run"]
+
+
 def _student_frames(exc: BaseException, student_files: set[str]) -> list[str]:
     """The traceback lines that point into the student's files, innermost last.
 
@@ -67,29 +81,20 @@ def _student_frames(exc: BaseException, student_files: set[str]) -> list[str]:
 
 
 def _error_event(exc: BaseException, phase: str, student_files: set[str]) -> dict:
-    from . import pallas_surface as ps
-    etype, message = ps.unwrap_error(exc)
+    from .pallas_surface.rung import unwrap_error
+    etype, message = unwrap_error(exc)
     return {"status": "error", "phase": phase, "type": etype, "message": message[:4000],
             "frames": _student_frames(exc, student_files)}
 
 
-def _load(job: dict, channel: Channel) -> tuple[object, set[str]] | None:
-    path = job["module_file"]
-    student_files = {os.path.realpath(path)}
-    folder = job["module_dir"]
-    # Appended, not prepended: the submission's helper modules are importable,
-    # but cannot shadow numpy/jax/json or the grader.
-    sys.path.append(folder)
-    for root, _dirs, files in os.walk(folder):
-        student_files.update(os.path.realpath(os.path.join(root, f)) for f in files if f.endswith(".py"))
-    name = job["module_name"]
+def _exec_module(job: dict, channel: Channel, student_files: set[str]):
+    """Import the student's file as a module; None (with a load event sent) if it fails."""
+    path, name = job["module_file"], job["module_name"]
     module = types.ModuleType(name)
     module.__file__ = path
     sys.modules[name] = module
     try:
-        source = Path(path).read_text(encoding="utf-8")
-        code = compile(source, path, "exec")
-        exec(code, module.__dict__)
+        exec(compile(Path(path).read_text(encoding="utf-8"), path, "exec"), module.__dict__)
     except SystemExit as e:
         channel.send(event="load", status="error", kind="exit", type="SystemExit",
                      message=f"the submission called exit({e.code!r}) while being imported", frames=[])
@@ -103,15 +108,27 @@ def _load(job: dict, channel: Channel) -> tuple[object, set[str]] | None:
         ev.pop("status")
         channel.send(event="load", status="error", kind="import", **ev)
         return None
+    return module
+
+
+def _load(job: dict, channel: Channel) -> tuple[object, set[str]] | None:
+    folder = job["module_dir"]
+    student_files = {os.path.realpath(job["module_file"])}
+    # Appended, not prepended: the submission's helper modules are importable,
+    # but cannot shadow numpy/jax/json or the grader.
+    sys.path.append(folder)
+    for root, _dirs, files in os.walk(folder):
+        student_files.update(os.path.realpath(os.path.join(root, f)) for f in files if f.endswith(".py"))
+    module = _exec_module(job, channel, student_files)
+    if module is None:
+        return None
     fn = getattr(module, job["function"], None)
     if fn is None or not callable(fn):
         defined = sorted(k for k, v in vars(module).items()
                          if callable(v) and not k.startswith("_") and not isinstance(v, type(sys))
-                         and getattr(v, "__module__", None) == name)
-        channel.send(event="load", status="error", kind="missing-function",
-                     type="AttributeError",
-                     message=f"no function named {job['function']!r}",
-                     found=defined[:20], frames=[])
+                         and getattr(v, "__module__", None) == job["module_name"])
+        channel.send(event="load", status="error", kind="missing-function", type="AttributeError",
+                     message=f"no function named {job['function']!r}", found=defined[:20], frames=[])
         return None
     try:
         inspect.signature(fn).bind(*range(job["arity"]))
@@ -133,7 +150,7 @@ def _signature(fn) -> str:
 
 def _inputs(job_inputs: list[dict]):
     """Arguments for the student's function: arrays from .npy files, abstract
-    shapes (for the VMEM budget, traced only), and static Python floats."""
+    shapes (the production size: traced only), and static Python floats."""
     import jax
     import jax.numpy as jnp
     args, static = [], []
@@ -141,7 +158,7 @@ def _inputs(job_inputs: list[dict]):
         if spec["kind"] == "float":
             args.append(float(spec["value"]))
             static.append(i)
-        elif "file" in spec:
+        elif spec["kind"] == "array":
             arr = np.load(spec["file"], allow_pickle=False)
             args.append(jnp.asarray(arr, dtype=jnp.dtype(spec["dtype"])))
         else:
@@ -161,109 +178,126 @@ def _save_output(out, path: str) -> dict:
     elif arr.dtype.kind not in "fiub":
         return {"status": "bad-type", "type": f"array of {dtype}"}
     np.save(path, np.ascontiguousarray(arr), allow_pickle=False)
-    return {"status": "ok", "file": path, "dtype": dtype, "shape": list(out.shape)}
+    return {"status": "ok", "file": os.path.basename(path), "dtype": dtype, "shape": list(out.shape)}
 
 
-def _static(run: dict, fn, args, static, traced, student_files) -> dict:
-    """A static analysis: JSON facts about the traced kernel; nothing runs."""
-    from . import pallas_surface as ps
-    analysis = run["analysis"]
-    if analysis == "index-maps":
-        arrays = [a for i, a in enumerate(args) if i not in static]
-        sites = ps.call_sites(traced, arrays)
-        return {"calls": [ps.scan_index_maps(site) for site in sites]}
-    if analysis == "compile":
-        return ps.lower_for_tpu(fn, args, static)
-    if analysis == "vmem":
-        return ps.vmem_budget(fn, args, static)
-    if analysis == "structure":
-        return ps.structure(traced)
-    raise ValueError(f"unknown analysis {analysis!r}")
+class Executor:
+    """Runs the parent's runs against the student's function: one trace per
+    input signature, one compiled executable per (trace, rung, parameters)."""
 
+    def __init__(self, fn, job: dict, student_files: set[str], channel: Channel):
+        from .pallas_surface.rung import Executables
+        self.fn, self.job, self.student_files, self.channel = fn, job, student_files, channel
+        self.executables = Executables()
+        self.traces: dict[str, object] = {}
+        self.args_key, self.args = None, None
 
-def _execute(run: dict, fn, job: dict, cache: dict, student_files: set[str]) -> dict:
-    from . import pallas_surface as ps
-    # Runs of a case share its trace (it depends only on shapes and dtypes); the
-    # data differs between rungs (the parent draws fresh data per run), so the
-    # inputs are keyed by their files. Only the latest draw is kept.
-    files = json.dumps(run["inputs"], sort_keys=True)
-    if cache.get("files") != files:
-        cache["files"], cache["args"] = files, _inputs(run["inputs"])
-    args, static = cache["args"]
-    key = run["case"]
-    try:
-        traced = cache.get(("trace", key))
+    def _args(self, run: dict):
+        # Runs of a draw share its files; only the latest draw's arrays are kept.
+        key = json.dumps(run["inputs"], sort_keys=True)
+        if key != self.args_key:
+            self.args_key, self.args = key, _inputs(run["inputs"])
+        return self.args
+
+    def _trace(self, run: dict, args, static):
+        from .pallas_surface import analysis, rung
+        traced = self.traces.get(run["trace"])
         if traced is None:
-            traced = cache[("trace", key)] = ps.trace(fn, args, static)
-    except BaseException as e:  # noqa: BLE001 - student code raised while tracing
-        if isinstance(e, KeyboardInterrupt):
-            raise
-        return _error_event(e, "trace", student_files)
-    if run.get("kind") == "static":
+            traced = self.traces[run["trace"]] = rung.trace(self.fn, args, static)
+        self.channel.send(event="traced", run=run["id"], pallas_calls=traced.pallas_calls,
+                          grid_steps=analysis.grid_steps(traced))
+        return traced
+
+    def execute(self, run: dict) -> dict:
+        args, static = self._args(run)
         try:
-            return {"status": "ok", "facts": _static(run, fn, args, static, traced, student_files)}
-        except BaseException as e:  # noqa: BLE001
+            traced = self._trace(run, args, static)
+        except BaseException as e:  # noqa: BLE001 - student code raised while tracing
             if isinstance(e, KeyboardInterrupt):
                 raise
-            return _error_event(e, "analysis", student_files)
-    arrays = [a for i, a in enumerate(args) if i not in static]
-    extra: dict = {}
-    order: list = []
-    params = dict(run.get("params") or {})
-    if run.get("record"):
-        params["grid_point_recorder"] = ps.order_recorder(order)
-    options = ps.run_options(fill=run.get("fill"), capture=run.get("capture", False))
-    try:
-        with options:
-            out = ps.run(traced, arrays, run["rung"], params)
-    except BaseException as e:  # noqa: BLE001
-        if isinstance(e, KeyboardInterrupt):
-            raise
-        ev = _error_event(e, "run", student_files)
-        ev.update(_run_extras(run, order, options.opts))
-        ps.reset_state()
-        return ev
-    extra.update(_run_extras(run, order, options.opts))
-    ps.reset_state()
-    saved = _save_output(out, os.path.join(job["out_dir"], run["id_file"] + ".npy"))
-    return {"pallas_calls": traced.pallas_calls, **saved, **extra}
+            return _error_event(e, "trace", self.student_files)
+        arrays = [a for i, a in enumerate(args) if i not in static]
+        if run["kind"] == "static":
+            try:
+                return {"status": "ok", "facts": _analysis(run["analysis"], traced, arrays)}
+            except BaseException as e:  # noqa: BLE001
+                if isinstance(e, KeyboardInterrupt):
+                    raise
+                return _error_event(e, "analysis", self.student_files)
+        return self._kernel(run, traced, arrays)
+
+    def _kernel(self, run: dict, traced, arrays) -> dict:
+        from contextlib import ExitStack
+
+        from .pallas_surface import hooks, rung
+        params, order, extra = dict(run.get("params") or {}), [], {}
+        if run.get("record"):
+            params["grid_point_recorder"] = hooks.order_recorder(order)
+        if run.get("races"):
+            params.update(hooks.race_params())
+        with ExitStack() as stack:
+            stack.enter_context(hooks.fill(run.get("fill")))
+            captured = stack.enter_context(hooks.capture()) if run.get("capture") else None
+            try:
+                out = self.executables.run(traced, arrays, run["rung"], params)
+                error = None
+            except BaseException as e:  # noqa: BLE001
+                if isinstance(e, KeyboardInterrupt):
+                    raise
+                error = _error_event(e, "run", self.student_files)
+            if run.get("races"):
+                extra["races_found"] = hooks.races_found()
+        rung.reset_state()
+        if run.get("record"):
+            extra["order"] = order[:4096]
+        if captured is not None:
+            extra["captured"] = captured.text[-4000:]
+        if error is not None:
+            return {**error, **extra}
+        saved = _save_output(out, os.path.join(self.job["out_dir"], run["output"]))
+        return {"pallas_calls": traced.pallas_calls, **saved, **extra}
 
 
-def _run_extras(run: dict, order: list, opts) -> dict:
-    from . import pallas_surface as ps
-    extra: dict = {}
-    if run.get("record"):
-        extra["order"] = order[:4096]
-    if run.get("races"):
-        extra["races_found"] = ps.races_found()
-    if run.get("capture"):
-        extra["captured"] = opts.captured[-4000:]
-    return extra
+def _analysis(name: str, traced, arrays) -> dict:
+    """A static analysis: JSON facts about the traced kernel; nothing runs."""
+    from .pallas_surface import analysis
+    if name == "index-maps":
+        return analysis.index_maps(traced, arrays)
+    if name == "compile":
+        return analysis.lower_for_tpu(traced, arrays)
+    if name == "vmem":
+        return analysis.vmem_budget(traced)
+    if name == "structure":
+        return analysis.structure(traced)
+    raise ValueError(f"unknown analysis {name!r}")
 
 
 def main(argv: list[str]) -> int:
-    job_path, fd = argv[0], int(argv[1])
-    channel = Channel(fd)
+    if argv == ["--check"]:
+        return 0
+    job_path, event_fd, command_fd = argv[0], int(argv[1]), int(argv[2])
+    channel = Channel(event_fd)
+    commands = _commands(command_fd)
     job = json.loads(Path(job_path).read_text(encoding="utf-8"))
     t0 = time.monotonic()
-    from . import pallas_surface as ps
-    channel.send(event="jax", version=ps.jax_version(), seconds=round(time.monotonic() - t0, 3))
+    from .pallas_surface import hooks, rung
+    hooks.install_runtime_fills()     # before anything is traced (see hooks)
+    channel.send(event="jax", version=rung.jax_version(), seconds=round(time.monotonic() - t0, 3))
     loaded = _load(job, channel)
     if loaded is None:
         return 0
     fn, student_files = loaded
     channel.send(event="ready", seconds=round(time.monotonic() - t0, 3))
-    cache: dict = {}
-    for run in job["runs"]:
+    executor = Executor(fn, job, student_files, channel)
+    for run in commands:
         channel.send(event="start", run=run["id"])
         t = time.monotonic()
         try:
-            ev = _execute(run, fn, job, cache, student_files)
+            ev = executor.execute(run)
         except SystemExit as e:
             ev = {"status": "error", "phase": "run", "type": "SystemExit",
                   "message": f"the submission called exit({e.code!r})", "frames": []}
         channel.send(event="done", run=run["id"], seconds=round(time.monotonic() - t, 3), **ev)
-    channel.send(event="finished")
     return 0
 
 

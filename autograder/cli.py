@@ -42,6 +42,13 @@ def _parser() -> argparse.ArgumentParser:
     gs.add_argument("--root", type=Path, help="the /autograder root (default $AUTOGRADER_ROOT or /autograder)")
     gs.add_argument("--assignment", help="slug (default: source/assignment.txt)")
 
+    c = sub.add_parser("calibrate", help="measure the instructor solution's time per run "
+                       "(writes <assignment>/calibration.json; run limits derive from it)")
+    c.add_argument("slug")
+    c.add_argument("--solution", type=Path, help="the solution to measure (default solutions/SLUG.py)")
+    c.add_argument("--repeat", type=int, default=3, help="gradings to take the slowest of (default 3)")
+    c.add_argument("--assignments", type=Path, help="folder of assignment folders (default: bundled)")
+
     ls = sub.add_parser("list", help="list the available assignments")
     ls.add_argument("--assignments", type=Path, help="folder of assignment folders")
     return p
@@ -62,12 +69,27 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.verb == "list":
         from . import spec
-        for slug in spec.available(args.assignments):
+        slugs = spec.available(args.assignments)
+        for slug in slugs:
             print(slug)
-        return 0
+        if not slugs:
+            where = ", ".join(str(p) for p in spec.search_path(args.assignments))
+            print(f"pallas-autograder: no assignments found (looked in {where}); give --assignments DIR "
+                  f"or set {spec.ENV}", file=sys.stderr)
+        return 0 if slugs else 1
     if args.verb == "gradescope":
         from . import harness
         return harness.run_gradescope(args.root, args.assignment)
+    if args.verb == "calibrate":
+        from . import calibrate
+        assignment = _assignment(args.slug, args.assignments, parser)
+        try:
+            path, summary = calibrate.calibrate(assignment, args.solution, args.repeat)
+        except ValueError as e:
+            parser.exit(1, f"pallas-autograder calibrate: {e}\n")
+        print(f"wrote {path}: {summary['runs']} runs, slowest {summary['slowest_s']:.2f} s, "
+              f"start-up {summary['startup_s']:.2f} s")
+        return 0
     if args.verb == "build":
         from . import build
         assignment = _assignment(args.slug, args.assignments, parser)
@@ -78,7 +100,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _grade(args, parser) -> int:
-    from . import gradescope, grade, harness, render
+    from . import grade, gradescope, render
     assignment = _assignment(args.assignment, args.assignments, parser)
     try:
         options = grade.GradeOptions(cases=tuple(args.case), rungs=tuple(args.rung),
@@ -92,7 +114,7 @@ def _grade(args, parser) -> int:
     try:
         report = grade.grade(assignment, args.submission, options)
         if args.results:
-            gradescope.write(harness.results_document(report, "html" if args.format == "html" else "md"),
+            gradescope.write(gradescope.results_document(report, "html" if args.format == "html" else "md"),
                              args.results)
     except Exception as exc:  # the grader failed, not the student: still leave results
         if args.results:

@@ -40,6 +40,20 @@ PR_SET_DUMPABLE = 4               # linux/prctl.h
 PR_SET_CHILD_SUBREAPER = 36
 
 
+# The grader's own package root: the child imports the same autograder as the
+# grader (a checkout, a Gradescope source folder, or site-packages), whichever
+# way it was installed. -I keeps the environment, user site and working
+# directory out of sys.path.
+PACKAGE_ROOT = str(Path(__file__).resolve().parent.parent)
+_BOOT = ("import runpy, sys; sys.path.insert(0, sys.argv[1]); sys.argv = sys.argv[2:]; "
+         "runpy.run_module(sys.argv[0], run_name='__main__', alter_sys=True)")
+
+
+def python_command(module: str, *args: str) -> list[str]:
+    """``python -m module args`` in isolated mode, importing this grader's package."""
+    return [sys.executable, "-I", "-c", _BOOT, PACKAGE_ROOT, module, *args]
+
+
 @dataclass(frozen=True)
 class Identity:
     """The user student code runs as."""
@@ -352,7 +366,7 @@ def main() -> int:
         return 0
     for p in make_reachable(identity):
         print(f"confinement: made {p} traversable (o+x) for {identity.name}")
-    probe = subprocess.run([sys.executable, "-I", "-c", "import autograder.child"],
+    probe = subprocess.run(python_command("autograder.child", "--check"),
                            stdin=subprocess.DEVNULL, capture_output=True, text=True, cwd="/",
                            timeout=120, **popen_kwargs(identity))
     if probe.returncode != 0:

@@ -100,7 +100,8 @@ class Finding:
     ``id``: catalogue ID; ``rung``: where it was seen; ``case``: the test case
     name or None for submission-wide findings; ``message``: one plain sentence;
     ``evidence``: structured facts for templates (frozen key/value pairs);
-    ``check``: the check that produced it.
+    ``check``: the check that produced it; ``run``: the plan index of the run
+    it was seen on (the report reads that run's seed and parameters), if any.
     """
 
     id: str
@@ -109,6 +110,7 @@ class Finding:
     case: str | None = None
     check: str = "correctness"
     evidence: FrozenMap = field(default=FrozenMap())
+    run: int | None = None
 
     def __post_init__(self) -> None:
         if self.id not in CATALOGUE:
@@ -120,9 +122,9 @@ class Finding:
 
     @classmethod
     def make(cls, id: str, rung: str, message: str, *, case: str | None = None,
-             check: str = "correctness", **evidence: Any) -> "Finding":
+             check: str = "correctness", run: int | None = None, **evidence: Any) -> "Finding":
         return cls(id=id, rung=rung, message=message, case=case, check=check,
-                   evidence=_freeze(evidence))
+                   evidence=_freeze(evidence), run=run)
 
     @property
     def kind(self) -> FindingKind:
@@ -134,7 +136,12 @@ class Finding:
 
     def as_dict(self) -> dict[str, Any]:
         return {"id": self.id, "rung": self.rung, "case": self.case, "check": self.check,
-                "message": self.message, "evidence": self.facts()}
+                "message": self.message, "evidence": self.facts(), "run": self.run}
+
+    @property
+    def problem(self) -> str | None:
+        """The kind of submission-error (or probe outcome) this is, if it says."""
+        return dict(self.evidence).get("problem")
 
 
 def _thaw(value: Any) -> Any:

@@ -1,12 +1,12 @@
 """The `grade` verb: one submission through every rung, to a scored report.
 
-Data flows one way: submission -> child process (runs the kernel on each rung)
--> parent (reference, comparison, diagnosis) -> findings -> scored tests. This
-module imports no JAX; the reference is float64 numpy run here, in the parent.
+Data flows one way: submission -> plan (every run, typed) -> child process
+(runs them one at a time) -> outcomes keyed by run -> parent (references,
+comparison, diagnosis, probe judges) -> findings -> scored tests. This module
+imports no JAX; the reference is float64 numpy run here, in the parent.
 """
 from __future__ import annotations
 
-import importlib.util
 import os
 import secrets
 import shutil
@@ -15,10 +15,13 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import numpy as np
-
-from . import confinement, diagnosis, inputs, sandbox, scoring, submission
+from . import calibration, confinement, diagnosis, probes, sandbox, scoring, submission
+from . import plan as planning
+from .draws import DrawStore, load_reference
 from .findings import Finding
+from .outcome import Outcome
+from .plan import Plan, Run
+from .schedule import Schedule
 from .spec import Assignment, Case
 
 
@@ -26,15 +29,17 @@ from .spec import Assignment, Case
 class GradeOptions:
     cases: tuple[str, ...] = ()         # empty: every case
     rungs: tuple[str, ...] = ()         # empty: the spec's rungs
-    case_timeout_s: float | None = None
+    case_timeout_s: float | None = None  # one limit for every run (overrides the calibration)
     startup_timeout_s: float | None = None
     run_key: int | None = None          # None: a fresh secret key (replay one with --run-key)
+    use_calibration: bool = True        # False: every run gets the spec's ceiling (calibrate does)
 
 
 @dataclass
 class Report:
     assignment: Assignment
     submission: str
+    plan: Plan
     tests: list[scoring.TestResult]
     findings: list[Finding]
     uploaded_as: str | None
@@ -43,11 +48,16 @@ class Report:
     children: int = 0
     peak_child_rss_mb: float = 0.0
     student_output: str = ""
-    run_key: int | None = None
     notes: list[str] = field(default_factory=list)   # said once, at the top of the feedback
     output_bytes: int = 0
     leftovers_killed: int = 0
     student_uid: int | None = None     # the uid student code ran as (staff data)
+    outcomes: dict[Run, Outcome] = field(default_factory=dict)   # for benchmarks and calibration
+    startup_s: float = 0.0
+
+    @property
+    def run_key(self) -> int:
+        return self.plan.run_key
 
     @property
     def score(self) -> float:
@@ -61,15 +71,15 @@ class Report:
     def wide_findings(self) -> list[Finding]:
         return [f for f in self.findings if f.case is None]
 
-
-def load_reference(assignment: Assignment):
-    """The instructor's float64 numpy reference (trusted code, run in the parent)."""
-    file, _, fn = assignment.reference.partition(":")
-    path = assignment.folder / file
-    spec = importlib.util.spec_from_file_location(f"_reference_{assignment.slug}", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return getattr(module, fn)
+    def seconds_by_check(self) -> dict[str, float]:
+        """Child time spent per check ("correctness" for the tests), runs that
+        really ran only: where a grading's time goes (staff data)."""
+        out: dict[str, float] = {}
+        for run, outcome in self.outcomes.items():
+            if outcome.ran:
+                key = run.probe or "correctness"
+                out[key] = round(out.get(key, 0.0) + outcome.seconds, 3)
+        return out
 
 
 def select(assignment: Assignment, options: GradeOptions) -> tuple[tuple[Case, ...], tuple[str, ...]]:
@@ -83,6 +93,14 @@ def select(assignment: Assignment, options: GradeOptions) -> tuple[tuple[Case, .
     return cases, rungs
 
 
+def make_plan(assignment: Assignment, options: GradeOptions, timing: calibration.Timing) -> Plan:
+    """The grading's runs. A local, selective run (--case/--rung) grades correctness only."""
+    cases, rungs = select(assignment, options)
+    run_key = options.run_key if options.run_key is not None else secrets.randbits(32)
+    return planning.build(assignment, cases, rungs, run_key,
+                          with_probes=not (options.cases or options.rungs), limit=timing.limit)
+
+
 def grade(assignment: Assignment, submission_path: Path, options: GradeOptions = GradeOptions()) -> Report:
     with confinement.student_slot() as identity:
         confinement.make_reachable(identity)
@@ -91,217 +109,85 @@ def grade(assignment: Assignment, submission_path: Path, options: GradeOptions =
         return report
 
 
+def _timing(assignment: Assignment, options: GradeOptions) -> calibration.Timing:
+    cal = calibration.load(assignment) if options.use_calibration else None
+    return calibration.Timing(assignment, cal, options.case_timeout_s)
+
+
 def _grade_as(identity: confinement.Identity, assignment: Assignment, submission_path: Path,
               options: GradeOptions) -> Report:
     t0 = time.monotonic()
     # The child runs in its own working directory: a relative path would not resolve there.
     submission_path = Path(submission_path).absolute()
-    limits = assignment.limits
-    deadline = t0 + limits.total_s
-    cases, rungs = select(assignment, options)
-    run_key = options.run_key if options.run_key is not None else secrets.randbits(32)
+    timing = _timing(assignment, options)
+    plan = make_plan(assignment, options, timing)
     confinement.guard_grader()
     notes = [identity.note] if identity.note else []
     workdir = Path(tempfile.mkdtemp(prefix="pallas-grade-"))
     os.chmod(workdir, 0o711)    # the student user may enter, not list
     try:
-        findings: list[Finding] = []
-        loc, skipped = submission.prepare(Path(submission_path), assignment.entry_file, workdir)
+        loc, skipped = submission.prepare(submission_path, assignment.entry_file, workdir)
         if skipped:
             notes.append("Not copied from your upload: " + "; ".join(skipped[:10])
                          + (f"; and {len(skipped) - 10} more" if len(skipped) > 10 else "") + ".")
-        if isinstance(loc, Finding):
-            return _finish(assignment, submission_path, [loc], cases, rungs, None, t0,
-                           run_key=run_key, notes=notes)
-        problem = submission.check_source(loc)
+        problem = loc if isinstance(loc, Finding) else submission.check_source(loc)
         if problem is not None:
-            return _finish(assignment, submission_path, [problem], cases, rungs, loc, t0,
-                           run_key=run_key, notes=notes)
-
-        reference_fn = load_reference(assignment)
-        in_dir, out_dir = workdir / "in", workdir / "out"
-        in_dir.mkdir()
-        confinement.give_to(out_dir, identity)
-        runs, references, run_refs = [], {}, {}
-        for case in cases:
-            drawn: dict[int, tuple[list, np.ndarray]] = {}
-            for rung in rungs:
-                stream = inputs.stream(assignment, case, rung)
-                if stream not in drawn:
-                    drawn[stream] = _draw(assignment, case, inputs.entropy(case, run_key, stream),
-                                          in_dir, f"{len(run_refs)}", reference_fn)
-                files, ref = drawn[stream]
-                rid = f"{case.name}/{rung}"
-                run_refs[rid] = ref
-                runs.append({"id": rid, "id_file": f"{len(runs)}",
-                             "case": case.name, "rung": rung, "params": {}, "inputs": files})
-            if inputs.PROBE_STREAM in drawn:     # a probe case: every run shares one draw
-                references[case.name] = drawn[inputs.PROBE_STREAM]
-        def draw(case: Case, rung: str, tag: str):
-            seed = inputs.entropy(case, run_key, inputs.stream(assignment, case, rung))
-            return _draw(assignment, case, seed, in_dir, tag, reference_fn)
-
-        probe_runs, own_refs = _plan_probes(assignment, cases, options, runs,
-                                            {k: v[0] for k, v in references.items()}, draw)
-        runs.extend(probe_runs)
-        for folder in ("submission", "unzipped", "notebook", "in"):
-            confinement.readable_by_all(workdir / folder)
-        base_job = {"module_file": str(loc.module_file), "module_dir": str(loc.module_dir),
-                    "module_name": Path(assignment.entry_file).stem,
-                    "function": assignment.entry_function, "arity": len(assignment.inputs),
-                    "out_dir": str(out_dir)}
-        report = sandbox.run_jobs(
-            workdir, base_job, runs,
-            startup_s=options.startup_timeout_s or limits.startup_s,
-            run_s=options.case_timeout_s or limits.case_s,
-            memory_mb=limits.memory_mb, deadline=deadline, identity=identity)
-        if report.tampered:
-            findings.append(Finding.make(
-                "submission-error", "static", f"the grader's channel was tampered with: {report.tampered}",
-                check="submission", problem="channel-tampered", detail=report.tampered))
-        elif report.load_error is not None:
-            findings.append(diagnosis.from_load_error(
-                report.load_error, loc, options.startup_timeout_s or limits.startup_s,
-                limits.memory_mb))
-        probe_refs = {name: ref for name, (_files, ref) in references.items()}
-        findings.extend(_judge_probes(assignment, probe_runs, report, {**probe_refs, **own_refs},
-                                      out_dir))
-        for run in runs:
-            if run.get("probe"):
-                continue
-            case = assignment.case(run["case"])
-            f = diagnosis.from_outcome(assignment, case, run["rung"], report.outcomes[run["id"]],
-                                       run_refs[run["id"]], loc, out_dir)
-            if f is not None:
-                findings.append(f)
-        probes_run = tuple(dict.fromkeys(r["probe"] for r in probe_runs))
-        result = _finish(assignment, submission_path, findings, cases, rungs, loc, t0, probes_run,
-                         run_key=run_key, notes=notes)
-        result.jax_version = report.jax_version
-        result.children = report.children
-        result.peak_child_rss_mb = report.peak_rss_mb
-        result.student_output = report.stdout_tail.strip()
-        result.output_bytes = report.output_bytes
-        result.leftovers_killed = report.leftovers_killed
-        return result
+            return _report(plan, submission_path, [problem], [], None if problem is loc else loc, t0,
+                           notes)
+        return _execute(identity, plan, submission_path, loc, workdir, timing, options, t0, notes)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
         confinement.remove_files_of(identity)
 
 
-def _draw(assignment: Assignment, case: Case, seed: list[int], in_dir: Path, tag: str,
-          reference_fn) -> tuple[list[dict], np.ndarray]:
-    """One draw of a case's inputs: the files the child reads, and the reference."""
-    case_inputs = inputs.make(assignment, case, seed)
-    files = []
-    for i, ci in enumerate(case_inputs):
-        if ci.kind == "float":
-            files.append({"kind": "float", "value": ci.value})
-            continue
-        path = in_dir / f"{tag}_{i}.npy"
-        np.save(path, ci.array, allow_pickle=False)
-        files.append({"kind": "array", "file": str(path), "dtype": ci.dtype})
-    reference = np.asarray(
-        reference_fn(*[ci.array if ci.kind == "array" else ci.value for ci in case_inputs]),
-        dtype=np.float64)
-    return files, reference
+def _execute(identity, plan: Plan, submission_path: Path, loc: submission.Located, workdir: Path,
+             timing: calibration.Timing, options: GradeOptions, t0: float, notes: list[str]) -> Report:
+    a = plan.assignment
+    in_dir, out_dir = workdir / "in", workdir / "out"
+    in_dir.mkdir()
+    confinement.give_to(out_dir, identity)
+    for folder in ("submission", "unzipped", "notebook", "in"):
+        confinement.readable_by_all(workdir / folder)
+    store = DrawStore(a, load_reference(a), in_dir)
+    schedule = Schedule(plan, child_inputs=lambda run: store.files(run.draw),
+                        expected_shape=lambda run: a.output_shape(run.draw.case),
+                        limit_after_trace=timing.after_trace, settle=probes.settle)
+    job = sandbox.ChildJob(str(loc.module_file), str(loc.module_dir), Path(a.entry_file).stem,
+                           a.entry_function, len(a.inputs), str(out_dir))
+    startup_s = options.startup_timeout_s or timing.startup()
+    ex = sandbox.execute(workdir, job, schedule, identity=identity, startup_s=startup_s,
+                         memory_mb=a.limits.memory_mb, deadline=t0 + a.limits.total_s)
+    findings, check_notes = _diagnose(plan, ex, store, loc)
+    report = _report(plan, submission_path, findings, check_notes, loc, t0, notes)
+    report.jax_version, report.children = ex.jax_version, ex.children
+    report.peak_child_rss_mb, report.student_output = ex.peak_rss_mb, ex.stdout_tail.strip()
+    report.output_bytes, report.leftovers_killed = ex.output_bytes, ex.leftovers_killed
+    report.outcomes, report.startup_s = ex.outcomes, ex.startup_s
+    return report
 
 
-def _plan_probes(assignment: Assignment, cases, options: GradeOptions, runs: list[dict],
-                 by_case: dict[str, list[dict]], draw) -> tuple[list[dict], dict[str, np.ndarray]]:
-    """Child runs for every enabled probe on every probe case being graded, and
-    the references of runs with inputs of their own (numerics stress).
-    ``by_case`` holds each case's probe-stream input files; ``draw(case, rung,
-    tag)`` draws inputs for another case."""
-    from .probes import REGISTRY
-    own_refs: dict[str, np.ndarray] = {}
-    if options.cases or options.rungs:
-        return [], own_refs   # a local, selective run: correctness only
-    probe_cases = [c for c in cases if c.name in assignment.probe_cases and c.name in by_case]
-    planned = []
-    for rubric in assignment.probes:
-        probe = REGISTRY[rubric.name]
-        for case in probe_cases if probe.per_case else probe_cases[:1]:
-            for spec in probe.plan(assignment, case, rubric):
-                run = {**spec, "id": f"{case.name}/{probe.name}/{spec['variant']}",
-                       "id_file": f"p{len(runs) + len(planned)}", "case": case.name,
-                       "probe": probe.name, "inputs": by_case[case.name]}
-                if spec.get("abstract"):
-                    run["inputs"] = _abstract_inputs(assignment)
-                    run["case"] = "production"
-                if spec.get("stress"):
-                    # Inputs of their own (keyed apart in the child's per-case trace
-                    # cache); their reference is kept for the judge.
-                    stress = next(s for s in rubric.stress if s.name == spec["stress"])
-                    scase = assignment.stress_case(case, stress)
-                    run["inputs"], own_refs[run["id"]] = draw(scase, spec["rung"], f"stress{len(planned)}")
-                    run["case"] = scase.name
-                planned.append(run)
-    return planned, own_refs
+def _diagnose(plan: Plan, ex: sandbox.Execution, store: DrawStore,
+              loc: submission.Located) -> tuple[list[Finding], list]:
+    findings: list[Finding] = []
+    if ex.tampered:
+        findings.append(Finding.make(
+            "submission-error", "static", f"the grader's channel was tampered with: {ex.tampered}",
+            check="submission", problem="channel-tampered", detail=ex.tampered))
+    elif ex.load_error is not None:
+        findings.append(diagnosis.from_load_error(ex.load_error, loc, plan.assignment.limits.memory_mb))
+    probe_findings, notes = probes.judge(plan, ex.outcomes, store)
+    findings += probe_findings
+    for run in plan.correctness():
+        outcome = ex.outcomes.get(run, Outcome("skipped", reason="budget"))
+        reference = store[run.draw] if outcome.output is not None else None
+        f = diagnosis.from_outcome(plan.assignment, run, outcome, reference, loc)
+        if f is not None:
+            findings.append(f)
+    return findings, notes
 
 
-def _abstract_inputs(assignment: Assignment) -> list[dict]:
-    prod = assignment.production
-    dims = dict(prod.dims)
-    params = dict(assignment.cases[0].params)
-    out = []
-    for spec in assignment.inputs:
-        if spec.kind == "float":
-            out.append({"kind": "float", "value": params[spec.name]})
-        else:
-            dtype = prod.dtype if spec.dtype == "case" else spec.dtype
-            out.append({"kind": "array", "shape": [dims[d] for d in spec.shape], "dtype": dtype})
-    return out
-
-
-def _judge_probes(assignment: Assignment, probe_runs: list[dict], report, references: dict,
-                  out_dir: Path) -> list[Finding]:
-    from .probes import REGISTRY, ProbeResults
-    groups: dict[tuple[str, str], dict] = {}
-    stress: dict[tuple[str, str], dict] = {}
-    dynamic: dict[tuple[str, str], set] = {}     # the variants that run the kernel
-    for run in probe_runs:
-        case = run["id"].split("/")[0]
-        groups.setdefault((run["probe"], case), {})[run["variant"]] = report.outcomes.get(run["id"])
-        if run.get("kind") != "static":
-            dynamic.setdefault((run["probe"], case), set()).add(run["variant"])
-        if run.get("stress"):
-            spec = next(x for x in assignment.probe(run["probe"]).stress if x.name == run["stress"])
-            stress.setdefault((run["probe"], case), {})[run["variant"]] = (
-                assignment.stress_case(assignment.case(case), spec), references[run["id"]])
-    found = []
-    for (name, case_name), outcomes in groups.items():
-        probe = REGISTRY[name]
-        case = assignment.case(case_name)
-        correctness = {rung: report.outcomes.get(f"{case_name}/{rung}") for rung in assignment.rungs}
-        results = ProbeResults(assignment, case, assignment.probe(name), references[case_name], out_dir,
-                               {k: v for k, v in outcomes.items() if v is not None},
-                               {k: v for k, v in correctness.items() if v is not None},
-                               probe_rung=probe.rung, check=name,
-                               stress=stress.get((name, case_name), {}))
-        judged = probe.judge(results)
-        # A dynamic probe's helper static run (e.g. poisoning's index-map scan) working
-        # does not make the check: its kernel runs must have produced something.
-        deciding = dynamic.get((name, case_name)) or set(results.outcomes)
-        deciding_outcomes = [o for v, o in results.outcomes.items() if v in deciding]
-        if not judged and not any(o.status == "ok" for o in deciding_outcomes):
-            # Nothing to judge (the code hung, raised or was not run): no points for the
-            # check, unless its runs hit a bug the error table names (e.g. an
-            # out-of-bounds block): that bug is the finding, and it is charged once.
-            known = next((f for o in deciding_outcomes if o.status == "error"
-                          for f in [diagnosis.known_error(o.event, probe.rung, case_name, check=name)]
-                          if f is not None), None)
-            reasons = sorted({o.status for o in deciding_outcomes}) or ["not run"]
-            judged = [known or Finding.make("submission-error", probe.rung,
-                                            f"this check could not run ({', '.join(reasons)})",
-                                            case=case_name, check=name, problem="check-not-run")]
-        found.extend(judged)
-    return found
-
-
-def _finish(assignment, submission_path, findings, cases, rungs, loc, t0, probes=(), *,
-            run_key=None, notes=()) -> Report:
-    tests = scoring.score(assignment, findings, rungs, cases, probes)
-    return Report(assignment, str(submission_path), tests, findings,
-                  loc.uploaded_as if loc else None, time.monotonic() - t0, run_key=run_key,
-                  notes=list(notes))
+def _report(plan: Plan, submission_path, findings: list[Finding], check_notes, loc, t0: float,
+            notes: list[str]) -> Report:
+    tests = scoring.score(plan, findings, check_notes)
+    return Report(plan.assignment, str(submission_path), plan, tests, findings,
+                  loc.uploaded_as if loc else None, time.monotonic() - t0, notes=list(notes))

@@ -1,4 +1,4 @@
-"""Gradescope's results.json: building, validating, and always writing it.
+"""Gradescope's results.json: building it from a report, validating, and always writing it.
 
 Field names, types and enum values follow Gradescope's autograder
 specification. ``validate`` is used by the writer itself (an invalid document
@@ -147,4 +147,36 @@ def write(doc: dict, path: Path) -> dict:
         except OSError:
             pass
         raise
+    return doc
+
+
+def _finding_data(t) -> dict:
+    """Machine-readable finding for staff tools (Gradescope stores extra_data; it
+    does not show it to students). No evidence: hidden cases stay hidden."""
+    if t.finding is None:
+        return {"note": t.note} if t.note else {}
+    return {"finding": t.finding.id, "rung": t.finding.rung, "check": t.finding.check,
+            "problem": t.finding.problem, "charged_in": t.charged_in}
+
+
+def results_document(report, fmt: str = "md") -> dict:
+    """The whole results.json of a graded report, feedback rendered in ``fmt``."""
+    from . import render
+    view = render.report_view(report)
+    tests = [test_entry(name=t.name, number=t.number, score=t.score, max_score=t.max_score,
+                        output=render.render_test(tv, fmt), output_format=fmt, tags=t.tags,
+                        visibility=t.visibility, status="passed" if t.passed else "failed",
+                        extra_data=_finding_data(t))
+             for t, tv in zip(report.tests, view["tests"])]
+    doc = document(score=report.score, execution_time=report.seconds,
+                   output=render.render_summary(view, fmt), output_format=fmt, tests=tests)
+    # For staff tools (Gradescope does not show top-level extra_data to students).
+    doc["extra_data"] = {"run_key": report.run_key, "children": report.children,
+                         "peak_child_rss_mb": round(report.peak_child_rss_mb, 1),
+                         "student_output_bytes": report.output_bytes,
+                         "leftover_processes_killed": report.leftovers_killed,
+                         "student_uid": report.student_uid, "startup_s": round(report.startup_s, 3),
+                         "seconds_by_check": report.seconds_by_check(),
+                         "runs": {"planned": len(report.plan.runs),
+                                  "ran": sum(o.ran for o in report.outcomes.values())}}
     return doc

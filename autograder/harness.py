@@ -1,8 +1,8 @@
-"""From a graded report to Gradescope's results.json, and the Gradescope run itself.
+"""The Gradescope run itself: what ``run_autograder`` calls.
 
-``run_gradescope`` is what ``run_autograder`` calls: it reads the Gradescope
-layout under a root (``/autograder`` unless AUTOGRADER_ROOT says otherwise)
-and always leaves a valid results.json, whatever happens.
+``run_gradescope`` reads the Gradescope layout under a root (``/autograder``
+unless AUTOGRADER_ROOT says otherwise) and always leaves a valid results.json,
+whatever happens. The document is built by ``gradescope.results_document``.
 """
 from __future__ import annotations
 
@@ -13,36 +13,7 @@ import time
 import traceback
 from pathlib import Path
 
-from . import gradescope, render
-
-def results_document(report, fmt: str = "md") -> dict:
-    view = render.report_view(report)
-    tests = []
-    for t, tv in zip(report.tests, view["tests"]):
-        tests.append(gradescope.test_entry(
-            name=t.name, number=t.number, score=t.score, max_score=t.max_score,
-            output=render.render_test(tv, fmt), output_format=fmt, tags=t.tags,
-            visibility=t.visibility, status="passed" if t.passed else "failed",
-            extra_data=_finding_data(t)))
-    doc = gradescope.document(score=report.score, execution_time=report.seconds,
-                              output=render.render_summary(view, fmt), output_format=fmt,
-                              tests=tests)
-    # For staff tools (Gradescope does not show top-level extra_data to students).
-    doc["extra_data"] = {"run_key": report.run_key, "children": report.children,
-                         "peak_child_rss_mb": round(report.peak_child_rss_mb, 1),
-                         "student_output_bytes": report.output_bytes,
-                         "leftover_processes_killed": report.leftovers_killed,
-                         "student_uid": report.student_uid}
-    return doc
-
-
-def _finding_data(t) -> dict:
-    """Machine-readable finding for staff tools (Gradescope stores extra_data; it
-    does not show it to students). No evidence: hidden cases stay hidden."""
-    if t.finding is None:
-        return {}
-    return {"finding": t.finding.id, "rung": t.finding.rung, "check": t.finding.check,
-            "problem": t.finding.facts().get("problem"), "charged_in": t.charged_in}
+from . import gradescope
 
 
 def _clear_results(folder: Path, keep: str) -> None:
@@ -78,7 +49,7 @@ def run_gradescope(root: Path | None = None, slug: str | None = None) -> int:
         if (source / "setup.sh").is_file():   # a Gradescope layout, not a developer checkout
             confinement.protect_layout(root, source)
         report = grade.grade(assignment, root / "submission")
-        doc = results_document(report, "md")
+        doc = gradescope.results_document(report, "md")
         _clear_results(results.parent, keep=results.name)
         gradescope.write(doc, results)
         print(f"graded {slug}: {report.score:g}/{report.max_score:g} in {time.monotonic() - t0:.1f} s")

@@ -6,9 +6,10 @@ run key drawn for each grading run, and a stream per rung: a submission cannot
 predict its data, and no two runs of a case share it (so caching answers by
 shape or replaying an earlier output fails). The probe cases are the one
 exception: all their runs share stream 0, because every probe is a
-differential experiment (same input, one interpreter switch changed). Low-precision dtypes are rounded here, in the parent, so
-the reference is computed on exactly the values the kernel receives. Arrays
-cross to the child as float32/int32 ``.npy`` plus a dtype name.
+differential experiment (same input, one interpreter switch changed).
+Low-precision dtypes are rounded here, in the parent, so the reference is
+computed on exactly the values the kernel receives. Arrays cross to the child
+as float32/int32 ``.npy`` plus a dtype name.
 """
 from __future__ import annotations
 

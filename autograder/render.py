@@ -13,8 +13,9 @@ from typing import Any
 
 import jinja2
 
-from . import inputs, repro
+from . import repro
 from .findings import CATALOGUE, RUNGS, Finding
+from .plan import Run
 from .scoring import TestResult
 
 FORMATS = ("text", "md", "html")
@@ -23,7 +24,8 @@ TEMPLATES = Path(__file__).parent / "templates"
 # What a hidden test may show: no shapes, no seeds, no expected values, no raw
 # error text (which can quote shapes).
 _HIDDEN_SAFE = {"problem", "mismatch_text", "nonfinite", "relative_to_output", "type",
-                "frames", "phase", "limit_s", "memory_mb", "disk_mb", "exit", "not_run", "rule"}
+                "frames", "phase", "limit_s", "memory_mb", "disk_mb", "exit", "not_run", "rule",
+                "reason"}
 _HIDDEN_MESSAGES = {
     "wrong-result": "the output is wrong",
     "numerics": "the output has a numerical (precision or overflow) problem",
@@ -64,37 +66,52 @@ def _finding_view(f: Finding, visible: bool) -> dict[str, Any]:
             "check": f.check}
 
 
-def test_view(t: TestResult, assignment, uploaded_as: str | None,
-              run_key: int | None = None) -> dict[str, Any]:
-    # A numerics stress finding shows the inputs it was seen on, not the probe case's.
-    case = (_stress(t.finding, assignment) if t.finding else None) or t.case
-    visible = case.visible
-    seed = inputs.entropy(case, run_key, inputs.stream(assignment, case, t.rung))
-    described = ", ".join(
+def _shown_run(t: TestResult, plan) -> Run | None:
+    """The run a test's details come from: a correctness test's own run; for a
+    probe check, the run its finding was seen on (a stress input's, say)."""
+    if t.probe is None:
+        return t.run
+    if t.finding is not None and t.finding.run is not None:
+        return plan.runs[t.finding.run]
+    return None
+
+
+def _inputs_text(assignment, case) -> str:
+    return ", ".join(
         f"{i.name}: {assignment.dtype_of(i.dtype, case)}{list(assignment.shape(i.shape, case))}"
         if i.kind == "array" else f"{i.name} = {dict(case.params)[i.name]!r}"
-        for i in assignment.inputs) if visible else None
+        for i in assignment.inputs)
+
+
+def test_view(t: TestResult, plan, uploaded_as: str | None) -> dict[str, Any]:
+    assignment = plan.assignment
+    run = _shown_run(t, plan)
+    case = run.draw.case if run is not None and not run.draw.abstract else t.case
+    visible = t.case.visible
+    f = t.finding
+    shows = f is not None and f.case is not None and _shows(f, assignment)
     return {
         "number": t.number, "name": t.name, "passed": t.passed, "score": t.score,
         "max_score": t.max_score, "rung": t.rung, "rung_label": RUNGS[t.rung],
         "visible": visible,
         "case": {"name": case.name if visible else None, "dtype": case.dtype if visible else None,
-                 "seed": seed if visible else None, "inputs": described},
-        "finding": _finding_view(t.finding, _shows(t.finding, assignment)) if t.finding else None,
-        "also": [_finding_view(f, _shows(f, assignment))["title"] for f in t.others],
-        "related": [_finding_view(f, True) for f in t.others
-                    if f.id in _RELATED and _shows(f, assignment)],
-        "wide": bool(t.finding and t.finding.case is None),
-        "ladder": [{"rung": r, "label": RUNGS[r], "state": s, "line": f"{RUNGS[r]}: {_STATES[s]}"}
-                   for r, s in t.ladder],
-        "snippet": _snippet(t, assignment, run_key),
-        "command": (repro.command(assignment, assignment.case(t.finding.case), t.rung, uploaded_as,
-                                  run_key)
-                    if t.finding and t.finding.case and _shows(t.finding, assignment)
-                    and t.rung in ("generic", "tpu-interpret") and not _stress(t.finding, assignment)
-                    else None),
+                 "seed": (run.draw.seed if run is not None else [case.seed]) if visible else None,
+                 "inputs": _inputs_text(assignment, case) if visible else None},
+        "finding": _finding_view(f, _shows(f, assignment)) if f else None,
+        "also": [_finding_view(o, _shows(o, assignment))["title"] for o in t.others],
+        "related": [_finding_view(o, True) for o in t.others
+                    if o.id in _RELATED and _shows(o, assignment)],
+        "wide": bool(f and f.case is None),
+        "ladder": [{"rung": r, "label": RUNGS[r], "state": st, "line": f"{RUNGS[r]}: {_STATES[st]}"}
+                   for r, st in t.ladder],
+        "snippet": _snippet(t, run, plan) if shows else None,
+        "command": (repro.command(assignment, t.case if t.probe is None else assignment.case(f.case),
+                                  t.rung, uploaded_as, plan.run_key)
+                    if shows and t.rung in ("generic", "tpu-interpret")
+                    and (run is None or run.stress is None) else None),
         "probe": t.probe,
         "charged_in": t.charged_in,
+        "note": t.note,
     }
 
 
@@ -108,25 +125,16 @@ def _shows(f: Finding, assignment) -> bool:
     return f.case is None or assignment.case(f.case).visible
 
 
-def _snippet(t: TestResult, assignment, run_key: int | None) -> str | None:
-    f = t.finding
-    if f is None or f.case is None or not _shows(f, assignment):
+def _snippet(t: TestResult, run: Run | None, plan) -> str | None:
+    """A plain-JAX reproduction: the test's own case and seed; a probe check's
+    run with its interpreter parameters."""
+    if run is None or run.draw.abstract:
+        run = plan.test_run(t.finding.case, "tpu-interpret") or plan.test_run(t.finding.case, plan.rungs[0])
+    if run is None:
         return None
-    params = f.facts().get("interpret_params")
-    rung = t.rung if t.rung in ("generic", "tpu-interpret") else "tpu-interpret"
-    case = _stress(f, assignment) or assignment.case(f.case)
-    seed = inputs.entropy(case, run_key, inputs.stream(assignment, case, rung))
-    return repro.snippet(assignment, case, rung, params, seed)
-
-
-def _stress(f: Finding, assignment):
-    """The stress case a numerics probe finding was seen on (no grader command runs it)."""
-    name = f.facts().get("stress")
-    rubric = assignment.probe(f.check)
-    if not name or rubric is None:
-        return None
-    stress = next((s for s in rubric.stress if s.name == name), None)
-    return assignment.stress_case(assignment.case(f.case), stress) if stress else None
+    params = t.finding.facts().get("interpret_params") or run.params_dict
+    rung = run.rung if run.rung in ("generic", "tpu-interpret") else "tpu-interpret"
+    return repro.snippet(plan.assignment, run.draw.case, rung, params, run.draw.seed)
 
 
 def report_view(report) -> dict[str, Any]:
@@ -136,7 +144,7 @@ def report_view(report) -> dict[str, Any]:
         "uploaded_as": report.uploaded_as, "seconds": round(report.seconds, 1),
         "jax_version": report.jax_version,
         "wide": [_finding_view(f, True) for f in report.wide_findings],
-        "tests": [test_view(t, a, report.uploaded_as, report.run_key) for t in report.tests],
+        "tests": [test_view(t, report.plan, report.uploaded_as) for t in report.tests],
         "passed": sum(t.passed for t in report.tests), "count": len(report.tests),
         "student_output": report.student_output,   # already a capped tail (sandbox.Tail)
         "notes": list(report.notes),

@@ -1,15 +1,22 @@
 """Rubric from the spec + findings -> scored tests. Never runs code, never imports JAX.
 
 One Gradescope test per (case, rung): a case's points are split evenly across
-the spec's rungs. A test that loses points carries exactly one primary
-finding, chosen by root-cause precedence.
+the spec's rungs. Then one test per probe check. A test that loses points
+carries exactly one primary finding, chosen by root-cause precedence, and a
+root cause is charged once: a probe check whose finding already failed a
+correctness test keeps its points and names that test.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from .findings import RUNGS, Finding, primary
-from .spec import Assignment, Case
+from .plan import Plan, Run
+from .spec import Case
+
+if TYPE_CHECKING:
+    from .probes import CheckNote
 
 
 @dataclass(frozen=True)
@@ -26,6 +33,8 @@ class TestResult:
     probe: str | None = None                # None: a correctness test (case, rung)
     visibility: str = "visible"
     charged_in: str | None = None           # the test that already charged this finding's ID
+    run: Run | None = None                  # the correctness test's run (its seed, its case)
+    note: str = ""                          # a check that could not run, through no fault of the student's
 
     @property
     def passed(self) -> bool:
@@ -48,7 +57,6 @@ EXPLAINS = {
     "grid-order-dependence": ("tpu-interpret",),
 }
 
-
 # One bug, several views: an output block shared across a parallel axis is also
 # what makes the grid order matter and two cores race, so those are not charged again.
 SAME_BUG = {"output-block-revisit": ("grid-order-dependence", "data-race")}
@@ -61,27 +69,60 @@ HANG_EXPLAINS_TIMEOUT = ("dma-protocol",)
 
 def _root_cause(hits: list[Finding], rung: str) -> Finding | None:
     main = primary(hits)
-    if main is None or main.id != "submission-error" or _problem(main) != "timeout":
+    if main is None or main.id != "submission-error" or main.problem != "timeout":
         return main
-    hang = [f for f in hits if f.id in HANG_EXPLAINS_TIMEOUT and f.rung == rung
-            and _problem(f) == "hang"]
-    if hang and all(f.id != "submission-error" or _problem(f) == "timeout" for f in hits):
+    hang = [f for f in hits if f.id in HANG_EXPLAINS_TIMEOUT and f.rung == rung and f.problem == "hang"]
+    if hang and all(f.id != "submission-error" or f.problem == "timeout" for f in hits):
         return hang[0]
     return main
 
 
-def _problem(f: Finding) -> str | None:
-    return dict(f.evidence).get("problem")
+def _correctness(plan: Plan, wide: list[Finding], by_test: dict, explaining: list[Finding]) -> list[TestResult]:
+    a = plan.assignment
+    tests = []
+    for ci, case in enumerate(plan.cases, 1):
+        share = case.points / len(a.rungs)   # stable per test, whatever is selected
+        states = tuple((rung, "not-run" if rung not in plan.rungs else
+                        "failed" if wide or by_test.get((case.name, rung)) else "passed")
+                       for rung in a.rungs)
+        for ri, rung in enumerate(plan.rungs, 1):
+            hits = wide + by_test.get((case.name, rung), [])
+            if hits and not wide:
+                hits += [f for f in explaining if rung in EXPLAINS[f.id]]
+            main = _root_cause(hits, rung)
+            label = case.name if case.visible else f"hidden case {ci}"
+            tests.append(TestResult(
+                number=f"{ci}.{ri}", name=f"{label} · {RUNGS[rung]}", case=case, rung=rung,
+                max_score=share, score=0.0 if main else share, finding=main,
+                others=tuple(f for f in hits if f is not main), ladder=states,
+                visibility=case.visibility, run=plan.test_run(case.name, rung)))
+    return tests
 
 
-def score(assignment: Assignment, findings: list[Finding], rungs: tuple[str, ...],
-          cases: tuple[Case, ...], probes: tuple[str, ...] = ()) -> list[TestResult]:
+def _already(main: Finding | None, charged: dict[str, str], tests: list[TestResult]) -> str | None:
+    """The test that already charged this check's root cause, if one did."""
+    if main is None or main.case is None:
+        return None
+    if main.problem == "check-not-run":
+        # Blocked by the case's own failing test: one root cause, charged there, when
+        # the grader diagnosed it (a DMA hang, an out-of-bounds block). A kernel that
+        # cannot be graded at all (it crashes, exits, returns nothing) leaves the
+        # check nothing to vouch for: it earns nothing.
+        rung = main.facts().get("test_rung")
+        test = next((t for t in tests if t.probe is None and t.case.name == main.case
+                     and t.rung == rung and not t.passed), None)
+        return test.number if test is not None and test.finding.id != "submission-error" else None
+    if main.id == "submission-error":
+        return None   # a check that could not run for its own reason earns nothing
+    return charged.get(main.id)
+
+
+def score(plan: Plan, findings: list[Finding], notes: list["CheckNote"] = ()) -> list[TestResult]:
     """Score every (case, rung) test, then every probe check that ran.
 
-    Submission-wide findings (case None) fail every test. A finding ID is
-    charged once: a probe check whose primary ID already failed a correctness
-    test is shown as failed but keeps its points.
+    Submission-wide findings (case None) fail every test.
     """
+    from .probes import REGISTRY
     wide = [f for f in findings if f.case is None]
     by_test: dict[tuple[str, str], list[Finding]] = {}
     by_probe: dict[str, list[Finding]] = {}
@@ -95,46 +136,25 @@ def score(assignment: Assignment, findings: list[Finding], rungs: tuple[str, ...
             by_probe.setdefault(f.check, []).append(f)
             if f.id in EXPLAINS:
                 explaining.append(f)
-    tests = []
-    for ci, case in enumerate(cases, 1):
-        share = case.points / len(assignment.rungs)   # stable per test, whatever is selected
-        states = []
-        for rung in assignment.rungs:
-            if rung not in rungs:
-                states.append((rung, "not-run"))
-            else:
-                states.append((rung, "failed" if wide or by_test.get((case.name, rung)) else "passed"))
-        for ri, rung in enumerate(rungs, 1):
-            hits = wide + by_test.get((case.name, rung), [])
-            if hits and not wide:
-                hits += [f for f in explaining if rung in EXPLAINS[f.id]]
-            main = _root_cause(hits, rung)
-            label = case.name if case.visible else f"hidden case {ci}"
-            tests.append(TestResult(
-                number=f"{ci}.{ri}", name=f"{label} · {RUNGS[rung]}", case=case, rung=rung,
-                max_score=share, score=0.0 if main else share, finding=main,
-                others=tuple(f for f in hits if f is not main), ladder=tuple(states),
-                visibility=case.visibility))
-    charged = {}
+    tests = _correctness(plan, wide, by_test, explaining)
+    charged: dict[str, str] = {}
     for t in tests:
         if t.finding is not None:
             for fid in (t.finding.id, *SAME_BUG.get(t.finding.id, ())):
                 charged.setdefault(fid, t.number)
-    from .probes import REGISTRY
-    first_case = cases[0] if cases else None
-    for pi, name in enumerate(probes, 1):
-        rubric = assignment.probe(name)
+    first_case = plan.cases[0] if plan.cases else None
+    for pi, name in enumerate(plan.probes, 1):
+        rubric = plan.assignment.probe(name)
         hits = wide + by_probe.get(name, [])
         main = primary(hits)
-        # A check that could not run (submission-error) earns nothing, whatever else was charged.
-        already = (charged.get(main.id) if main is not None and main.case is not None
-                   and main.id != "submission-error" else None)
+        already = _already(main, charged, tests)
         if main is not None and already is None:
             charged[main.id] = f"P{pi}"
-        case = assignment.case(main.case) if main is not None and main.case else first_case
+        case = plan.assignment.case(main.case) if main is not None and main.case else first_case
+        note = "; ".join(n.text for n in notes if n.probe == name) if main is None else ""
         tests.append(TestResult(
             number=f"P{pi}", name=REGISTRY[name].title, case=case, rung=REGISTRY[name].rung,
             max_score=rubric.points, score=rubric.points if (main is None or already) else 0.0,
             finding=main, others=tuple(f for f in hits if f is not main), probe=name,
-            visibility=rubric.visibility, charged_in=already))
+            visibility=rubric.visibility, charged_in=already, note=note))
     return tests

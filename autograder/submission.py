@@ -204,9 +204,7 @@ def locate(root: Path, entry_file: str, workdir: Path) -> Located | Finding:
                             uploaded=[], more_uploaded=False)
     if root.is_file():
         candidates = [root]
-        base = root.parent
     else:
-        base = root
         exact = sorted((p for p in root.rglob(entry_file) if p.is_file()),
                        key=lambda p: (len(p.parts), str(p)))
         notebooks = sorted(p for p in root.rglob("*.ipynb")

@@ -1,7 +1,8 @@
 """Canaries: fail loudly when the pinned JAX changes what the grader relies on.
 
 These run JAX in the test process (the grader's parent never does) and touch
-the same internals as autograder/pallas_surface.py.
+the same internals as autograder/pallas_surface/ (the facts of this release
+are in autograder/pallas_surface/release.py).
 """
 import numpy as np
 import pytest
@@ -11,7 +12,13 @@ import jax.numpy as jnp  # noqa: E402
 from jax.experimental import pallas as pl  # noqa: E402
 from jax.experimental.pallas import tpu as pltpu  # noqa: E402
 
-from autograder import diagnosis, pallas_surface as ps  # noqa: E402
+from autograder import diagnosis  # noqa: E402
+from autograder.pallas_surface import analysis, hooks, release, rung  # noqa: E402
+
+pytestmark = pytest.mark.jax
+hooks.install_runtime_fills()     # as the child does, before anything is traced
+# What TPU interpret mode's errors arrive as (raised in a host callback, wrapped by XLA).
+WRAPPED = jax.errors.JaxRuntimeError
 
 
 def _add(x, y, extra_steps=0, interpret=False):
@@ -31,14 +38,18 @@ def _xy():
             jnp.asarray(rng.standard_normal((16, 256)), jnp.float32))
 
 
+def _lower(f, args):
+    return analysis.lower_for_tpu(rung.trace(f, args), args)
+
+
 def test_jax_is_the_pinned_version():
-    assert jax.__version__ == ps.PINNED_JAX == "0.10.2"
+    assert jax.__version__ == release.PINNED_JAX == "0.10.2"
 
 
 def test_pallas_call_equation_has_the_params_the_rewrite_replaces():
     x, y = _xy()
     eqn = jax.make_jaxpr(_add)(x, y).jaxpr.eqns[0]
-    assert eqn.primitive.name == ps.PALLAS_CALL
+    assert eqn.primitive.name == release.PALLAS_CALL
     assert {"interpret", "grid_mapping", "jaxpr", "compiler_params"} <= set(eqn.params)
     assert eqn.params["grid_mapping"].grid == (2, 2)
 
@@ -48,14 +59,14 @@ def test_each_rung_runs_its_own_interpreter_in_one_process():
     Alternating rungs in one process proves no jit cache serves one rung to another."""
     x, y = _xy()
     expected = np.asarray(x) + np.asarray(y)
-    traced = ps.trace(lambda a, b: _add(a, b, extra_steps=1), [x, y])
+    traced = rung.trace(lambda a, b: _add(a, b, extra_steps=1), [x, y])
     for _ in range(2):
-        out = ps.run(traced, [x, y], "generic")
+        out = rung.run(traced, [x, y], "generic")
         np.testing.assert_allclose(np.asarray(out), expected, rtol=1e-6)
-        with pytest.raises(Exception) as info:
-            ps.run(traced, [x, y], "tpu-interpret")
-        ps.reset_state()
-        etype, msg = ps.unwrap_error(info.value)
+        with pytest.raises(WRAPPED) as info:
+            rung.run(traced, [x, y], "tpu-interpret")
+        rung.reset_state()
+        etype, msg = rung.unwrap_error(info.value)
         assert etype == "IndexError" and "Out-of-bounds block index" in msg
         assert "CpuCallback error" in str(info.value)   # still arrives wrapped
         rule = diagnosis.classify_error(etype, msg)
@@ -64,10 +75,10 @@ def test_each_rung_runs_its_own_interpreter_in_one_process():
 
 def test_rewrite_overrides_the_students_own_interpret_flag():
     x, y = _xy()
-    traced = ps.trace(lambda a, b: _add(a, b, extra_steps=1, interpret=True), [x, y])
-    with pytest.raises(Exception):
-        ps.run(traced, [x, y], "tpu-interpret")
-    ps.reset_state()
+    traced = rung.trace(lambda a, b: _add(a, b, extra_steps=1, interpret=True), [x, y])
+    with pytest.raises(WRAPPED):
+        rung.run(traced, [x, y], "tpu-interpret")
+    rung.reset_state()
 
 
 def test_rewrite_reaches_pallas_calls_nested_in_jit_cond_loops_and_scan():
@@ -83,14 +94,14 @@ def test_rewrite_reaches_pallas_calls_nested_in_jit_cond_loops_and_scan():
         acc, _ = jax.lax.scan(lambda c, _: (c + _add(a, b, 1), None), acc, None, length=1)
         return acc
 
-    traced = ps.trace(nested, [x, y])
+    traced = rung.trace(nested, [x, y])
     assert traced.pallas_calls == 3   # cond (in fori_loop), while, scan
-    out = ps.run(traced, [x, y], "generic")
+    out = rung.run(traced, [x, y], "generic")
     np.testing.assert_allclose(np.asarray(out), 3 * (np.asarray(x) + np.asarray(y)), rtol=1e-5)
-    with pytest.raises(Exception) as info:   # every nested call really ran TPU interpret mode
-        ps.run(traced, [x, y], "tpu-interpret")
-    ps.reset_state()
-    assert ps.unwrap_error(info.value)[0] == "IndexError"
+    with pytest.raises(WRAPPED) as info:   # every nested call really ran TPU interpret mode
+        rung.run(traced, [x, y], "tpu-interpret")
+    rung.reset_state()
+    assert rung.unwrap_error(info.value)[0] == "IndexError"
 
 
 def test_non_consecutive_output_revisit_raises_runtime_error_on_tpu_rung_only():
@@ -104,22 +115,22 @@ def test_non_consecutive_output_revisit_raises_runtime_error_on_tpu_rung_only():
                               grid=(2, 2), in_specs=[pl.BlockSpec((8, 128), lambda i, j: (j, 0))],
                               out_specs=pl.BlockSpec((8, 128), lambda i, j: (j, 0)))(a)
 
-    traced = ps.trace(revisit, [x])
-    ps.run(traced, [x], "generic")     # silently fine
-    with pytest.raises(Exception) as info:
-        ps.run(traced, [x], "tpu-interpret")
-    ps.reset_state()
-    etype, msg = ps.unwrap_error(info.value)
+    traced = rung.trace(revisit, [x])
+    rung.run(traced, [x], "generic")     # silently fine
+    with pytest.raises(WRAPPED) as info:
+        rung.run(traced, [x], "tpu-interpret")
+    rung.reset_state()
+    etype, msg = rung.unwrap_error(info.value)
     assert etype == "RuntimeError" and "Revisited block" in msg
     assert diagnosis.classify_error(etype, msg).finding == "output-block-revisit"
 
 
 def test_interpret_params_fields_the_grader_uses_exist():
-    p = ps.interpret_value("tpu-interpret", {"uninitialized_memory": "zero", "random_seed": 3,
+    p = rung.interpret_value("tpu-interpret", {"uninitialized_memory": "zero", "random_seed": 3,
                                               "detect_races": True, "num_cores_or_threads": 2,
                                               "dma_execution_mode": "eager"})
     assert isinstance(p, pltpu.InterpretParams) and p.random_seed == 3
-    assert ps.interpret_value("generic") is True
+    assert rung.interpret_value("generic") is True
 
 
 def _block_max_kernel(x):
@@ -131,18 +142,24 @@ def _block_max_kernel(x):
                           out_specs=pl.BlockSpec((8, 128), lambda i: (i, 0)))(x)
 
 
-@pytest.mark.parametrize("rung", ["generic", "tpu-interpret"])
-def test_fill_patch_reaches_padding_on_both_interpreters(rung):
+@pytest.mark.parametrize("which", ["generic", "tpu-interpret"])
+def test_fills_are_read_at_run_time_by_one_executable_on_both_interpreters(which):
     x = jnp.asarray(np.random.default_rng(0).standard_normal((20, 128)), jnp.float32)
-    traced = ps.trace(_block_max_kernel, [x])
+    traced = rung.trace(_block_max_kernel, [x])
+    executables = rung.Executables()
     outs = {}
-    for fill in (None, 1e30, -1e30):
-        with ps.run_options(fill=fill):
-            outs[fill] = np.asarray(ps.run(traced, [x], rung))[16:]
-        ps.reset_state()
-    assert np.isnan(outs[None]).all()                 # default: NaN padding
-    assert np.allclose(outs[1e30], -1e30)             # patched +large padding is seen
+    for fill in (None, 1e30, -1e30, None):
+        with hooks.fill(fill):
+            outs[fill] = np.asarray(executables.run(traced, [x], which))[16:]
+        rung.reset_state()
+    assert executables.compiled == 1                  # one compile served every fill
+    assert np.isnan(outs[None]).all()                 # default: NaN padding, as upstream
+    assert np.allclose(outs[1e30], -1e30)             # +large padding is seen
     assert np.isfinite(outs[-1e30]).all() and np.abs(outs[-1e30]).max() < 10
+    # Another rung or other parameters never share an executable.
+    executables.run(traced, [x], "generic" if which == "tpu-interpret" else "tpu-interpret")
+    rung.reset_state()
+    assert executables.compiled == 2
 
 
 def test_grid_point_recorder_signature_and_parallel_shuffle():
@@ -156,11 +173,11 @@ def test_grid_point_recorder_signature_and_parallel_shuffle():
                               out_specs=pl.BlockSpec((8, 128), lambda i: (i, 0)),
                               compiler_params=pltpu.CompilerParams(dimension_semantics=("parallel",)))(a)
 
-    traced = ps.trace(f, [x])
+    traced = rung.trace(f, [x])
     order = []
-    ps.run(traced, [x], "tpu-interpret", {"random_seed": 1, "num_cores_or_threads": 2,
-                                          "grid_point_recorder": ps.order_recorder(order)})
-    ps.reset_state()
+    rung.run(traced, [x], "tpu-interpret", {"random_seed": 1, "num_cores_or_threads": 2,
+                                          "grid_point_recorder": hooks.order_recorder(order)})
+    rung.reset_state()
     points = [p[0][0] for p in order]
     assert sorted(points) == list(range(8)) and points != list(range(8))
     assert {p[1] for p in order} == {0, 1}
@@ -177,16 +194,17 @@ def test_race_flag_and_report():
                               out_specs=pl.BlockSpec((8, 128), lambda i: (0, 0)),
                               compiler_params=pltpu.CompilerParams(dimension_semantics=("parallel",)))(a)
 
-    traced = ps.trace(shared, [x])
-    with ps.run_options(capture=True) as opts:
+    traced = rung.trace(shared, [x])
+    with hooks.capture() as got:
         try:
-            ps.run(traced, [x], "tpu-interpret", {"detect_races": True, "num_cores_or_threads": 2})
-        except Exception:  # noqa: BLE001 - a revisit error is possible; the race is what we test
+            rung.run(traced, [x], "tpu-interpret", {"detect_races": True, "num_cores_or_threads": 2,
+                                                   **hooks.race_params()})
+        except WRAPPED:   # a revisit error is possible; the race is what we test
             pass
-        found = ps.races_found()
-    ps.reset_state()
-    assert found and "RACE DETECTED" in opts.captured
-    assert not ps.races_found()   # reset clears it
+        found = hooks.races_found()
+    rung.reset_state()
+    assert found and release.RACE_MARK in got.text
+    assert not hooks.races_found()   # reset clears it
 
 
 def test_cross_lowering_rejects_misaligned_blocks_even_with_interpret_true():
@@ -199,20 +217,20 @@ def test_cross_lowering_rejects_misaligned_blocks_even_with_interpret_true():
         return pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct(a.shape, a.dtype), grid=(2, 2),
                               in_specs=[spec], out_specs=spec, interpret=True)(a)
 
-    res = ps.lower_for_tpu(f, [x])
+    res = _lower(f, [x])
     assert not res["ok"] and "divisible by 8 and 128" in res["message"]
-    assert ps.lower_for_tpu(lambda a: _add(a, a), [jnp.ones((16, 256), jnp.float32)])["ok"]
+    assert _lower(lambda a: _add(a, a), [jnp.ones((16, 256), jnp.float32)])["ok"]
 
 
 def test_grid_mapping_fields_the_index_map_scan_reads():
     x, y = _xy()
-    traced = ps.trace(lambda a, b: _add(a, b, extra_steps=1), [x, y])
-    site = ps.call_sites(traced, [x, y])[0]
+    traced = rung.trace(lambda a, b: _add(a, b, extra_steps=1), [x, y])
+    site = analysis.call_sites(traced, [x, y])[0]
     gm = site.eqn.params["grid_mapping"]
     assert gm.num_inputs == 2 and gm.num_outputs == 1 and gm.num_index_operands == 0
     bm = gm.block_mappings[0]
     assert type(bm.block_shape[0]).__name__ == "Blocked" and tuple(bm.array_aval.shape) == (16, 256)
-    facts = ps.scan_index_maps(site)
+    facts = analysis.scan_index_maps(site)
     assert facts["operands"][0]["out_of_bounds_count"] == 2
 
 
@@ -229,14 +247,14 @@ def _scale_1d(block: int, interpret: bool = True):
 
 def test_cross_lowering_enforces_the_1d_block_rule_with_a_tpu_device_kind():
     # 384 of 1536: neither the whole array, nor a multiple of 8 x 128, nor a power of two.
-    res = ps.lower_for_tpu(_scale_1d(384), [jnp.ones((1536,), jnp.float32)])
+    res = _lower(_scale_1d(384), [jnp.ones((1536,), jnp.float32)])
     assert not res["ok"] and "rank 1 block shapes" in res["message"]
     assert "multiple of 1024" in res["message"], "the tiling of the target device kind"
-    from autograder.probes.static import COMPILE_RULES
+    from autograder.pallas_surface.release import COMPILE_RULES
     assert any(rid == "1d-block" and p.search(res["message"]) for p, rid, _ in COMPILE_RULES)
     # A power of two >= 128, and the whole array: accepted.
-    assert ps.lower_for_tpu(_scale_1d(512), [jnp.ones((4096,), jnp.float32)])["ok"]
-    assert ps.lower_for_tpu(_scale_1d(1536), [jnp.ones((1536,), jnp.float32)])["ok"]
+    assert _lower(_scale_1d(512), [jnp.ones((4096,), jnp.float32)])["ok"]
+    assert _lower(_scale_1d(1536), [jnp.ones((1536,), jnp.float32)])["ok"]
     # Without a TPU device kind the lowering asks the CPU and refuses any 1-D block:
     # what lower_for_tpu's abstract mesh is there for.
     with pytest.raises(ValueError, match="Unsupported TPU device kind: cpu"):
@@ -253,7 +271,7 @@ def test_vmem_budget_counts_buffered_n_times():
             in_specs=[pl.BlockSpec((256, 512), lambda i: (i, 0), pipeline_mode=pl.Buffered(3))],
             out_specs=pl.BlockSpec((256, 512), lambda i: (i, 0)))(a)
 
-    budget = ps.vmem_budget(f, [jax.ShapeDtypeStruct((1024, 512), jnp.float32)])
+    budget = analysis.vmem_budget(rung.trace(f, [jax.ShapeDtypeStruct((1024, 512), jnp.float32)]))
     block = 256 * 512 * 4
     (call,) = budget["calls"]
     assert [(b["buffers"], b["buffering"]) for b in call["blocks"]] == \
@@ -279,10 +297,42 @@ def test_vmem_budget_counts_run_scoped_at_its_peak():
                               in_specs=[pl.BlockSpec((128, 128), lambda i: (i, 0))],
                               out_specs=pl.BlockSpec((128, 128), lambda i: (i, 0)))(a)
 
-    budget = ps.vmem_budget(f, [jax.ShapeDtypeStruct((256, 128), jnp.float32)])
+    budget = analysis.vmem_budget(rung.trace(f, [jax.ShapeDtypeStruct((256, 128), jnp.float32)]))
     (call,) = budget["calls"]
     kib = 1024
     # Nested scopes are live together (64 + 96 KiB) and outlast the second scope (128 KiB);
     # the semaphore takes no VMEM.
     assert sorted(s["bytes"] for s in call["scoped"]) == [64 * kib, 96 * kib]
     assert budget["bytes"] == 4 * 64 * kib + 160 * kib
+
+
+def test_index_map_scan_reads_scalar_prefetch_values():
+    """jax 0.10.2's discharge_state takes one ClosedJaxpr: the scan discharges a
+    prefetch-reading index map and evaluates it with the captured values."""
+    x = jnp.asarray(np.random.default_rng(2).standard_normal((32, 128)), jnp.float32)
+    order = jnp.asarray([3, 2, 1, 0], jnp.int32)
+
+    def gather(idx, a):
+        def kernel(idx_ref, x_ref, o_ref):
+            o_ref[...] = x_ref[...]
+        spec = pltpu.PrefetchScalarGridSpec(
+            num_scalar_prefetch=1, grid=(4,),
+            in_specs=[pl.BlockSpec((8, 128), lambda i, idx_ref: (idx_ref[i], 0))],
+            out_specs=pl.BlockSpec((8, 128), lambda i, idx_ref: (i, 0)))
+        return pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct(a.shape, a.dtype),
+                              grid_spec=spec)(idx, a)
+
+    traced = rung.trace(lambda a: gather(order, a), [x])
+    (site,) = analysis.call_sites(traced, [x])
+    facts = analysis.scan_index_maps(site)
+    assert facts["skipped"] == []
+    inp = facts["operands"][0]
+    assert inp["out_of_bounds_count"] == 0 and inp["operand"] == "input 0"   # prefetch not counted
+    out = np.asarray(rung.run(traced, [x], "generic"))
+    np.testing.assert_array_equal(out, np.asarray(x).reshape(4, 8, 128)[::-1].reshape(32, 128))
+    # The values really drive the scan: block 4 of 4 is outside the array.
+    bad = jnp.asarray([3, 2, 1, 4], jnp.int32)
+    traced = rung.trace(lambda a: gather(bad, a), [x])
+    (site,) = analysis.call_sites(traced, [x])
+    inp = analysis.scan_index_maps(site)["operands"][0]
+    assert inp["out_of_bounds_count"] == 1 and inp["out_of_bounds"][0]["grid_point"] == [3]

@@ -7,9 +7,11 @@ import subprocess
 import zipfile
 
 import pytest
+from conftest import CORPUS, REPO, run_cli
 
 from autograder.gradescope import validate
-from conftest import CORPUS, REPO, run_cli
+
+pytestmark = pytest.mark.jax   # grades through real JAX in a child process
 
 
 def test_zip_holds_one_assignment_and_the_package(tmp_path):

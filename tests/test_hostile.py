@@ -27,6 +27,8 @@ import pytest
 from autograder import confinement
 from autograder.gradescope import validate
 
+pytestmark = pytest.mark.jax   # grades through real JAX in a child process
+
 HOSTILE = Path(__file__).resolve().parent / "hostile"
 ATTACKS = HOSTILE / "attacks"
 ROOT_USER = os.geteuid() == 0

@@ -2,15 +2,16 @@
 import jinja2
 import pytest
 
+from autograder import plan as planning
 from autograder import render, scoring, spec
 from autograder.findings import CATALOGUE, Finding
 from autograder.grade import Report
 
 
-def _report(findings):
+def _report(findings, probes=False):
     a = spec.find("matmul")
-    tests = scoring.score(a, findings, a.rungs, a.cases)
-    return Report(a, "matmul.py", tests, findings, "matmul.py", 1.0, run_key=7)
+    plan = planning.build(a, a.cases, a.rungs, 7, with_probes=probes)
+    return Report(a, "matmul.py", plan, scoring.score(plan, findings), findings, "matmul.py", 1.0)
 
 
 def _wrong(case, rung="generic"):
@@ -77,8 +78,8 @@ def test_vmem_overflow_lists_buffered_blocks_and_run_scoped_buffers():
                      blocks=[{"operand": "input 0", "shape": [512, 512], "dtype": "bfloat16", "buffers": 3,
                               "buffering": "pl.Buffered(3)", "bytes": 1572864}],
                      scoped=[{"shape": [256, 128], "dtype": "float32", "bytes": 131072}])
-    tests = scoring.score(a, [f], a.rungs, a.cases, ("vmem",))
-    out = render.render_test(render.report_view(Report(a, "matmul.py", tests, [f], "matmul.py", 1.0))
-                             ["tests"][-1], "text")
+    rep = _report([f], probes=True)
+    vmem = next(i for i, t in enumerate(rep.tests) if t.probe == "vmem")
+    out = render.render_test(render.report_view(rep)["tests"][vmem], "text")
     assert "x3 (pl.Buffered(3)) = 1572864 bytes" in out
     assert "pl.run_scoped 256x128 float32 = 131072 bytes" in out

@@ -1,16 +1,16 @@
-"""The probe type and what a probe's judge can read about its runs."""
+"""The probe type, and what a probe's judge reads about its runs."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Callable
+from dataclasses import dataclass
+from typing import Callable, Mapping
 
 import numpy as np
 
 from ..compare import Comparison, compare
 from ..findings import Finding
-from ..sandbox import RunOutcome, read_output
-from ..spec import Assignment, Case, ProbeRubric
+from ..outcome import Outcome
+from ..plan import Draw, Plan, Run, Variant
+from ..spec import Assignment, Case, ProbeRubric, SpecContext, TableReader
 
 
 @dataclass(frozen=True)
@@ -19,50 +19,57 @@ class Probe:
     title: str
     rung: str                       # where its findings are seen
     ids: tuple[str, ...]            # the finding IDs it can produce
-    plan: Callable[[Assignment, Case, ProbeRubric], list[dict]]
+    plan: Callable[[Assignment, Case, ProbeRubric], tuple[Variant, ...]]
     judge: Callable[["ProbeResults"], list[Finding]]
     per_case: bool = True           # False: runs once (on the first probe case)
+    # The keys of its [probes.<name>] table beyond points and visibility, and
+    # the reader that turns them into the rubric's settings.
+    keys: frozenset[str] = frozenset()
+    read_settings: Callable[[TableReader, SpecContext], object] | None = None
+
+    @property
+    def dynamic(self) -> bool:
+        """Runs the kernel (as opposed to reading the traced program)."""
+        return self.rung != "static"
 
 
-@dataclass
+@dataclass(frozen=True)
 class ProbeResults:
-    """Outcomes of one probe's runs on one case, plus the case's correctness runs."""
-    assignment: Assignment
+    """One probe's runs on one case and their outcomes, the case's correctness
+    outcomes, and the float64 reference of every draw involved."""
+    plan: Plan
+    probe: Probe
     case: Case
     rubric: ProbeRubric
-    reference: np.ndarray
-    out_dir: Path
-    outcomes: dict[str, RunOutcome]          # variant -> outcome
-    correctness: dict[str, RunOutcome] = field(default_factory=dict)   # rung -> outcome
-    probe_rung: str = "tpu-interpret"        # the rung its findings are seen on
-    check: str = ""                          # the probe's name
-    # numerics: variant -> (stress case, its float64 reference); inputs other than the case's
-    stress: dict[str, tuple[Case, np.ndarray]] = field(default_factory=dict)
+    runs: Mapping[str, Run]                 # variant -> run
+    outcomes: Mapping[str, Outcome]         # variant -> outcome (present for runs that happened)
+    correctness: Mapping[str, Outcome]      # rung -> outcome of the case's correctness run
+    references: Mapping[Draw, np.ndarray]
 
-    def facts(self, variant: str) -> dict | None:
+    @property
+    def assignment(self) -> Assignment:
+        return self.plan.assignment
+
+    def facts(self, variant: str):
         o = self.outcomes.get(variant)
-        return o.event.get("facts") if o is not None and o.status == "ok" else None
+        return o.facts if o is not None and o.status == "ok" else None
 
-    def output(self, outcome: RunOutcome | None) -> np.ndarray | None:
-        if outcome is None:
-            return None
-        out = read_output(outcome, self.out_dir)
-        if isinstance(out, str):
-            return None
-        shape = self.assignment.shape(self.assignment.output.shape, self.case)
-        return out if out.shape == tuple(shape) else None
+    def output(self, outcome: Outcome | None) -> np.ndarray | None:
+        return None if outcome is None else outcome.output
 
-    def compare(self, out: np.ndarray) -> Comparison:
+    def compare(self, out: np.ndarray, run: Run | None = None) -> Comparison:
         a = self.assignment
-        return compare(out, self.reference, a.tolerance(self.case.dtype), a.reduction_length(self.case),
+        draw = run.draw if run is not None else self.plan.test_run(self.case.name, self.plan.rungs[0]).draw
+        case = draw.case
+        return compare(out, self.references[draw], a.tolerance(case.dtype), a.reduction_length(case),
                        a.numerics_bound)
 
-    def passes(self, outcome: RunOutcome | None) -> bool | None:
+    def passes(self, outcome: Outcome | None, run: Run | None = None) -> bool | None:
         """True/False when the run produced a comparable output, else None."""
         out = self.output(outcome)
-        return None if out is None else self.compare(out).ok
+        return None if out is None else self.compare(out, run).ok
 
-    def finding(self, id: str, message: str, **evidence) -> Finding:
-        return Finding.make(id, self.probe_rung, message, case=self.case.name, check=self.check,
-                            **evidence)
-
+    def finding(self, id: str, message: str, variant: str | None = None, **evidence) -> Finding:
+        run = self.runs.get(variant) if variant else None
+        return Finding.make(id, self.probe.rung, message, case=self.case.name, check=self.probe.name,
+                            run=run.index if run is not None else None, **evidence)

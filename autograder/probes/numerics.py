@@ -12,11 +12,10 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
-
 from ..compare import compare
 from ..findings import Finding
-from ..sandbox import read_output
+from ..plan import Stress, Variant
+from ..spec import DTYPES, SpecContext, TableReader
 from .base import Probe, ProbeResults
 
 # Mantissa bits (with the implicit one) of the float dtypes: the precision a
@@ -24,9 +23,44 @@ from .base import Probe, ProbeResults
 MANTISSA_BITS = {"float32": 24, "bfloat16": 8, "float16": 11}
 
 
-def plan_numerics(assignment, case, rubric):
-    return [{"variant": f"stress-{s.name}", "rung": "generic", "params": {}, "stress": s.name}
-            for s in rubric.stress]
+def _stress_input(sr: TableReader, ctx: SpecContext) -> Stress:
+    sr.unknown({"name", "dims", "dtype", "scale"})
+    name = sr.get("name", str, "must be a short name")
+    sdims = sr.get("dims", dict, "must be a table of dimension sizes", {})
+    rules = {d.name: d for d in ctx.dims}
+    for k, v in sdims.items():
+        # A stress input may exceed the cases' max (a longer reduction): only the shape rules apply.
+        if k not in rules or not rules[k].admits(v, check_max=False):
+            raise sr.fail(f"dims.{k}", rules[k].text if k in rules else
+                          f"must be a declared dimension ({sorted(rules)})", v)
+    dtype = sr.get("dtype", str, f"must be one of {list(DTYPES)}", None)
+    if dtype is not None and dtype not in ctx.tolerances:
+        raise sr.fail("dtype", f"must be a dtype with a [tolerance.<dtype>] table "
+                      f"({sorted(ctx.tolerances)})", dtype)
+    arrays = {i.name for i in ctx.inputs if i.kind == "array"}
+    scale = sr.get("scale", dict, "must be a table of input scales", {})
+    for k, v in scale.items():
+        if k not in arrays or isinstance(v, bool) or not isinstance(v, (int, float)) or v <= 0:
+            raise sr.fail(f"scale.{k}", "must map an array input's name to a positive number", v)
+    return Stress(name, tuple(sorted((k, int(v)) for k, v in sdims.items())), dtype,
+                  tuple(sorted((k, float(v)) for k, v in scale.items())))
+
+
+def read_stress(t: TableReader, ctx: SpecContext) -> tuple[Stress, ...]:
+    """[[probes.numerics.stress]]: name, and dims / dtype / scale overrides of the probe case."""
+    out = []
+    for sr in t.items("stress"):
+        stress = _stress_input(sr, ctx)
+        if stress.name in {s.name for s in out}:
+            raise sr.fail("name", "must be unique among stress inputs", stress.name)
+        out.append(stress)
+    if not out:
+        raise t.fail("stress", "must list at least one stress input", [])
+    return tuple(out)
+
+
+def plan_numerics(assignment, case, rubric) -> tuple[Variant, ...]:
+    return tuple(Variant(f"stress-{s.name}", "generic", inputs=s) for s in rubric.settings)
 
 
 def effective_bits(relative_error: float) -> float | None:
@@ -45,20 +79,17 @@ def judge_numerics(r: ProbeResults) -> list[Finding]:
         # bug; a stressed rerun of it would only charge it again.
         return []
     a = r.assignment
-    for stress in r.rubric.stress:
-        variant = f"stress-{stress.name}"
+    for variant, run in r.runs.items():
         outcome = r.outcomes.get(variant)
-        if outcome is None or outcome.status != "ok" or variant not in r.stress:
+        if outcome is None or outcome.output is None:
             continue
-        case, reference = r.stress[variant]
-        out = read_output(outcome, r.out_dir)
-        if isinstance(out, str) or out.shape != reference.shape:
-            continue
-        c = compare(out, reference, a.tolerance(case.dtype), a.reduction_length(case), a.numerics_bound)
+        case, stress = run.draw.case, run.stress
+        c = compare(outcome.output, r.references[run.draw], a.tolerance(case.dtype),
+                    a.reduction_length(case), a.numerics_bound)
         if c.ok:
             continue
         bits = effective_bits(c.finite_relative if c.nonfinite else c.relative_to_output)
-        described = _describe(a, case, stress)
+        described = stress.describe()
         evidence = dict(c.evidence(), stress=stress.name, stress_case=described,
                         effective_bits=bits, dtype_bits=MANTISSA_BITS.get(case.dtype),
                         reduction_length=a.reduction_length(case))
@@ -71,22 +102,14 @@ def judge_numerics(r: ProbeResults) -> list[Finding]:
                    f"{MANTISSA_BITS.get(case.dtype, '?')}): precision is lost, e.g. by accumulating "
                    "in a low-precision dtype")
             return [r.finding("numerics", f"with stress input '{stress.name}' ({described}) {why}",
-                              **evidence)]
+                              variant=variant, **evidence)]
         return [r.finding("wrong-result", f"with stress input '{stress.name}' ({described}) the "
                           f"output is wrong far beyond rounding ({c.mismatches} of {c.total} "
                           "outputs): a logic error that the graded cases do not reach",
-                          **evidence)]
+                          variant=variant, **evidence)]
     return []
-
-
-def _describe(assignment, case, stress) -> str:
-    parts = [f"{k}={v}" for k, v in stress.dims]
-    if stress.dtype:
-        parts.append(stress.dtype)
-    parts += [f"{k} scaled by {v:g}" for k, v in stress.scale]
-    return ", ".join(parts) or case.name
 
 
 NUMERICS = Probe("numerics", "Numerics: stress inputs (large values, long reductions, bfloat16)",
                  "generic", ("numerics", "wrong-result"), plan_numerics, judge_numerics,
-                 per_case=False)
+                 per_case=False, keys=frozenset({"stress"}), read_settings=read_stress)

@@ -1,15 +1,15 @@
 """Static probes: read the traced kernel, never run it."""
 from __future__ import annotations
 
-import re
-
 from ..findings import Finding
+from ..pallas_surface.release import COMPILE_RULES
+from ..plan import Variant
 from .base import Probe, ProbeResults
 
 
-def _one(analysis: str, **extra):
+def _one(analysis: str, inputs: str = "case"):
     def plan(assignment, case, rubric):
-        return [{"variant": analysis, "kind": "static", "rung": "static", "analysis": analysis, **extra}]
+        return (Variant(analysis, "static", analysis=analysis, inputs=inputs),)
     return plan
 
 
@@ -36,7 +36,7 @@ def judge_index_maps(r: ProbeResults) -> list[Finding]:
                     operand=op["operand"], grid_point=ex["grid_point"], block_index=ex["block_index"],
                     element_range=ex["element_range"], array_shape=ex["array_shape"],
                     block_shape=op["block_shape"], grid=call["grid"], count=op["out_of_bounds_count"],
-                    examples=op["out_of_bounds"]))
+                    examples=op["out_of_bounds"], variant="index-maps", stops_tpu_interpret=True))
             if not op["is_output"]:
                 continue
             if op["unwritten_count"]:
@@ -47,7 +47,7 @@ def judge_index_maps(r: ProbeResults) -> list[Finding]:
                     "written",
                     operand=op["operand"], unwritten_blocks=op["unwritten_blocks"],
                     unwritten_count=op["unwritten_count"], block_grid=op["block_grid"],
-                    grid=call["grid"], static=True))
+                    grid=call["grid"], static=True, variant="index-maps"))
             if op["revisits"]:
                 ex = op["revisits"][0]
                 found.append(r.finding(
@@ -57,7 +57,8 @@ def judge_index_maps(r: ProbeResults) -> list[Finding]:
                     "other blocks in between",
                     operand=op["operand"], block_index=ex["block_index"],
                     grid_points=[ex["previous_grid_point"], ex["grid_point"]], grid=call["grid"],
-                    kind="non-consecutive", dimension_semantics=call["dimension_semantics"]))
+                    kind="non-consecutive", dimension_semantics=call["dimension_semantics"],
+                    variant="index-maps", stops_tpu_interpret=True))
             elif op["parallel_shared"]:
                 ex = op["parallel_shared"][0]
                 found.append(r.finding(
@@ -67,22 +68,8 @@ def judge_index_maps(r: ProbeResults) -> list[Finding]:
                     f"along axis {ex['axis']}, marked parallel",
                     operand=op["operand"], block_index=ex["block_index"], grid_points=ex["grid_points"],
                     axis=ex["axis"], grid=call["grid"], kind="parallel-shared",
-                    dimension_semantics=call["dimension_semantics"]))
+                    dimension_semantics=call["dimension_semantics"], variant="index-maps"))
     return found
-
-
-# The compiler-side rule behind each lowering message, in plain words.
-COMPILE_RULES = (
-    (re.compile(r"divisible by 8 and 128"), "block-tiling",
-     "the last two dimensions of every block must be multiples of 8 and 128 (for 32-bit types), or "
-     "equal the whole array's dimensions"),
-    (re.compile(r"Unimplemented primitive in Pallas TPU lowering for \w+: (\w+)"), "unsupported-op",
-     "the kernel uses an operation the TPU compiler does not implement inside kernels"),
-    (re.compile(r"64-bit"), "64-bit-dtype", "TPUs have no 64-bit vector types: use float32/int32"),
-    (re.compile(r"requires that rank 1 block"), "1d-block",
-     "a 1-D block must be the whole array, a multiple of 1024 elements (8 x 128), or a power of "
-     "two of at least 128 elements (256 for 16-bit types)"),
-)
 
 
 def judge_compile(r: ProbeResults) -> list[Finding]:
@@ -102,7 +89,7 @@ def judge_compile(r: ProbeResults) -> list[Finding]:
     return [r.finding("compile-reject", f"the TPU compiler would refuse this kernel: {rule}"
                       + (f" (operation: {op})" if op else ""),
                       rule=rule, rule_id=rule_id, compiler_message=message[:3000],
-                      headline=headline, operation=op)]
+                      headline=headline, operation=op, variant="compile")]
 
 
 def judge_vmem(r: ProbeResults) -> list[Finding]:
@@ -118,7 +105,7 @@ def judge_vmem(r: ProbeResults) -> list[Finding]:
                       f"allows {limit:.0f} MiB", bytes=facts["bytes"], limit_bytes=prod.vmem_limit_bytes,
                       chip=prod.chip, blocks=call["blocks"], scratch=call["scratch"],
                       scoped=call.get("scoped", []),
-                      production_dims=dict(prod.dims), production_dtype=prod.dtype)]
+                      production_dims=dict(prod.dims), production_dtype=prod.dtype, variant="vmem")]
 
 
 def judge_structure(r: ProbeResults) -> list[Finding]:
@@ -129,18 +116,18 @@ def judge_structure(r: ProbeResults) -> list[Finding]:
     if facts["pallas_calls"] == 0:
         return [r.finding("not-a-kernel", "no pallas_call does the work: the function computes its "
                           "result with ordinary jax.numpy operations", pallas_calls=0,
-                          outside=facts["outside"], problem="no-pallas-call")]
+                          outside=facts["outside"], problem="no-pallas-call", variant="structure")]
     heavy = {k: v for k, v in facts["outside"].items() if k not in s.allow}
     if heavy:
         names = ", ".join(sorted(heavy))
         return [r.finding("not-a-kernel", f"work happens outside the kernel: {names} run as ordinary "
                           "jax.numpy operations around the pallas_call", outside=heavy,
-                          pallas_calls=facts["pallas_calls"], problem="work-outside")]
+                          pallas_calls=facts["pallas_calls"], problem="work-outside", variant="structure")]
     if "manual-dma" in s.require and not facts["manual_dma"]:
         return [r.finding("not-a-kernel", "the assignment requires manual DMA "
                           "(pltpu.make_async_copy from an HBM ref), and the kernel never starts one",
                           problem="technique-missing", technique="manual-dma",
-                          pallas_calls=facts["pallas_calls"])]
+                          pallas_calls=facts["pallas_calls"], variant="structure")]
     return []
 
 
@@ -150,6 +137,6 @@ INDEX_MAPS = Probe("index-maps", "Static: index maps over the whole grid", "stat
 COMPILE = Probe("compile", "Static: TPU compile readiness", "static", ("compile-reject",),
                 _one("compile"), judge_compile)
 VMEM = Probe("vmem", "Static: VMEM budget at the real problem size", "static", ("vmem-overflow",),
-             _one("vmem", abstract=True), judge_vmem, per_case=False)
+             _one("vmem", inputs="production"), judge_vmem, per_case=False)
 STRUCTURE = Probe("structure", "Static: the work is done in a kernel", "static", ("not-a-kernel",),
                   _one("structure"), judge_structure, per_case=False)

@@ -1,0 +1,155 @@
+"""The parent's side of the child's channel: commands out, events and output
+files in, each checked before use (numpy only, no JAX).
+
+Events are JSON lines on a private pipe; an output is an ``.npy`` file the
+child wrote into a folder the student user owns, so it is read at once when
+its ``done`` event arrives, only as a plain single-link file, never with
+pickle, and only with the shape and dtype kind the run may return.
+"""
+from __future__ import annotations
+
+import json
+import os
+import stat
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .outcome import LoadError, Outcome
+
+OUTPUT_FILE_LIMIT = 64 * 1024 * 1024   # per file the child writes (also its RLIMIT_FSIZE)
+MAX_EVENT_BYTES = 8 * 1024 * 1024      # one event line; a longer one is not the grader's
+OUTPUT_KINDS = "fiub"                  # dtype kinds an output may have
+MAX_ORDER = 4096                       # recorded grid points kept
+
+
+def send(fd: int, command: dict) -> None:
+    """One command line to the child (a run to execute, or exit)."""
+    data = (json.dumps(command) + "\n").encode()
+    view = memoryview(data)
+    while view:
+        n = os.write(fd, view)
+        view = view[n:]
+
+
+class EventReader:
+    """Splits the event pipe into JSON objects; counts lines that are not."""
+
+    def __init__(self) -> None:
+        self.buf = b""
+        self.garbage = 0
+
+    def feed(self, chunk: bytes) -> list[dict]:
+        self.buf += chunk
+        *lines, self.buf = self.buf.split(b"\n")
+        if len(self.buf) > MAX_EVENT_BYTES:
+            self.garbage += 1
+            self.buf = b""
+        events = []
+        for line in lines:
+            try:
+                ev = json.loads(line)
+            except ValueError:
+                ev = None
+            if isinstance(ev, dict):
+                events.append(ev)
+            else:
+                self.garbage += 1
+        return events
+
+
+def read_output(name: Any, out_dir: Path) -> np.ndarray | str:
+    """The array a run saved, or why it cannot be read. Only a plain file
+    directly inside ``out_dir`` is read (not a link, FIFO or hard link to
+    another file: the student user owns that folder), and never with pickle."""
+    if not isinstance(name, str) or os.path.basename(name) != name or not name.endswith(".npy"):
+        return "the output file was not where the grader put it"
+    try:
+        fd = os.open(out_dir / name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError as e:
+        return f"the output could not be read back ({type(e).__name__})"
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_nlink != 1 or st.st_size > OUTPUT_FILE_LIMIT:
+            return "the output file was replaced by something that is not the grader's file"
+        with os.fdopen(fd, "rb") as f:
+            fd = -1
+            arr = np.load(f, allow_pickle=False)
+    except (OSError, ValueError, EOFError) as e:
+        return f"the output could not be read back ({type(e).__name__})"
+    finally:
+        if fd >= 0:
+            os.close(fd)
+    if not isinstance(arr, np.ndarray) or arr.dtype.kind not in OUTPUT_KINDS:
+        return "the output file does not hold a numeric array"
+    return arr
+
+
+def _text(value: Any, limit: int) -> str:
+    return value[:limit] if isinstance(value, str) else ""
+
+
+def _ints(value: Any) -> tuple[int, ...]:
+    if not isinstance(value, list) or len(value) > 16:
+        return ()
+    return tuple(v for v in value if isinstance(v, int) and not isinstance(v, bool))
+
+
+def _order(value: Any) -> tuple:
+    out = []
+    for item in value[:MAX_ORDER] if isinstance(value, list) else ():
+        if isinstance(item, list) and len(item) == 2 and isinstance(item[1], int):
+            out.append((_ints(item[0]), item[1]))
+    return tuple(out)
+
+
+def outcome(ev: dict, out_dir: Path, expected_shape: tuple[int, ...] | None) -> Outcome:
+    """The typed outcome of one ``done`` event; a kernel output is read now."""
+    status = ev.get("status")
+    common = dict(seconds=float(ev["seconds"]) if isinstance(ev.get("seconds"), (int, float)) else 0.0,
+                  phase=_text(ev.get("phase"), 20), pallas_calls=count(ev.get("pallas_calls")),
+                  order=_order(ev.get("order")), races_found=ev.get("races_found") is True,
+                  captured=_text(ev.get("captured"), 4000))
+    if status == "error":
+        frames = ev.get("frames") if isinstance(ev.get("frames"), list) else []
+        return Outcome("error", error_type=_text(ev.get("type"), 200) or "Exception",
+                       message=_text(ev.get("message"), 4000),
+                       frames=tuple(f[:500] for f in frames[:8] if isinstance(f, str)), **common)
+    if status == "bad-type":
+        return Outcome("bad-type", returned=_text(ev.get("type"), 200), **common)
+    if status != "ok":
+        return Outcome("error", error_type="ProtocolError",
+                       message="the run reported an unknown status", **common)
+    if "facts" in ev:
+        return Outcome("ok", facts=ev["facts"], **common)
+    dtype, shape = _text(ev.get("dtype"), 40), _ints(ev.get("shape"))
+    if expected_shape is not None and shape != tuple(expected_shape):
+        return Outcome("ok", dtype=dtype, shape=shape, output_problem="wrong shape", **common)
+    out = read_output(ev.get("file"), out_dir)
+    if isinstance(out, str):
+        return Outcome("ok", dtype=dtype, shape=shape, output_problem=out, **common)
+    if out.shape != shape:
+        return Outcome("ok", dtype=dtype, shape=tuple(out.shape),
+                       output_problem="the output file does not match the shape reported", **common)
+    return Outcome("ok", dtype=dtype, shape=shape, output=out, **common)
+
+
+def count(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
+
+
+LOAD_KINDS = ("syntax", "import", "exit", "missing-function", "arity")
+
+
+def load_error(ev: dict) -> LoadError:
+    """The typed form of the child's ``load`` error event."""
+    kind = ev.get("kind") if ev.get("kind") in LOAD_KINDS else "import"
+    frames = ev.get("frames") if isinstance(ev.get("frames"), list) else []
+    found = ev.get("found") if isinstance(ev.get("found"), list) else []
+    line = ev.get("line")
+    return LoadError(kind, error_type=_text(ev.get("type"), 200), message=_text(ev.get("message"), 4000),
+                     frames=tuple(f[:500] for f in frames[:8] if isinstance(f, str)),
+                     line=line if isinstance(line, int) and not isinstance(line, bool) else None,
+                     found=tuple(f[:100] for f in found[:20] if isinstance(f, str)),
+                     signature=_text(ev.get("signature"), 300))

@@ -1,0 +1,80 @@
+"""Every fact the grader relies on that belongs to one JAX release (0.10.2).
+
+Pure data, no JAX import: the parent reads the message texts from here too.
+When JAX is upgraded this is the file to revisit first; the canary tests in
+``tests/test_canaries.py`` name the fact that moved. Known changes ahead:
+0.11 rewords the race report; 0.12 raises ``RuntimeError`` on a detected race
+by default (``on_race="raise"``; ``"warn"`` logs instead of printing) and
+removes ``pl.dot`` and ``pltpu.HOST``.
+"""
+from __future__ import annotations
+
+import re
+
+PINNED_JAX = "0.10.2"
+
+# -- the traced program -------------------------------------------------------
+PALLAS_CALL = "pallas_call"
+# Higher-order primitives whose bodies the rung rewrite re-evaluates, and the
+# param that holds the body: closed jaxprs, then open ones.
+INLINE_CLOSED = {"pjit": "jaxpr", "jit": "jaxpr", "closed_call": "call_jaxpr",
+                 "core_call": "call_jaxpr", "custom_jvp_call": "call_jaxpr",
+                 "custom_vjp_call": "call_jaxpr"}
+INLINE_OPEN = {"remat2": "jaxpr", "checkpoint": "jaxpr"}
+# Kernel-body primitives that start and finish a manual DMA.
+DMA_PRIMITIVES = ("dma_start", "dma_wait")
+RUN_SCOPED = "run_scoped"
+
+# -- how TPU interpret mode reports problems ----------------------------------
+# It raises inside a host callback; XLA wraps the exception as
+# "JaxRuntimeError: INTERNAL: CpuCallback error ..." with the real exception's
+# last traceback line buried in the text.
+CALLBACK_WRAPPER = re.compile(r"CpuCallback error")
+BURIED_EXCEPTION = re.compile(r"^(?P<type>[A-Za-z_][\w.]*(?:Error|Exception)): (?P<msg>.*)$", re.M)
+
+# (exception type, message pattern, finding ID, the guarantee in plain words)
+ERROR_RULES = (
+    ("IndexError", re.compile(r"Out-of-bounds"), "out-of-bounds",
+     "every block (and every DMA) must lie inside its array"),
+    ("RuntimeError", re.compile(r"Revisited block"), "output-block-revisit",
+     "an output block may only be revisited at consecutive grid points"),
+)
+
+# A detected race is printed (a report starting with RACE_MARK, to stdout) and
+# sets a flag on a module global; in this release it never raises.
+RACE_MARK = "RACE DETECTED"
+RACE_FLAG_MODULE = "jax._src.pallas.mosaic.interpret.interpret_pallas_call"
+RACE_FLAG_PATH = ("races", "races_found")
+RACE_PARAMS: dict = {}              # 0.12: {"on_race": "warn"} keeps reporting, not raising
+# A kernel that ends with a semaphore still signalled makes the interpreter
+# print a line with this fragment (capitalised either way).
+SEMAPHORE_MARK = "emaphore"
+
+# -- where the interpreters take "uninitialized" values from ------------------
+# (module, attribute): the generic interpreter's outputs, scratch and padding
+# (read while tracing), and TPU interpret mode's arrays (read while tracing)
+# and scalars (read at run time inside its callbacks).
+GENERIC_FILL = ("jax._src.pallas.primitives", "uninitialized_value")
+TPU_FILL_ARRAY = ("jax._src.pallas.mosaic.interpret.utils", "get_uninitialized_array")
+TPU_FILL_VALUE = ("jax._src.pallas.mosaic.interpret.utils", "get_uninitialized_value")
+
+# -- the TPU compiler, as far as CPU can see it -------------------------------
+# Pallas's TPU lowering reads the tiling (8 sublanes x 128 lanes on every
+# generation it knows) from the device kind, which it takes from the abstract
+# mesh or else from the default device: on CPU that is "cpu", and every rank-1
+# block is refused with "Unsupported TPU device kind: cpu".
+TARGET_DEVICE_KIND = "TPU v5 lite"
+# Dtypes Mosaic cannot put in a kernel on any TPU generation.
+DTYPES_64BIT = ("float64", "int64", "uint64", "complex64", "complex128")
+# (message pattern, rule id, the rule in plain words) for lowering failures.
+COMPILE_RULES = (
+    (re.compile(r"divisible by 8 and 128"), "block-tiling",
+     "the last two dimensions of every block must be multiples of 8 and 128 (for 32-bit types), or "
+     "equal the whole array's dimensions"),
+    (re.compile(r"Unimplemented primitive in Pallas TPU lowering for \w+: (\w+)"), "unsupported-op",
+     "the kernel uses an operation the TPU compiler does not implement inside kernels"),
+    (re.compile(r"64-bit"), "64-bit-dtype", "TPUs have no 64-bit vector types: use float32/int32"),
+    (re.compile(r"requires that rank 1 block"), "1d-block",
+     "a 1-D block must be the whole array, a multiple of 1024 elements (8 x 128), or a power of "
+     "two of at least 128 elements (256 for 16-bit types)"),
+)

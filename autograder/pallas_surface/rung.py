@@ -1,0 +1,230 @@
+"""Forcing a rung on a student's function, running it, and reading its errors.
+
+The student's function is traced once per input signature with
+``jax.make_jaxpr``; a run re-evaluates that jaxpr equation by equation with
+every ``pallas_call``'s ``interpret`` replaced, re-tracing the bodies of jit,
+cond, while and scan so nested kernels are reached and TPU interpret mode's IO
+effects are recomputed. Runs of one traced function on the same rung with the
+same interpreter parameters share one compiled executable (``Executables``);
+nothing is shared between rungs or parameters.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
+
+import jax
+from jax._src import core as jax_core
+from jax.experimental.pallas import tpu as pltpu
+
+from . import release
+
+PALLAS_CALL = release.PALLAS_CALL
+
+
+class UnsupportedPrimitive(RuntimeError):
+    """A higher-order primitive this rewrite does not know holds a pallas_call."""
+
+
+def interpret_value(rung: str, params: dict[str, Any] | None = None) -> Any:
+    """The ``interpret=`` value that selects a rung's interpreter (False: no
+    interpreter, for lowering to the TPU)."""
+    if rung == "generic":
+        return True
+    if rung == "tpu-interpret":
+        return pltpu.InterpretParams(**(params or {}))
+    if rung == "tpu":
+        return False
+    raise ValueError(f"rung must be 'generic', 'tpu-interpret' or 'tpu'; got {rung!r}")
+
+
+@dataclass
+class Traced:
+    closed: Any                 # jax ClosedJaxpr of the student's whole function
+    out_tree: Any               # pytree structure of what the student returned
+    pallas_calls: int           # pallas_call equations found, nested ones included
+
+
+def trace(fn: Callable, args: Sequence[Any], static: Sequence[int] = ()) -> Traced:
+    """Trace the student's function (jitted or not) to a jaxpr; runs no kernel."""
+    closed, shapes = jax.make_jaxpr(fn, static_argnums=tuple(static), return_shape=True)(*args)
+    return Traced(closed, jax.tree.structure(shapes), count_pallas_calls(closed.jaxpr))
+
+
+def sub_jaxprs(value: Any):
+    """The jaxprs held by one equation parameter (bodies, branches)."""
+    if isinstance(value, jax_core.ClosedJaxpr):
+        yield value.jaxpr
+    elif isinstance(value, jax_core.Jaxpr):
+        yield value
+    elif isinstance(value, (tuple, list)):
+        for v in value:
+            yield from sub_jaxprs(v)
+
+
+def count_pallas_calls(jaxpr: Any) -> int:
+    n = 0
+    for eqn in jaxpr.eqns:
+        if eqn.primitive.name == PALLAS_CALL:
+            n += 1
+        for v in eqn.params.values():
+            for sub in sub_jaxprs(v):
+                n += count_pallas_calls(sub)
+    return n
+
+
+def evaluate(jaxpr: Any, consts: Sequence[Any], args: Sequence[Any], interpret: Any,
+             stub: Callable | None = None) -> list:
+    """Evaluate a jaxpr with every pallas_call on ``interpret`` (or, with
+    ``stub``, replaced by ``stub(eqn, invals)``)."""
+    env: dict = {}
+
+    def read(v):
+        return v.val if isinstance(v, jax_core.Literal) else env[v]
+
+    for v, c in zip(jaxpr.constvars, consts):
+        env[v] = c
+    for v, a in zip(jaxpr.invars, args):
+        env[v] = a
+    for eqn in jaxpr.eqns:
+        outs = _eval_eqn(eqn, [read(v) for v in eqn.invars], interpret, stub)
+        if not eqn.primitive.multiple_results:
+            outs = [outs]
+        for v, o in zip(eqn.outvars, outs):
+            env[v] = o
+    return [read(v) for v in jaxpr.outvars]
+
+
+def _closed_fn(closed: Any, interpret: Any, stub: Callable | None) -> Callable:
+    return lambda *a: evaluate(closed.jaxpr, closed.consts, a, interpret, stub)
+
+
+def _eval_loop(name: str, p: dict, invals: list, interpret: Any, stub: Callable | None) -> Any:
+    """cond, while and scan rebuilt around re-evaluated bodies."""
+    if name == "cond":
+        index, *ops = invals
+        return jax.lax.switch(index, [_closed_fn(b, interpret, stub) for b in p["branches"]], *ops)
+    if name == "while":
+        cn, bn = p["cond_nconsts"], p["body_nconsts"]
+        cconsts, bconsts, init = invals[:cn], invals[cn:cn + bn], invals[cn + bn:]
+        cond_f = _closed_fn(p["cond_jaxpr"], interpret, stub)
+        body_f = _closed_fn(p["body_jaxpr"], interpret, stub)
+        return jax.lax.while_loop(lambda c: cond_f(*cconsts, *c)[0],
+                                  lambda c: body_f(*bconsts, *c), list(init))
+    nc, nk = p["num_consts"], p["num_carry"]
+    consts, init, xs = invals[:nc], invals[nc:nc + nk], invals[nc + nk:]
+    body_f = _closed_fn(p["jaxpr"], interpret, stub)
+
+    def step(carry, x):
+        out = body_f(*consts, *carry, *x)
+        return out[:nk], out[nk:]
+
+    carry, ys = jax.lax.scan(step, list(init), list(xs), length=p["length"],
+                             reverse=p["reverse"], unroll=p["unroll"])
+    return [*carry, *ys]
+
+
+def _eval_eqn(eqn: Any, invals: list, interpret: Any, stub: Callable | None = None) -> Any:
+    """Re-bind one equation, with every pallas_call's interpret replaced.
+
+    Bodies are re-traced rather than patched in place: TPU interpret mode adds
+    an ordered IO effect that the original jaxpr never declared, and re-binding
+    recomputes effects. Re-tracing also gives each rung fresh jaxprs, so no jit
+    cache can serve one rung's executable to another.
+    """
+    name, p = eqn.primitive.name, eqn.params
+    if name == PALLAS_CALL:
+        if stub is not None:
+            return stub(eqn, invals)
+        return eqn.primitive.bind(*invals, **{**p, "interpret": interpret})
+    if name in release.INLINE_CLOSED:
+        body = p[release.INLINE_CLOSED[name]]
+        if isinstance(body, jax_core.ClosedJaxpr):
+            return evaluate(body.jaxpr, body.consts, invals, interpret, stub)
+        return evaluate(body, (), invals, interpret, stub)
+    if name in release.INLINE_OPEN:
+        return evaluate(p[release.INLINE_OPEN[name]], (), invals, interpret, stub)
+    if name in ("cond", "while", "scan"):
+        return _eval_loop(name, p, invals, interpret, stub)
+    if any(count_pallas_calls(sub) for v in p.values() for sub in sub_jaxprs(v)):
+        raise UnsupportedPrimitive(
+            f"the grader cannot reach a pallas_call inside '{name}'; call the kernel directly, "
+            "or through jit, cond, fori_loop/while_loop or scan")
+    return eqn.primitive.bind(*invals, **p)
+
+
+def forced(traced: Traced, rung: str, params: dict[str, Any] | None = None) -> Callable:
+    """A fresh jitted function running ``traced`` with every kernel on ``rung``."""
+    interpret = interpret_value(rung, params)
+    closed = traced.closed
+    return jax.jit(lambda *a: evaluate(closed.jaxpr, closed.consts, a, interpret))
+
+
+def _key(params: dict[str, Any] | None):
+    """A hashable form of interpreter parameters, or None when they hold a
+    callable (a recorder is per run, so such a run is never reused)."""
+    items = sorted((params or {}).items())
+    if any(callable(v) for _k, v in items):
+        return None
+    try:
+        hash(tuple(items))
+    except TypeError:
+        return None
+    return tuple(items)
+
+
+class Executables:
+    """Jitted runs of traced functions, one per (traced function, rung,
+    parameters): a second run with the same three reuses the compiled
+    executable (memory fills are read at run time, see ``hooks``)."""
+
+    def __init__(self) -> None:
+        self._fns: dict = {}
+        self._keep: list = []       # the traced functions the keys' ids refer to
+        self.compiled = 0           # how many distinct executables were built
+
+    def function(self, traced: Traced, rung: str, params: dict[str, Any] | None = None) -> Callable:
+        pkey = _key(params)
+        if pkey is None:
+            self.compiled += 1
+            return forced(traced, rung, params)
+        key = (id(traced), rung, pkey)
+        if key not in self._fns:
+            self._fns[key] = forced(traced, rung, params)
+            self._keep.append(traced)
+            self.compiled += 1
+        return self._fns[key]
+
+    def run(self, traced: Traced, array_args: Sequence[Any], rung: str,
+            params: dict[str, Any] | None = None) -> Any:
+        flat = self.function(traced, rung, params)(*array_args)
+        flat = [jax.block_until_ready(x) for x in flat]
+        return jax.tree.unflatten(traced.out_tree, flat)
+
+
+def run(traced: Traced, array_args: Sequence[Any], rung: str,
+        params: dict[str, Any] | None = None) -> Any:
+    """Run once with a fresh executable (nothing shared with any other run)."""
+    flat = forced(traced, rung, params)(*array_args)
+    flat = [jax.block_until_ready(x) for x in flat]
+    return jax.tree.unflatten(traced.out_tree, flat)
+
+
+def unwrap_error(exc: BaseException) -> tuple[str, str]:
+    """(exception type, message) of the real error behind a wrapped callback error."""
+    text = str(exc)
+    if release.CALLBACK_WRAPPER.search(text):
+        found = list(release.BURIED_EXCEPTION.finditer(text))
+        if found:
+            last = found[-1]
+            return last.group("type").rsplit(".", 1)[-1], last.group("msg").strip()
+    return type(exc).__name__, text
+
+
+def reset_state() -> None:
+    """TPU interpret mode keeps simulated memory after an exception, on purpose."""
+    pltpu.reset_tpu_interpret_mode_state()
+
+
+def jax_version() -> str:
+    return jax.__version__

@@ -1,0 +1,161 @@
+"""The assignment spec as frozen dataclasses (what ``spec.toml`` says, validated)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+DTYPES = ("float32", "bfloat16", "float16", "int32")
+Visibility = Literal["visible", "hidden", "after_due_date", "after_published"]
+VISIBILITIES: tuple[str, ...] = ("visible", "hidden", "after_due_date", "after_published")
+DISTRIBUTIONS = ("normal", "uniform")
+# Rungs that can grade correctness on a CPU-only machine.
+CPU_RUNGS = ("generic", "tpu-interpret")
+STRUCTURE_TECHNIQUES = ("manual-dma",)
+# Gradescope's timeout also covers starting the container and writing results.
+GRADESCOPE_MARGIN_S = 60.0
+
+
+@dataclass(frozen=True)
+class DimRule:
+    name: str
+    multiple_of: int = 1
+    min: int = 1
+    max: int | None = None
+
+    def admits(self, v, check_max: bool = True) -> bool:
+        return (isinstance(v, int) and not isinstance(v, bool) and v >= self.min
+                and v % self.multiple_of == 0
+                and (not check_max or self.max is None or v <= self.max))
+
+    @property
+    def text(self) -> str:
+        return (f"must be an integer >= {self.min}, a multiple of {self.multiple_of}"
+                + (f", <= {self.max}" if self.max else ""))
+
+
+@dataclass(frozen=True)
+class InputSpec:
+    name: str
+    kind: Literal["array", "float"]   # "float": a static Python float
+    shape: tuple[str, ...] = ()
+    dtype: str = "case"               # a dtype name, or "case" to take the case's dtype
+    distribution: str = "normal"
+    scale: float = 1.0
+
+
+@dataclass(frozen=True)
+class OutputSpec:
+    shape: tuple[str, ...]
+    dtype: str                        # a dtype name, or "case"
+
+
+@dataclass(frozen=True)
+class Tolerance:
+    rtol: float
+    atol: float                       # multiplied by sqrt(reduction length)
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Ceilings: a run's own limit is derived from the instructor solution's
+    measured time (``calibration``) and never exceeds these."""
+    startup_s: float = 120.0          # importing JAX and the submission, once per child
+    case_s: float = 60.0              # one case on one rung
+    memory_mb: int = 600              # resident memory of the child and all it starts
+    total_s: float = 540.0            # the whole grading run
+    gradescope_timeout_s: float = 600.0   # the assignment's Gradescope timeout
+
+
+@dataclass(frozen=True)
+class ProbeRubric:
+    """One enabled probe: its points and visibility, and the settings its own
+    keys hold (each probe reads its keys, see ``autograder.probes``)."""
+    name: str
+    points: float
+    visibility: str = "visible"
+    settings: Any = None
+
+
+@dataclass(frozen=True)
+class Production:
+    """The real problem size, traced with abstract shapes only (never run)."""
+    dims: tuple[tuple[str, int], ...]
+    dtype: str
+    vmem_limit_bytes: int
+    chip: str
+
+
+@dataclass(frozen=True)
+class Structure:
+    allow: tuple[str, ...] = ()       # primitives allowed outside the kernel
+    require: tuple[str, ...] = ()     # techniques the kernel must use
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    dims: tuple[tuple[str, int], ...]
+    dtype: str
+    seed: int
+    points: float
+    visibility: str = "visible"
+    params: tuple[tuple[str, float], ...] = ()
+    scale: tuple[tuple[str, float], ...] = ()   # per-input overrides of InputSpec.scale
+
+    @property
+    def dim_map(self) -> dict[str, int]:
+        return dict(self.dims)
+
+    @property
+    def visible(self) -> bool:
+        return self.visibility == "visible"
+
+
+@dataclass(frozen=True)
+class Assignment:
+    slug: str
+    folder: Path
+    title: str
+    entry_file: str
+    entry_function: str
+    reference: str                    # "file.py:function" inside the assignment folder
+    inputs: tuple[InputSpec, ...]
+    output: OutputSpec
+    dims: tuple[DimRule, ...]
+    tolerances: tuple[tuple[str, Tolerance], ...]
+    numerics_bound: float
+    reduction_dim: str | None
+    rungs: tuple[str, ...]
+    cases: tuple[Case, ...]
+    limits: Limits
+    snippet_reference: str
+    probes: tuple[ProbeRubric, ...] = ()
+    probe_cases: tuple[str, ...] = ()
+    production: Production | None = None
+    structure: Structure = Structure()
+
+    def probe(self, name: str) -> ProbeRubric | None:
+        return next((p for p in self.probes if p.name == name), None)
+
+    def tolerance(self, dtype: str) -> Tolerance:
+        return dict(self.tolerances)[dtype]
+
+    def case(self, name: str) -> Case:
+        for c in self.cases:
+            if c.name == name:
+                return c
+        raise KeyError(name)
+
+    def shape(self, names: tuple[str, ...], case: Case) -> tuple[int, ...]:
+        dims = case.dim_map
+        return tuple(dims[n] for n in names)
+
+    def output_shape(self, case: Case) -> tuple[int, ...]:
+        return self.shape(self.output.shape, case)
+
+    def dtype_of(self, declared: str, case: Case) -> str:
+        return case.dtype if declared == "case" else declared
+
+    def reduction_length(self, case: Case) -> int:
+        return case.dim_map[self.reduction_dim] if self.reduction_dim else 1

@@ -1,0 +1,300 @@
+"""``spec.toml`` read one table at a time; ``load`` puts the tables together.
+
+A broken spec is the instructor's problem, not the student's: every error names
+the file, the key, the rule and the value seen, and is raised before any
+student code runs. Each probe reads the keys of its own ``[probes.<name>]``
+table (``autograder.probes``); this module knows only the keys every probe has.
+"""
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+
+from .model import (
+    CPU_RUNGS,
+    DISTRIBUTIONS,
+    DTYPES,
+    GRADESCOPE_MARGIN_S,
+    STRUCTURE_TECHNIQUES,
+    VISIBILITIES,
+    Assignment,
+    Case,
+    DimRule,
+    InputSpec,
+    Limits,
+    OutputSpec,
+    ProbeRubric,
+    Production,
+    Structure,
+    Tolerance,
+)
+from .reader import SpecError, TableReader
+
+TOP_KEYS = frozenset({"title", "entry_file", "entry_function", "reference", "inputs", "output",
+                      "dims", "tolerance", "numerics_bound", "reduction_dim", "rungs", "cases",
+                      "limits", "snippet_reference", "probes", "probe_cases", "production",
+                      "structure"})
+PROBE_KEYS = frozenset({"points", "visibility"})   # every probe's; each adds its own
+
+
+@dataclass(frozen=True)
+class SpecContext:
+    """What a probe's own keys are checked against (read before the probes table)."""
+    dims: tuple[DimRule, ...]
+    tolerances: dict
+    inputs: tuple[InputSpec, ...]
+
+
+def _names(r: TableReader, name: str, dims: set[str]) -> tuple[str, ...]:
+    shape = r.get(name, list, "must be a list of dimension names")
+    for i, d in enumerate(shape):
+        if d not in dims:
+            raise SpecError(r.file, f"{r.key(name)}[{i}]",
+                            f"must name a dimension declared under [dims] ({sorted(dims)})", d)
+    return tuple(shape)
+
+
+def read_entry(r: TableReader, folder: Path) -> dict:
+    """title, entry_file, entry_function, reference, snippet_reference."""
+    entry_file = r.get("entry_file", str, "must be a file name ending in .py")
+    if not entry_file.endswith(".py") or "/" in entry_file:
+        raise r.fail("entry_file", "must be a plain file name ending in .py", entry_file)
+    reference = r.get("reference", str, "must be 'file.py:function'")
+    ref_file, _, ref_fn = reference.partition(":")
+    if not ref_fn or not (folder / ref_file).is_file():
+        raise r.fail("reference", "must be 'file.py:function' naming a file in the assignment "
+                     "folder", reference)
+    return {"title": r.get("title", str, "must be a string"), "entry_file": entry_file,
+            "entry_function": r.identifier("entry_function"), "reference": reference,
+            "snippet_reference": r.get("snippet_reference", str, "must be a numpy expression", "")}
+
+
+def read_dims(r: TableReader) -> tuple[DimRule, ...]:
+    dims_r = r.sub("dims")
+    dims = []
+    for name, table in dims_r.table.items():
+        d = dims_r.table_of(name, table, "{ multiple_of = 8 }")
+        d.unknown({"multiple_of", "min", "max"})
+        dims.append(DimRule(name, d.positive("multiple_of", 1, integer=True),
+                            d.positive("min", 1, integer=True), d.positive("max", None, integer=True)))
+    return tuple(dims)
+
+
+def read_inputs(r: TableReader, dim_names: set[str]) -> tuple[InputSpec, ...]:
+    inputs = []
+    for ir in r.items("inputs"):
+        ir.unknown({"name", "kind", "shape", "dtype", "distribution", "scale"})
+        kind = ir.choice("kind", ("array", "float"), "array")
+        name = ir.identifier("name")
+        if kind == "float":
+            inputs.append(InputSpec(name, kind))
+            continue
+        inputs.append(InputSpec(name, kind, _names(ir, "shape", dim_names),
+                                ir.choice("dtype", DTYPES + ("case",), "case"),
+                                ir.choice("distribution", DISTRIBUTIONS, "normal"),
+                                float(ir.positive("scale", 1.0))))
+    if not inputs:
+        raise r.fail("inputs", "must declare at least one input", [])
+    return tuple(inputs)
+
+
+def read_output(r: TableReader, dim_names: set[str]) -> OutputSpec:
+    orr = r.sub("output")
+    orr.unknown({"shape", "dtype"})
+    return OutputSpec(_names(orr, "shape", dim_names), orr.choice("dtype", DTYPES + ("case",)))
+
+
+def read_tolerances(r: TableReader) -> tuple[tuple[str, Tolerance], ...]:
+    tol_r = r.sub("tolerance")
+    tolerances = []
+    for dtype, table in tol_r.table.items():
+        if dtype not in DTYPES:
+            raise tol_r.fail(dtype, f"must be a dtype in {list(DTYPES)}", dtype)
+        t = tol_r.table_of(dtype, table, "{ rtol = ..., atol = ... }")
+        t.unknown({"rtol", "atol"})
+        tolerances.append((dtype, Tolerance(float(t.positive("rtol")), float(t.positive("atol")))))
+    return tuple(tolerances)
+
+
+def read_rungs(r: TableReader) -> tuple[str, ...]:
+    rungs = tuple(r.get("rungs", list, "must be a list of rungs", list(CPU_RUNGS)))
+    for i, rung in enumerate(rungs):
+        if rung not in CPU_RUNGS:
+            raise SpecError(r.file, f"rungs[{i}]", f"must be one of {list(CPU_RUNGS)}", rung)
+    if not rungs:
+        raise r.fail("rungs", "must list at least one rung", [])
+    return rungs
+
+
+def read_limits(r: TableReader) -> tuple[Limits, TableReader]:
+    lr = r.sub("limits", {})
+    lr.unknown({"startup_s", "case_s", "memory_mb", "total_s", "gradescope_timeout_s"})
+    limits = Limits(float(lr.positive("startup_s", Limits.startup_s)),
+                    float(lr.positive("case_s", Limits.case_s)),
+                    int(lr.positive("memory_mb", Limits.memory_mb, integer=True)),
+                    float(lr.positive("total_s", Limits.total_s)),
+                    float(lr.positive("gradescope_timeout_s", Limits.gradescope_timeout_s)))
+    if limits.total_s > limits.gradescope_timeout_s - GRADESCOPE_MARGIN_S:
+        raise lr.fail("total_s", f"must leave {GRADESCOPE_MARGIN_S:g} s of gradescope_timeout_s "
+                      f"({limits.gradescope_timeout_s:g} s) for starting and writing results",
+                      limits.total_s)
+    return limits, lr
+
+
+def _case_dims(cr: TableReader, dims: tuple[DimRule, ...]) -> tuple[tuple[str, int], ...]:
+    dims_t = cr.get("dims", dict, "must be a table of dimension sizes")
+    names = {d.name for d in dims}
+    for rule in dims:
+        if rule.name not in dims_t:
+            raise cr.fail(f"dims.{rule.name}", "is required (every declared dimension)", None)
+        if not rule.admits(dims_t[rule.name]):
+            raise cr.fail(f"dims.{rule.name}", rule.text, dims_t[rule.name])
+    for extra in sorted(set(dims_t) - names):
+        raise cr.fail(f"dims.{extra}", f"must be a declared dimension ({sorted(names)})", dims_t[extra])
+    return tuple(sorted((k, int(v)) for k, v in dims_t.items()))
+
+
+def read_case(cr: TableReader, ctx: SpecContext) -> Case:
+    cr.unknown({"name", "dims", "dtype", "seed", "points", "visibility", "params", "scale"})
+    name = cr.get("name", str, "must be a non-empty name")
+    if not name.strip():
+        raise cr.fail("name", "must be a non-empty name", name)
+    dims = _case_dims(cr, ctx.dims)
+    dtype = cr.choice("dtype", DTYPES, "float32")
+    if dtype not in ctx.tolerances:
+        raise cr.fail("dtype", f"needs a [tolerance.{dtype}] table", dtype)
+    seed = cr.get("seed", int, "must be a non-negative integer")
+    if seed < 0:
+        raise cr.fail("seed", "must be a non-negative integer", seed)
+    params = cr.get("params", dict, "must be a table of floats", {})
+    for inp in ctx.inputs:
+        if inp.kind == "float" and not isinstance(params.get(inp.name), (int, float)):
+            raise cr.fail(f"params.{inp.name}", "is required: a number for the float input",
+                          params.get(inp.name))
+    scale = cr.get("scale", dict, "must be a table of input scales", {})
+    for k, v in scale.items():
+        if k not in {i.name for i in ctx.inputs} or not isinstance(v, (int, float)) or v <= 0:
+            raise cr.fail(f"scale.{k}", "must map an input name to a positive number", v)
+    return Case(name=name, dims=dims, dtype=dtype, seed=seed, points=float(cr.positive("points")),
+                visibility=cr.choice("visibility", VISIBILITIES, "visible"),
+                params=tuple(sorted((k, float(v)) for k, v in params.items())),
+                scale=tuple(sorted((k, float(v)) for k, v in scale.items())))
+
+
+def read_cases(r: TableReader, ctx: SpecContext) -> tuple[Case, ...]:
+    cases, seen = [], set()
+    for cr in r.items("cases"):
+        case = read_case(cr, ctx)
+        if case.name in seen:
+            raise cr.fail("name", "must be unique among cases", case.name)
+        seen.add(case.name)
+        cases.append(case)
+    if not cases:
+        raise r.fail("cases", "must declare at least one case", [])
+    return tuple(cases)
+
+
+def check_budget(lr: TableReader, limits: Limits, tests: int) -> None:
+    """Every test keeps a budget of its own: a submission that hangs on every
+    run still has each test tried."""
+    if limits.startup_s + limits.case_s * tests > limits.total_s:
+        raise lr.fail("case_s", f"startup_s + case_s x {tests} tests (cases x rungs) must fit in "
+                      f"total_s ({limits.total_s:g} s)", limits.case_s)
+
+
+def read_probes(r: TableReader, ctx: SpecContext) -> tuple[ProbeRubric, ...]:
+    from ..probes import REGISTRY  # each probe declares its own keys
+    probes = []
+    pr = r.sub("probes", {})
+    for name, table in pr.table.items():
+        if name not in REGISTRY:
+            raise pr.fail(name, f"must be a known probe ({list(REGISTRY)})", name)
+        probe = REGISTRY[name]
+        t = pr.table_of(name, table, "{ points = 1 }")
+        t.unknown(PROBE_KEYS | probe.keys)
+        points = t.get("points", (int, float), "must be a number >= 0")
+        if points < 0:
+            raise t.fail("points", "must be a number >= 0", points)
+        settings = probe.read_settings(t, ctx) if probe.read_settings else None
+        probes.append(ProbeRubric(name, float(points), t.choice("visibility", VISIBILITIES, "visible"),
+                                  settings))
+    return tuple(probes)
+
+
+def read_probe_cases(r: TableReader, cases: tuple[Case, ...]) -> tuple[str, ...]:
+    names = [c.name for c in cases]
+    probe_cases = r.get("probe_cases", list, "must be a list of case names",
+                        [c.name for c in cases if c.visible])
+    for i, n in enumerate(probe_cases):
+        if n not in names:
+            raise SpecError(r.file, f"probe_cases[{i}]", f"must name a case ({names})", n)
+    return tuple(probe_cases)
+
+
+def read_production(r: TableReader, dims: tuple[DimRule, ...]) -> Production | None:
+    if "production" not in r.table:
+        return None
+    pd = r.sub("production")
+    pd.unknown({"dims", "dtype", "vmem_limit_mib", "chip"})
+    pdims = pd.get("dims", dict, "must be a table of dimension sizes")
+    for rule in dims:
+        # The production size may exceed the test cases' max: only the shape rules apply.
+        if not rule.admits(pdims.get(rule.name), check_max=False):
+            raise pd.fail(f"dims.{rule.name}", rule.text, pdims.get(rule.name))
+    return Production(tuple(sorted(pdims.items())), pd.choice("dtype", DTYPES, "float32"),
+                      int(pd.positive("vmem_limit_mib") * 1024 * 1024),
+                      pd.get("chip", str, "must be a chip name", "TPU"))
+
+
+def read_structure(r: TableReader) -> Structure:
+    sr = r.sub("structure", {})
+    sr.unknown({"allow", "require"})
+    allow = sr.get("allow", list, "must be a list of primitive names", [])
+    require = sr.get("require", list, f"must be a list of techniques {list(STRUCTURE_TECHNIQUES)}", [])
+    for i, tech in enumerate(require):
+        if tech not in STRUCTURE_TECHNIQUES:
+            raise SpecError(r.file, f"structure.require[{i}]",
+                            f"must be one of {list(STRUCTURE_TECHNIQUES)}", tech)
+    return Structure(tuple(str(a) for a in allow), tuple(require))
+
+
+def _toml(file: Path) -> dict:
+    try:
+        return tomllib.loads(file.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise SpecError(file, "(file)", "the assignment folder must hold spec.toml", None) from None
+    except tomllib.TOMLDecodeError as e:
+        raise SpecError(file, "(file)", "must be valid TOML", str(e)) from None
+
+
+def load(folder: Path | str) -> Assignment:
+    """Read and validate ``<folder>/spec.toml``."""
+    folder = Path(folder)
+    r = TableReader(folder / "spec.toml", _toml(folder / "spec.toml"))
+    r.unknown(TOP_KEYS)
+    entry = read_entry(r, folder)
+    dims = read_dims(r)
+    dim_names = {d.name for d in dims}
+    inputs = read_inputs(r, dim_names)
+    output = read_output(r, dim_names)
+    reduction_dim = r.get("reduction_dim", str, "must name a dimension", None)
+    if reduction_dim is not None and reduction_dim not in dim_names:
+        raise r.fail("reduction_dim", f"must name a dimension declared under [dims] "
+                     f"({sorted(dim_names)})", reduction_dim)
+    tolerances = read_tolerances(r)
+    rungs = read_rungs(r)
+    limits, lr = read_limits(r)
+    ctx = SpecContext(dims, dict(tolerances), inputs)
+    cases = read_cases(r, ctx)
+    check_budget(lr, limits, len(cases) * len(rungs))
+    probes = read_probes(r, ctx)
+    production = read_production(r, dims)
+    if any(p.name == "vmem" for p in probes) and production is None:
+        raise r.fail("production", "is required when [probes.vmem] is enabled", None)
+    return Assignment(
+        slug=folder.name, folder=folder, **entry, inputs=inputs, output=output, dims=dims,
+        tolerances=tolerances, numerics_bound=float(r.positive("numerics_bound", 0.05)),
+        reduction_dim=reduction_dim, rungs=rungs, cases=cases, limits=limits, probes=probes,
+        probe_cases=read_probe_cases(r, cases), production=production,
+        structure=read_structure(r))

@@ -1,0 +1,73 @@
+"""The schedule (pure logic, no JAX): which pending runs outcomes already answered."""
+from autograder import plan as planning
+from autograder import probes, spec
+from autograder.outcome import Outcome
+from autograder.schedule import Schedule
+
+
+def _schedule(slug="add", settle=None):
+    a = spec.find(slug)
+    plan = planning.build(a, a.cases, a.rungs, 7)
+    return plan, Schedule(plan, child_inputs=lambda r: [], expected_shape=lambda r: None, settle=settle)
+
+
+def _drain(s, outcome_of):
+    order = []
+    while (run := s.next_run()) is not None:
+        order.append(run)
+        s.record(run, outcome_of(run))
+    return order
+
+
+def test_every_run_once_in_plan_order():
+    plan, s = _schedule()
+    assert _drain(s, lambda r: Outcome("ok")) == list(plan.runs)
+    assert s.pending() == [] and set(s.outcomes) == set(plan.runs)
+
+
+def test_a_trace_that_hangs_stops_every_run_of_that_trace():
+    plan, s = _schedule()
+    ran = _drain(s, lambda r: Outcome("timeout", phase="trace", limit_s=10.0))
+    # One run per input signature was tried; every other run was answered by it.
+    assert len(ran) == len({r.draw.signature for r in plan.runs})
+    skipped = [o for r, o in s.outcomes.items() if r not in ran]
+    assert skipped and all(o.not_run and o.status == "timeout" and "tracing" in o.reason for o in skipped)
+
+
+def test_a_kernel_that_hangs_on_one_case_keeps_its_other_tests():
+    plan, s = _schedule()
+    bad = plan.assignment.cases[2].name
+    ran = _drain(s, lambda r: Outcome("timeout", phase="run", limit_s=10.0)
+                 if r.case.name == bad and r.rung == "tpu-interpret" else Outcome("ok"))
+    assert all(r in ran for r in plan.correctness())
+    assert sum(o.status == "timeout" for o in s.outcomes.values()) == 1
+
+
+def test_a_rung_where_every_run_hangs_stops_after_two():
+    plan, s = _schedule()
+    ran = _drain(s, lambda r: Outcome("timeout", phase="run", limit_s=10.0)
+                 if r.rung == "tpu-interpret" else Outcome("ok"))
+    tpu_tried = [r for r in ran if r.rung == "tpu-interpret"]
+    assert len([r for r in tpu_tried if r.probe is None]) == 2
+    # The probe case's own hang answered its TPU probe reruns before they started.
+    assert all(r.probe is None for r in tpu_tried)
+    assert all(s.outcomes[r].status == "timeout" for r in plan.runs if r.rung == "tpu-interpret")
+    assert all(s.outcomes[r].ok for r in plan.runs if r.rung != "tpu-interpret")
+
+
+def test_an_out_of_bounds_index_map_settles_the_tpu_probes():
+    plan, s = _schedule(settle=probes.settle)
+    case = plan.assignment.probe_cases[0]
+    facts = {"calls": [{"grid": [3, 4], "dimension_semantics": ["arbitrary"] * 2, "skipped": [],
+                        "operands": [{"operand": "input 0", "is_output": False, "array_shape": [24, 384],
+                                      "block_shape": [8, 128], "grid": [3, 4], "partial_blocks": [],
+                                      "partial_count": 0, "out_of_bounds_count": 3,
+                                      "out_of_bounds": [{"grid_point": [0, 3], "block_index": [0, 3],
+                                                         "element_range": [[0, 8], [384, 512]],
+                                                         "array_shape": [24, 384]}]}]}]}
+    ran = _drain(s, lambda r: Outcome("ok", facts=facts) if r.analysis == "index-maps" else Outcome("ok"))
+    settled = [r for r, o in s.outcomes.items() if o.status == "settled"]
+    assert settled and all(r.probe and r.rung == "tpu-interpret" and r.case.name == case for r in settled)
+    assert not any(r in ran for r in settled)
+    assert all(s.outcomes[r].settled_by.id == "out-of-bounds" for r in settled)
+    assert all(r in ran for r in plan.correctness())

@@ -1,0 +1,123 @@
+"""Scoring (pure logic, no JAX): which finding explains which failure, and
+charge-once across correctness tests and probe checks."""
+from autograder import plan as planning
+from autograder import scoring, spec
+from autograder.findings import Finding
+from autograder.probes import CheckNote
+
+
+def _plan(slug, probes=True):
+    a = spec.find(slug)
+    return planning.build(a, a.cases, a.rungs, 7, with_probes=probes)
+
+
+def _by(tests, number):
+    return next(t for t in tests if t.number == number)
+
+
+def test_a_dma_hang_explains_a_timeout_on_its_rung_only():
+    plan = _plan("dma_scale", probes=False)
+    a = plan.assignment
+    case = a.cases[0].name
+    timeout = [Finding.make("submission-error", rung, "did not finish", case=c.name, problem="timeout")
+               for c in a.cases for rung in a.rungs]
+    hang = Finding.make("dma-protocol", "tpu-interpret", "hung", case=case, check="races", problem="hang")
+    mode = Finding.make("dma-protocol", "tpu-interpret", "modes differ", case=case, check="races",
+                        problem="mode-dependent")
+    by_rung = lambda tests: [t.finding.id for t in tests if t.probe is None]
+    # The hang seen on TPU interpret mode explains that rung's timeouts on every case.
+    assert by_rung(scoring.score(plan, timeout + [hang])) == \
+        ["submission-error", "dma-protocol"] * len(a.cases)
+    # A DMA finding that is not a hang does not explain a timeout.
+    assert by_rung(scoring.score(plan, timeout + [mode])) == ["submission-error"] * 2 * len(a.cases)
+    # Nor does a hang explain any other submission error.
+    crash = [Finding.make("submission-error", "tpu-interpret", "raised", case=case, problem="exception")]
+    assert scoring.score(plan, crash + [hang])[1].finding.id == "submission-error"
+
+
+def test_a_probe_finding_explains_failed_tests_and_is_charged_once():
+    plan = _plan("add")
+    probe_case = plan.assignment.probe_cases[0]
+    oob_probe = Finding.make("out-of-bounds", "static", "block (0, 3)", case=probe_case, check="index-maps")
+    # The TPU interpret runs raised IndexError on every case; generic was clamped (passed).
+    raised = [Finding.make("out-of-bounds", "tpu-interpret", "IndexError", case=c.name)
+              for c in plan.cases]
+    tests = scoring.score(plan, [oob_probe, *raised])
+    correctness = [t for t in tests if t.probe is None]
+    assert [t.tags for t in correctness] == [[], ["out-of-bounds"]] * len(plan.cases)
+    assert [t.score for t in correctness] == [c.points / 2 if r == 0 else 0.0
+                                             for c in plan.cases for r in (0, 1)]
+    index_maps = next(t for t in tests if t.probe == "index-maps")
+    assert index_maps.tags == ["out-of-bounds"] and index_maps.score == index_maps.max_score
+    assert index_maps.charged_in == "1.2" and not index_maps.passed
+
+
+def test_a_probe_only_finding_costs_its_check():
+    plan = _plan("matmul")
+    case = plan.assignment.probe_cases[0]
+    f = Finding.make("compile-reject", "static", "block tiling", case=case, check="compile")
+    tests = scoring.score(plan, [f])
+    assert all(t.passed for t in tests if t.probe is None)
+    check = next(t for t in tests if t.probe == "compile")
+    assert check.score == 0.0 and check.charged_in is None and check.tags == ["compile-reject"]
+    assert sum(t.score for t in tests) == sum(t.max_score for t in tests) - check.max_score
+
+
+def test_same_bug_views_are_not_charged_again():
+    plan = _plan("matmul")
+    case = plan.assignment.probe_cases[0]
+    revisit = [Finding.make("output-block-revisit", "tpu-interpret", "revisited", case=c.name)
+               for c in plan.cases]
+    order = Finding.make("grid-order-dependence", "tpu-interpret", "order", case=case, check="grid-order")
+    tests = scoring.score(plan, [*revisit, order])
+    check = next(t for t in tests if t.probe == "grid-order")
+    assert check.tags == ["grid-order-dependence"] and check.score == check.max_score
+    assert check.charged_in == "1.2"
+
+
+def test_a_check_blocked_by_its_failing_test_is_charged_there():
+    plan = _plan("dma_scale")
+    case = plan.assignment.probe_cases[0]
+    ci = [c.name for c in plan.cases].index(case) + 1
+    hang = Finding.make("dma-protocol", "tpu-interpret", "hung", case=case, check="races", problem="hang")
+    timeout = Finding.make("submission-error", "tpu-interpret", "did not finish", case=case,
+                           problem="timeout")
+    blocked = Finding.make("submission-error", "tpu-interpret", "could not run", case=case,
+                           check="grid-order", problem="check-not-run", test_rung="tpu-interpret")
+    tests = scoring.score(plan, [hang, timeout, blocked])
+    check = next(t for t in tests if t.probe == "grid-order")
+    assert check.score == check.max_score and check.charged_in == f"{ci}.2"
+    # A kernel that cannot be graded at all (its test fails as submission-error) leaves
+    # the check nothing to vouch for; and without a failing test the check costs too.
+    for findings in ([timeout, blocked], [blocked]):
+        check = next(t for t in scoring.score(plan, findings) if t.probe == "grid-order")
+        assert check.score == 0.0 and check.charged_in is None
+
+
+def test_a_check_that_ran_out_of_time_costs_nothing_and_says_so():
+    plan = _plan("add")
+    case = plan.assignment.probe_cases[0]
+    note = CheckNote("races", case, "this check could not finish (the grader ran out of time for it)")
+    tests = scoring.score(plan, [], [note])
+    check = next(t for t in tests if t.probe == "races")
+    assert check.passed and check.score == check.max_score and "ran out of time" in check.note
+    assert all(not t.note for t in tests if t.probe != "races")
+
+
+def test_submission_wide_findings_fail_every_test_and_probe():
+    plan = _plan("add")
+    wide = Finding.make("submission-error", "static", "syntax error", check="submission",
+                        problem="syntax-error")
+    tests = scoring.score(plan, [wide])
+    assert all(t.score == 0 and t.tags == ["submission-error"] for t in tests)
+    assert sum(t.max_score for t in tests) == sum(c.points for c in plan.cases) + \
+        sum(p.points for p in plan.assignment.probes)
+
+
+def test_correctness_tests_carry_their_own_run():
+    plan = _plan("matmul", probes=False)
+    tests = scoring.score(plan, [])
+    for t in tests:
+        assert t.run is plan.test_run(t.case.name, t.rung) and t.run.draw.case == t.case
+    # Hidden cases are named by position only.
+    assert [t.name.split(" · ")[0] for t in tests][4:] == ["hidden case 3"] * 2 + ["hidden case 4"] * 2
