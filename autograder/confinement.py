@@ -245,6 +245,25 @@ def leftovers(identity: Identity, session: int) -> list[int]:
     return sorted(doomed)
 
 
+def kill_escaped(identity: Identity, session: int) -> int:
+    """While the child runs: SIGKILL every process of the student user that left
+    the child's session (setsid daemons, detached fork bombs). Student code has
+    no reason to leave it, and such a process only competes with the grading.
+    Only when the student user is a user of its own."""
+    if not identity.dropped:
+        return 0
+    killed = 0
+    for pid, _ppid, sid, uid in _processes():
+        if uid == identity.uid and sid != session:
+            try:
+                os.kill(pid, signal.SIGKILL)
+                killed += 1
+            except (ProcessLookupError, PermissionError):
+                pass
+    _reap()
+    return killed
+
+
 def kill_leftovers(identity: Identity, session: int, rounds: int = 20) -> int:
     """SIGKILL everything ``leftovers`` finds until nothing is left (a fork loop
     is bounded by RLIMIT_NPROC). Returns how many processes were killed."""
@@ -366,9 +385,13 @@ def main() -> int:
         return 0
     for p in make_reachable(identity):
         print(f"confinement: made {p} traversable (o+x) for {identity.name}")
+    # Checked as a uid no grading slot uses (gradings running now kill every
+    # process of their slot's uid); what it may reach goes by the same "other"
+    # permissions as the student user's.
+    checker = dataclasses.replace(identity, uid=SLOT_UID_BASE + SLOTS + 1, name="check")
     probe = subprocess.run(python_command("autograder.child", "--check"),
                            stdin=subprocess.DEVNULL, capture_output=True, text=True, cwd="/",
-                           timeout=120, **popen_kwargs(identity))
+                           timeout=120, **popen_kwargs(checker))
     if probe.returncode != 0:
         print(f"confinement: {identity.name} cannot import the grader: {probe.stderr[-500:]}")
         return 1

@@ -15,8 +15,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import calibration, confinement, diagnosis, probes, sandbox, scoring, submission
-from . import plan as planning
+from . import calibration, confinement, diagnosis, plan as planning, probes, sandbox, scoring, submission
 from .draws import DrawStore, load_reference
 from .findings import Finding
 from .outcome import Outcome

@@ -32,8 +32,9 @@ class Outcome:
     dtype: str = ""                       # the dtype the kernel returned
     shape: tuple[int, ...] = ()           # the shape it returned
     returned: str = ""                    # bad-type: what it returned instead
-    pallas_calls: int = 0
-    grid_steps: int = 0                   # grid points over every pallas_call, from the trace
+    traced: bool = False                  # the student's function was traced (the two below are known)
+    pallas_calls: int = 0                 # pallas_call equations in the trace, nested ones included
+    grid_steps: int = 0                   # grid points over every pallas_call
     facts: Any = None                     # a static analysis's JSON facts
     order: tuple = ()                     # recorded grid order: ((point...), core) pairs
     races_found: bool = False

@@ -31,6 +31,7 @@ from .confinement import (
     TEMP_FOLDERS,
     Identity,
     give_to,
+    kill_escaped,
     kill_leftovers,
     popen_kwargs,
     proc_stats,
@@ -312,13 +313,14 @@ class Supervisor:
         inputs = schedule.child_inputs(run)
         child.protocol.sent(f"r{run.index}")
         t0 = time.monotonic()
-        limit, steps = [run.limit_s], [0]
+        limit, traced = [run.limit_s], {}
         done: list[dict] = []
 
         def on_event(kind: str, ev: dict) -> None:
             if kind == "traced":
                 limit[0] = schedule.limit_after_trace(run, ev.get("grid_steps"))
-                steps[0] = channel.count(ev.get("grid_steps"))
+                traced.update(traced=True, grid_steps=channel.count(ev.get("grid_steps")),
+                              pallas_calls=channel.count(ev.get("pallas_calls")))
             elif kind == "done":
                 done.append(ev)
 
@@ -326,7 +328,7 @@ class Supervisor:
         failure = self._watch(lambda p: p.state == "idle", lambda: limit[0], t0, on_event)
         if failure is None:
             got = channel.outcome(done[0], Path(self.job.out_dir), schedule.expected_shape(run))
-            return replace(got, grid_steps=steps[0])
+            return replace(got, **traced)
         phase = "trace" if child.protocol.phase == "tracing" else "run"
         detail = self._detail(failure, limit[0])
         self._stop()
@@ -379,8 +381,10 @@ class Supervisor:
         now = time.monotonic()
         if rss > self.memory_mb * 1024:
             return "memory"
-        if self.polls % DISK_POLLS == 0 and _over_disk(self.identity, self.workdir):
-            return "disk"
+        if self.polls % DISK_POLLS == 0:
+            self.result.leftovers_killed += kill_escaped(self.identity, child.proc.pid)
+            if _over_disk(self.identity, self.workdir):
+                return "disk"
         if now - since > limit_s:
             return "timeout"
         if now >= self.deadline:

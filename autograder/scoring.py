@@ -112,8 +112,8 @@ def _already(main: Finding | None, charged: dict[str, str], tests: list[TestResu
         test = next((t for t in tests if t.probe is None and t.case.name == main.case
                      and t.rung == rung and not t.passed), None)
         return test.number if test is not None and test.finding.id != "submission-error" else None
-    if main.id == "submission-error":
-        return None   # a check that could not run for its own reason earns nothing
+    if main.id == "submission-error" or main.problem == "nothing-to-check":
+        return None   # a check that could not run, or had no kernel to examine, earns nothing
     return charged.get(main.id)
 
 
@@ -148,7 +148,7 @@ def score(plan: Plan, findings: list[Finding], notes: list["CheckNote"] = ()) ->
         hits = wide + by_probe.get(name, [])
         main = primary(hits)
         already = _already(main, charged, tests)
-        if main is not None and already is None:
+        if main is not None and already is None and main.problem != "nothing-to-check":
             charged[main.id] = f"P{pi}"
         case = plan.assignment.case(main.case) if main is not None and main.case else first_case
         note = "; ".join(n.text for n in notes if n.probe == name) if main is None else ""

@@ -71,3 +71,15 @@ def gradescope_install(tmp_path_factory):
             assert setup.returncode == 0, setup.stdout[-2000:] + setup.stderr[-3000:]
             (root / "installed").touch()
     return root
+
+
+def fresh_root(install: Path, base: Path) -> Path:
+    """A Gradescope root of its own for one test: the installed source copied
+    (its venv linked, not copied), empty results. Tests that change the source
+    or grade at once never see each other's files."""
+    root = base / "autograder"
+    shutil.copytree(install / "source", root / "source", symlinks=True,
+                    ignore=shutil.ignore_patterns(".venv", "__pycache__", "*.zip", "build"))
+    (root / "source" / ".venv").symlink_to(install / "source" / ".venv")
+    (root / "results").mkdir()
+    return root

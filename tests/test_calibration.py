@@ -2,8 +2,7 @@
 import shutil
 from pathlib import Path
 
-from autograder import calibration, spec
-from autograder import plan as planning
+from autograder import calibration, plan as planning, spec
 from autograder.calibration import MARGIN, MIN_RUN_S, Measured, Timing
 
 REPO = Path(__file__).resolve().parent.parent

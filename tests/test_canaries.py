@@ -336,3 +336,31 @@ def test_index_map_scan_reads_scalar_prefetch_values():
     (site,) = analysis.call_sites(traced, [x])
     inp = analysis.scan_index_maps(site)["operands"][0]
     assert inp["out_of_bounds_count"] == 1 and inp["out_of_bounds"][0]["grid_point"] == [3]
+
+
+def test_the_compiler_options_change_no_output_bit():
+    """TPU interpret mode's programs compile with LLVM at optimisation level 0
+    (release.COMPILER_OPTIONS): their outputs must be bit for bit those of XLA's
+    default options."""
+    import functools
+    import importlib.util
+    from pathlib import Path
+
+    from autograder import inputs, spec
+    repo = Path(__file__).resolve().parent.parent
+    assert release.COMPILER_OPTIONS["tpu-interpret"]["xla_backend_optimization_level"] == 0
+    for slug in ("matmul", "softmax"):
+        a = spec.find(slug)
+        s = importlib.util.spec_from_file_location(f"sol_{slug}", repo / "solutions" / f"{slug}.py")
+        m = importlib.util.module_from_spec(s)
+        s.loader.exec_module(m)
+        case = a.cases[1]
+        args = [jnp.asarray(v.array, jnp.dtype(v.dtype)) for v in inputs.make(a, case)]
+        traced = rung.trace(getattr(m, slug), args)
+        fast = np.asarray(rung.run(traced, args, "tpu-interpret"))
+        rung.reset_state()
+        closed, interpret = traced.closed, rung.interpret_value("tpu-interpret")
+        plain = jax.jit(functools.partial(rung.evaluate, closed.jaxpr, closed.consts, interpret=interpret))
+        default = np.asarray(jax.block_until_ready(plain(args))[0])
+        rung.reset_state()
+        np.testing.assert_array_equal(fast, default)

@@ -7,7 +7,7 @@ import subprocess
 import zipfile
 
 import pytest
-from conftest import CORPUS, REPO, run_cli
+from conftest import CORPUS, REPO, fresh_root, run_cli
 
 from autograder.gradescope import validate
 
@@ -27,8 +27,8 @@ def test_zip_holds_one_assignment_and_the_package(tmp_path):
 
 
 @pytest.fixture
-def autograder_root(gradescope_install):
-    return gradescope_install
+def autograder_root(gradescope_install, tmp_path):
+    return fresh_root(gradescope_install, tmp_path)
 
 
 def _run(root, submission):
@@ -58,10 +58,10 @@ def test_run_autograder_grades_a_buggy_submission(autograder_root):
     assert {tuple(t["tags"]) for t in doc["tests"] if not t["number"].startswith("P")} == {("wrong-result",)}
 
 
-def test_setup_is_idempotent(autograder_root):
-    again = subprocess.run(["bash", str(autograder_root / "source" / "setup.sh")],
+def test_setup_is_idempotent(gradescope_install):
+    again = subprocess.run(["bash", str(gradescope_install / "source" / "setup.sh")],
                            capture_output=True, text=True, timeout=900)
-    assert again.returncode == 0 and "ready" in again.stdout
+    assert again.returncode == 0 and "ready" in again.stdout, again.stdout[-2000:] + again.stderr[-2000:]
 
 
 def test_a_grader_crash_still_writes_valid_results(autograder_root):

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from conftest import fresh_root
 
 from autograder import confinement
 from autograder.gradescope import validate
@@ -44,7 +45,7 @@ MARKERS = {
 
 @dataclass(frozen=True)
 class Expect:
-    score: float | str          # the exact score; "<6": less than full marks; "<=6": at most full
+    score: float                # the exact score
     problems: tuple[str, ...] = ()   # finding IDs or submission-error problems that must appear
     root_only: bool = False     # only safe when student code runs as another user
     says: str = ""              # text the feedback (summary) must contain
@@ -57,16 +58,18 @@ EXPECT = {
     "detached_daemon.py": Expect(FULL),
     "spin_ignoring_sigterm.py": Expect(0.0, ("import-timeout",)),
     "memory_bomb.py": Expect(0.0, ("memory-limit",)),
-    # The bomb leaves the child's session; whether JAX still gets its threads
-    # under the process limit decides the honest part's score.
-    "fork_bomb.py": Expect("<=6", root_only=True),
+    # The bomb leaves the child's session: the grader kills whatever of the student
+    # user leaves it, every half second, so the honest kernel is graded in full.
+    "fork_bomb.py": Expect(FULL, root_only=True),
     "disk_fill.py": Expect(0.0, ("disk-limit",), root_only=True),
     "stdout_flood.py": Expect(FULL, says="earlier bytes of output cut"),
     "kill_parent.py": Expect(FULL, root_only=True),
-    "replay_by_shape.py": Expect("<6", ("wrong-result", "not-a-kernel")),
-    "predict_inputs.py": Expect("<6", ("wrong-result",)),
+    # The index-map scan's eager evaluation feeds the callback zeros first: every
+    # later run of that shape replays them; only the hidden case's first run is real.
+    "replay_by_shape.py": Expect(2.0, ("wrong-result", "not-a-kernel", "work-outside")),
+    "predict_inputs.py": Expect(3.0, ("wrong-result", "work-outside")),
     "patch_numpy_compare.py": Expect(2.0, ("wrong-result",)),
-    "lying_output_object.py": Expect("<6"),
+    "lying_output_object.py": Expect(0.0, ("wrong-result", "wrong-shape", "no-pallas-call", "nothing-to-check")),
     "nan_wildcard.py": Expect(2.0, ("numerics",)),
     "shadow_modules": Expect(FULL),
     "symlink_to_solution": Expect(0.0, ("file-missing",)),
@@ -78,8 +81,10 @@ EXPECT = {
     "exit_at_import.py": Expect(0.0, ("exit-at-import",)),
     "os_exit_in_call.py": Expect(0.0, ("killed",)),
     "tamper_grader_files.py": Expect(FULL, root_only=True),
-    "detect_grader_use_jnp.py": Expect(FULL - 1, ("not-a-kernel",)),
-    "fallback_to_jnp.py": Expect(FULL - 1, ("not-a-kernel",)),
+    # No kernel under the grader: the structure check says so, and the index-map
+    # check has nothing to examine (no kernel, no probe points).
+    "detect_grader_use_jnp.py": Expect(FULL - 2, ("no-pallas-call", "nothing-to-check")),
+    "fallback_to_jnp.py": Expect(FULL - 2, ("no-pallas-call", "nothing-to-check")),
     "exception_leaks_solution.py": Expect(0.0, ("import-error",)),
     "read_metadata.py": Expect(FULL),
     "snoop_grader_proc.py": Expect(FULL),
@@ -108,18 +113,14 @@ def _layout(base: Path, install: Path, attack: Path) -> Path:
     """A fresh Gradescope root: the installed grader's source (its venv linked),
     the hostile variant of `add`, marked secrets, a forged results.json, and
     the attack as the submission with its helper modules."""
-    root = base / "autograder"
+    root = fresh_root(install, base)
     source = root / "source"
-    shutil.copytree(install / "source", source, symlinks=True,
-                    ignore=shutil.ignore_patterns(".venv", "__pycache__", "*.zip"))
-    (source / ".venv").symlink_to(install / "source" / ".venv")
     shutil.rmtree(source / "assignments" / "add")
     shutil.copytree(HOSTILE / "assignments" / "add", source / "assignments" / "add")
     with open(source / "solutions" / "add.py", "a") as f:
         f.write(f"# {MARKERS['solution']}\n")
     (root / "submission_metadata.json").write_text(json.dumps(
         {"previous_submissions": [{"results": {"score": 6.0, "secret": MARKERS["metadata"]}}]}))
-    (root / "results").mkdir()
     (root / "results" / "results.json").write_text('{"score": 999.0, "tests": []}')
     sub = root / "submission"
     if attack.is_dir():
@@ -212,12 +213,7 @@ def test_attack_is_contained(name, gradescope_install, tmp_path):
     assert os.listdir(root / "results") == ["results.json"]
     assert doc["tests"] and not doc["tests"][0]["name"].startswith("Autograder error"), \
         proc.stderr[-3000:]
-    if expect.score == "<6":
-        assert doc["score"] < FULL, doc["score"]
-    elif expect.score == "<=6":
-        assert doc["score"] <= FULL, doc["score"]
-    else:
-        assert doc["score"] == pytest.approx(expect.score), (doc["score"], _problems(doc))
+    assert doc["score"] == pytest.approx(expect.score), (doc["score"], _problems(doc))
     assert set(expect.problems) <= _problems(doc), _problems(doc)
     assert expect.says in doc["output"]
     assert ("could not switch your code" in doc["output"]) == (not ROOT_USER)

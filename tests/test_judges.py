@@ -3,8 +3,7 @@ entry point that turns a plan's outcomes into probe findings."""
 import numpy as np
 import pytest
 
-from autograder import plan as planning
-from autograder import probes, spec
+from autograder import plan as planning, probes, spec
 from autograder.outcome import Outcome
 
 RNG = np.random.default_rng(0)
@@ -176,9 +175,9 @@ def test_a_settled_check_carries_the_settling_finding():
                        stops_tpu_interpret=True)
     for run in g.plan.probe_runs("poisoning", g.case).values():
         if run.kind == "kernel":
-            g.outcomes[run] = Outcome("settled", settled_by=oob, reason="settled")
+            g.outcomes[run] = Outcome("settled", settled_by=oob, reason="not run: already found")
     (f,), _ = g.judge("poisoning")
-    assert f.id == "out-of-bounds" and f.check == "poisoning"
+    assert f.id == "out-of-bounds" and f.check == "poisoning" and f.message == "not run: already found"
 
 
 def test_a_crashing_judge_is_the_graders_error(monkeypatch, capsys):
@@ -198,3 +197,21 @@ def test_every_enabled_probe_plans_runs_on_the_probe_case(slug):
     g = Grading(slug)
     for name in g.plan.probes:
         assert g.plan.probe_runs(name, g.case), name
+
+
+def test_no_kernel_no_probe_points():
+    from dataclasses import replace
+
+    from autograder import scoring
+    g = Grading("add")
+    for run, o in list(g.outcomes.items()):
+        g.outcomes[run] = replace(o, traced=True, pallas_calls=0)
+    g.set(g.run("structure", "structure"), traced=True,
+          facts={"pallas_calls": 0, "outside": {"add": 1}, "manual_dma": False})
+    found, _ = g.judge()
+    by_check = {f.check: f for f in found}
+    assert set(by_check) == set(g.plan.probes)
+    assert by_check["structure"].problem == "no-pallas-call"
+    assert {f.problem for c, f in by_check.items() if c != "structure"} == {"nothing-to-check"}
+    tests = [t for t in scoring.score(g.plan, found) if t.probe]
+    assert all(t.score == 0 for t in tests) and all(t.tags == ["not-a-kernel"] for t in tests)

@@ -6,8 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from autograder import plan as planning
-from autograder import spec
+from autograder import plan as planning, spec
 
 REPO = Path(__file__).resolve().parent.parent
 

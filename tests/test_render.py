@@ -2,8 +2,7 @@
 import jinja2
 import pytest
 
-from autograder import plan as planning
-from autograder import render, scoring, spec
+from autograder import plan as planning, render, scoring, spec
 from autograder.findings import CATALOGUE, Finding
 from autograder.grade import Report
 
@@ -83,3 +82,40 @@ def test_vmem_overflow_lists_buffered_blocks_and_run_scoped_buffers():
     out = render.render_test(render.report_view(rep)["tests"][vmem], "text")
     assert "x3 (pl.Buffered(3)) = 1572864 bytes" in out
     assert "pl.run_scoped 256x128 float32 = 131072 bytes" in out
+
+
+class _Tags(__import__("html.parser").parser.HTMLParser):
+    """Checks that every opened tag is closed, in order."""
+
+    def __init__(self):
+        super().__init__()
+        self.stack, self.errors, self.seen = [], [], []
+
+    def handle_starttag(self, tag, attrs):
+        self.seen.append(tag)
+        if tag not in ("br", "meta", "img", "hr", "input", "link"):
+            self.stack.append(tag)
+
+    def handle_endtag(self, tag):
+        if not self.stack or self.stack.pop() != tag:
+            self.errors.append(tag)
+
+
+@pytest.mark.parametrize("fmt", render.FORMATS)
+def test_each_format_has_its_own_structure_and_nothing_of_the_others(fmt):
+    rep = _report([_wrong("f32-256x384x256")])
+    out = render.render_report(render.report_view(rep), fmt)
+    failed = sum(not t.passed for t in rep.tests)
+    if fmt == "md":
+        assert out.count("\n```\n") % 2 == 0 and out.count("```") >= 2
+        assert "#### Wrong result [wrong-result]" in out and "<h4>" not in out
+    elif fmt == "html":
+        parser = _Tags()
+        parser.feed(out)
+        assert parser.errors == [] and parser.stack == []
+        assert "<h4>Wrong result [wrong-result]</h4>" in out and "<pre><code>" in out
+        assert "####" not in out and "```" not in out
+    else:
+        assert "Wrong result [wrong-result]\n---------------------------" in out
+        assert "<h4>" not in out and "####" not in out and "```" not in out
+    assert out.count("[wrong-result]") >= failed

@@ -1,6 +1,5 @@
 """The schedule (pure logic, no JAX): which pending runs outcomes already answered."""
-from autograder import plan as planning
-from autograder import probes, spec
+from autograder import plan as planning, probes, spec
 from autograder.outcome import Outcome
 from autograder.schedule import Schedule
 

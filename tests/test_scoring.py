@@ -1,7 +1,6 @@
 """Scoring (pure logic, no JAX): which finding explains which failure, and
 charge-once across correctness tests and probe checks."""
-from autograder import plan as planning
-from autograder import scoring, spec
+from autograder import plan as planning, scoring, spec
 from autograder.findings import Finding
 from autograder.probes import CheckNote
 

@@ -58,6 +58,18 @@ GENERIC_FILL = ("jax._src.pallas.primitives", "uninitialized_value")
 TPU_FILL_ARRAY = ("jax._src.pallas.mosaic.interpret.utils", "get_uninitialized_array")
 TPU_FILL_VALUE = ("jax._src.pallas.mosaic.interpret.utils", "get_uninitialized_value")
 
+# -- compiling the interpreters' programs -------------------------------------
+# TPU interpret mode's programs run for milliseconds (their work is in host
+# callbacks) and compile for most of a second: LLVM's optimisation level 0
+# and one codegen split cut that compile time. The generic interpreter keeps
+# XLA's defaults: its loops are real work (a long stress reduction runs slower
+# unoptimised). Without fast-math LLVM may not reassociate floating point:
+# every corpus and solution output was checked bit for bit equal with and
+# without, and tests/test_canaries.py keeps checking.
+COMPILER_OPTIONS: dict[str, dict] = {
+    "tpu-interpret": {"xla_backend_optimization_level": 0, "xla_cpu_parallel_codegen_split_count": 1},
+}
+
 # -- the TPU compiler, as far as CPU can see it -------------------------------
 # Pallas's TPU lowering reads the tiling (8 sublanes x 128 lanes on every
 # generation it knows) from the device kind, which it takes from the abstract

@@ -157,7 +157,8 @@ def forced(traced: Traced, rung: str, params: dict[str, Any] | None = None) -> C
     """A fresh jitted function running ``traced`` with every kernel on ``rung``."""
     interpret = interpret_value(rung, params)
     closed = traced.closed
-    return jax.jit(lambda *a: evaluate(closed.jaxpr, closed.consts, a, interpret))
+    return jax.jit(lambda *a: evaluate(closed.jaxpr, closed.consts, a, interpret),
+                   compiler_options=release.COMPILER_OPTIONS.get(rung))
 
 
 def _key(params: dict[str, Any] | None):

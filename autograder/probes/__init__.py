@@ -56,7 +56,7 @@ def settle(plan: Plan, run: Run, outcome: Outcome) -> tuple[Outcome, tuple[Run, 
     if not stopping:
         return Outcome("settled"), ()
     runs = tuple(r for r in plan.runs if r.probe and r.case == run.case and r.rung == "tpu-interpret")
-    reason = (f"not run: the index-map scan already found that {stopping[0].message}, which stops "
+    reason = (f"not run: the index-map scan already found this ({stopping[0].message}), which stops "
               "TPU interpret mode before this check could see anything")
     return Outcome("settled", reason=reason, settled_by=stopping[0]), runs
 
@@ -81,6 +81,10 @@ def judge(plan: Plan, outcomes: Mapping[Run, Outcome],
         probe = REGISTRY[name]
         for case in plan.probe_cases(name):
             r = _results(plan, probe, case, outcomes, references)
+            if name != STRUCTURE.name and _no_kernel(plan, case, outcomes):
+                findings.append(r.finding("not-a-kernel", "there is no pallas_call for this check to "
+                                          "examine: it earns nothing", problem="nothing-to-check"))
+                continue
             try:
                 judged = probe.judge(r)
             except Exception:  # noqa: BLE001 - the grader's own check failed, not the student
@@ -94,6 +98,12 @@ def judge(plan: Plan, outcomes: Mapping[Run, Outcome],
                     notes.append(CheckNote(name, case.name, note))
             findings.extend(judged)
     return findings, notes
+
+
+def _no_kernel(plan: Plan, case, outcomes: Mapping[Run, Outcome]) -> bool:
+    """The student's function, traced on this case, holds no pallas_call."""
+    traced = [o for r, o in outcomes.items() if r.case == case and o.traced]
+    return bool(traced) and all(o.pallas_calls == 0 for o in traced)
 
 
 def _deciding(r: ProbeResults) -> list[tuple[Run, Outcome | None]]:
@@ -114,9 +124,9 @@ def _not_run(r: ProbeResults) -> tuple[list[Finding], str]:
     Stopped where the case's own test on the probe's rung fails too: that test
     already charges it. Otherwise the student is not charged: a note says why."""
     outcomes = [o for _run, o in _deciding(r) if o is not None]
-    settled = next((o.settled_by for o in outcomes if o.status == "settled" and o.settled_by), None)
+    settled = next((o for o in outcomes if o.status == "settled" and o.settled_by), None)
     if settled is not None:
-        return [_as_check(settled, r)], ""
+        return [_as_check(settled.settled_by, r, settled.reason)], ""
     for run, o in _deciding(r):
         if o is not None:
             known = known_error(o, r.probe.rung, r.case.name, check=r.probe.name, run=run.index)
@@ -145,6 +155,7 @@ def _why(o: Outcome) -> str:
     return o.reason or o.status
 
 
-def _as_check(f: Finding, r: ProbeResults) -> Finding:
-    return Finding(f.id, f.rung, f.message, case=r.case.name, check=r.probe.name,
+def _as_check(f: Finding, r: ProbeResults, reason: str) -> Finding:
+    """A static finding that settled this check, said as this check's outcome."""
+    return Finding(f.id, f.rung, reason or f.message, case=r.case.name, check=r.probe.name,
                    evidence=f.evidence, run=f.run)

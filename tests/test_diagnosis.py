@@ -1,0 +1,110 @@
+"""Diagnosis (pure logic, no JAX): what the child reported -> one finding per run."""
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from autograder import diagnosis, plan as planning, spec
+from autograder.outcome import LoadError, Outcome
+from autograder.submission import Located
+
+A = spec.find("matmul")
+PLAN = planning.build(A, A.cases, A.rungs, 7, with_probes=False)
+RUN = PLAN.test_run(A.cases[0].name, "tpu-interpret")
+LOC = Located(Path("/w/matmul.py"), Path("/w"), "matmul.py")
+REF = np.random.default_rng(0).standard_normal(A.output_shape(A.cases[0]))
+
+
+def _ok(out, dtype="float32"):
+    return Outcome("ok", output=None if out is None else out.astype(np.float32), dtype=dtype,
+                   shape=tuple(out.shape) if out is not None else ())
+
+
+def _diagnose(outcome):
+    return diagnosis.from_outcome(A, RUN, outcome, REF, LOC)
+
+
+def test_a_right_output_is_no_finding():
+    assert _diagnose(_ok(REF)) is None
+
+
+def test_far_off_is_wrong_result_and_small_error_is_numerics():
+    f = _diagnose(_ok(REF + 1.0))
+    assert f.id == "wrong-result" and f.run == RUN.index and f.case == RUN.case.name
+    assert f.facts()["mismatches"] == REF.size
+    g = _diagnose(_ok(REF * (1 + 1e-3)))
+    assert g.id == "numerics" and "precision" in g.message
+
+
+def test_nan_beside_right_values_is_numerics_beside_wrong_values_wrong_result():
+    out = REF.copy()
+    out[0, 0] = np.nan
+    assert _diagnose(_ok(out)).id == "numerics"
+    out = REF + 5.0
+    out[0, 0] = np.nan
+    assert _diagnose(_ok(out)).id == "wrong-result"
+
+
+@pytest.mark.parametrize("outcome,problem", [
+    (Outcome("ok", dtype="float32", shape=(3, 3), output_problem="wrong shape"), "wrong-shape"),
+    (Outcome("ok", dtype="bfloat16", shape=(256, 256)), "wrong-dtype"),
+    (Outcome("ok", dtype="float32", shape=(256, 256), output_problem="the output could not be read back"),
+     "wrong-type"),
+    (Outcome("bad-type", returned="builtins.tuple"), "wrong-type"),
+    (Outcome("error", error_type="ValueError", message="bad\nmore", phase="trace"), "exception"),
+    (Outcome("timeout", phase="run", limit_s=12.5), "timeout"),
+    (Outcome("timeout", phase="trace", limit_s=10.0, not_run=True, reason="tracing the same call already hung"),
+     "timeout"),
+    (Outcome("memory"), "memory-limit"),
+    (Outcome("disk", disk_mb=1024), "disk-limit"),
+    (Outcome("died", returncode=-9), "killed"),
+    (Outcome("skipped", reason="budget"), "not-run"),
+])
+def test_every_failure_is_one_submission_error_with_its_problem(outcome, problem):
+    f = _diagnose(outcome)
+    assert f.id == "submission-error" and f.problem == problem and f.rung == "tpu-interpret"
+
+
+def test_timeouts_say_where_they_hung_and_why_a_run_was_not_started():
+    assert "while tracing" in _diagnose(Outcome("timeout", phase="trace", limit_s=10.0)).message
+    assert "while the kernel ran" in _diagnose(Outcome("timeout", phase="run", limit_s=10.0)).message
+    f = _diagnose(Outcome("timeout", limit_s=10.0, not_run=True, reason="2 earlier runs on this rung hung"))
+    assert f.message == "not run: 2 earlier runs on this rung hung (limit 10 s)"
+    assert "SIGKILL" in _diagnose(Outcome("died", returncode=-9)).message
+
+
+def test_upstream_errors_become_their_finding_by_the_table():
+    oob = Outcome("error", error_type="IndexError", phase="run",
+                  message="Out-of-bounds block index (0, 3) for input x in iteration (0, 3)")
+    assert _diagnose(oob).id == "out-of-bounds"
+    revisit = Outcome("error", error_type="RuntimeError", message="Revisited block (0, 0) of output 0")
+    assert _diagnose(revisit).id == "output-block-revisit"
+    other = Outcome("error", error_type="RuntimeError", message="something else")
+    assert _diagnose(other).problem == "exception"
+    assert diagnosis.classify_error("ValueError", "Out-of-bounds") is None   # the type matters too
+
+
+def test_a_load_error_is_reported_once_as_the_submission_wide_finding():
+    assert _diagnose(Outcome("load-error")) is None
+    cases = [
+        (LoadError("syntax", message="invalid syntax", line=3), "syntax-error", "matmul.py:3"),
+        (LoadError("missing-function", found=("matmul_kernel",)), "function-missing", "does not define"),
+        (LoadError("arity", signature="matmul(x)", message="missing y"), "wrong-arity", "cannot be called"),
+        (LoadError("exit", message="the submission called exit(0)"), "exit-at-import", "exit(0)"),
+        (LoadError("timeout", limit_s=30.0), "import-timeout", "longer than 30 s"),
+        (LoadError("memory"), "memory-limit", "600 MB"),
+        (LoadError("died", returncode=3), "killed", "exit code 3"),
+        (LoadError("import", error_type="ImportError", message="no module named x"), "import-error",
+         "raised ImportError"),
+    ]
+    for err, problem, needle in cases:
+        f = diagnosis.from_load_error(err, LOC, 600)
+        assert f.case is None and f.problem == problem and needle in f.message, (problem, f.message)
+
+
+def test_notebook_frames_point_at_cells():
+    loc = Located(Path("/w/nb/matmul.py"), Path("/w"), "matmul.ipynb", cells=((1, 1), (5, 3)))
+    err = LoadError("import", error_type="NameError", message="x",
+                    frames=('File "matmul.py", line 7, in <module>\n    x',))
+    f = diagnosis.from_load_error(err, loc, 600)
+    assert f.facts()["frames"] == ["matmul.ipynb cell 3, line 3, in <module>\n    x"]
