@@ -110,6 +110,11 @@ class Timing:
             return self.limit(run)
         return self._scaled(m, max(1.0, grid_steps / m.grid_steps))
 
+    def trace_limit(self) -> float:
+        """Tracing a signature (the student's Python around the kernel) takes well
+        under a second for any kernel; a trace that takes longer is stuck."""
+        return min(self.ceiling, MIN_RUN_S)
+
     def startup(self) -> float:
         if self.calibration is None:
             return self.startup_ceiling

@@ -1,5 +1,6 @@
-"""The parent's side of the child's channel: commands out, events and output
-files in, each checked before use (numpy only, no JAX).
+"""The channel between the grader and a child: commands out and events and
+output files in (the parent's side, each checked before use), and the child's
+end (``Writer``, ``commands``). Numpy only, no JAX.
 
 Events are JSON lines on a private pipe; an output is an ``.npy`` file the
 child wrote into a folder the student user owns, so it is read at once when
@@ -22,6 +23,42 @@ OUTPUT_FILE_LIMIT = 64 * 1024 * 1024   # per file the child writes (also its RLI
 MAX_EVENT_BYTES = 8 * 1024 * 1024      # one event line; a longer one is not the grader's
 OUTPUT_KINDS = "fiub"                  # dtype kinds an output may have
 MAX_ORDER = 4096                       # recorded grid points kept
+
+
+class Writer:
+    """The child's end of the event pipe."""
+
+    def __init__(self, fd: int):
+        # Keep a private duplicate: code that closes fd 3 does not close ours.
+        self._f = os.fdopen(os.dup(fd), "w", buffering=1, encoding="utf-8")
+        os.close(fd)
+        os.set_inheritable(self._f.fileno(), False)   # not passed on by subprocess/exec
+        # A process the child forks (os.fork, multiprocessing) must not be able to
+        # write events: close the channel in every forked child.
+        os.register_at_fork(after_in_child=self._close_in_fork)
+
+    def _close_in_fork(self) -> None:
+        try:
+            os.close(self._f.fileno())
+        except OSError:
+            pass
+
+    def send(self, **event) -> None:
+        self._f.write(json.dumps(event) + "\n")
+        self._f.flush()
+
+
+def commands(fd: int, key: str):
+    """The child's end of the command pipe: each command's ``key`` object,
+    until exit or EOF."""
+    f = os.fdopen(os.dup(fd), "r", encoding="utf-8")
+    os.close(fd)
+    os.set_inheritable(f.fileno(), False)
+    for line in f:
+        cmd = json.loads(line)
+        if cmd.get("exit"):
+            return
+        yield cmd[key]
 
 
 def send(fd: int, command: dict) -> None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import ctypes
 import dataclasses
 import fcntl
+import functools
 import os
 import pwd
 import shutil
@@ -34,6 +35,11 @@ NOBODY_UID = 65534
 # process as any uid; file access then goes by the "other" permissions).
 SLOTS = 32
 SLOT_UID_BASE = 1_900_000_000
+# The grader's child (rebuilt programs, never student code) runs as a uid of its
+# own per slot: student processes (another uid, not root) cannot signal or
+# ptrace it, read its inputs or write its outputs.
+GRADER_UID_BASE = 1_950_000_000
+NOBODY_GID = 65534
 LOCK_DIR = Path("/run/pallas-autograder")
 TEMP_FOLDERS = ("/tmp", "/var/tmp", "/dev/shm")   # where any user may leave files
 PR_SET_DUMPABLE = 4               # linux/prctl.h
@@ -50,8 +56,10 @@ _BOOT = ("import runpy, sys; sys.path.insert(0, sys.argv[1]); sys.argv = sys.arg
 
 
 def python_command(module: str, *args: str) -> list[str]:
-    """``python -m module args`` in isolated mode, importing this grader's package."""
-    return [sys.executable, "-I", "-c", _BOOT, PACKAGE_ROOT, module, *args]
+    """``python -m module args`` in isolated mode, importing this grader's package.
+    Unbuffered (``-I`` ignores PYTHONUNBUFFERED): the child is killed at the
+    end, and what it printed must not die in a buffer with it."""
+    return [sys.executable, "-I", "-u", "-c", _BOOT, PACKAGE_ROOT, module, *args]
 
 
 @dataclass(frozen=True)
@@ -106,12 +114,24 @@ def _lock_dir() -> Path:
     raise RuntimeError("no private folder for grading slots (/run and the temp folder refused)")
 
 
+@dataclass(frozen=True)
+class Slot:
+    """Who one grading's processes run as: the student's code (the tracer), and
+    the grader's child, which runs rebuilt programs and no student code."""
+    student: Identity
+    grader: Identity
+
+
+def _grader(k: int) -> Identity:
+    return Identity(GRADER_UID_BASE + k, NOBODY_GID, f"pallas-grader+{k}", True)
+
+
 @contextmanager
 def student_slot():
-    """The identity one grading's student code runs as, held until it ends."""
+    """The identities of one grading, held until it ends."""
     base = student_identity()
     if not base.dropped:
-        yield base
+        yield Slot(base, base)
         return
     folder = _lock_dir()
     for k in range(SLOTS):
@@ -122,12 +142,13 @@ def student_slot():
             os.close(fd)
             continue
         try:
-            yield base if k == 0 else dataclasses.replace(
+            student = base if k == 0 else dataclasses.replace(
                 base, uid=SLOT_UID_BASE + k, name=f"{base.name}+{k}")
+            yield Slot(student, _grader(k))
         finally:
             os.close(fd)
         return
-    yield base   # every slot busy: share the user, as one grading per machine would
+    yield Slot(base, _grader(SLOTS))   # every slot busy: share, as one grading per machine would
 
 
 def make_reachable(identity: Identity) -> list[str]:
@@ -298,13 +319,84 @@ def _reap() -> None:
             return
 
 
-def remove_files_of(identity: Identity, folders=TEMP_FOLDERS) -> int:
-    """Delete what the student user left in the shared temp folders (only when
-    it is a user of its own: otherwise its files are the grader user's too)."""
+_SKIP_TREES = ("/proc", "/sys", "/dev", "/run/user", "/snap")
+
+
+@functools.lru_cache(maxsize=1)
+def temp_folders() -> tuple[str, ...]:
+    """Every folder any user may write in (world-writable), three levels from
+    the root, found once: where student code can leave files that outlive it
+    (/tmp, /var/tmp, /dev/shm, /run/lock, ...)."""
+    found = list(TEMP_FOLDERS)
+    stack = [("/", 0)]
+    while stack:
+        folder, depth = stack.pop()
+        try:
+            entries = list(os.scandir(folder))
+        except OSError:
+            continue
+        for e in entries:
+            try:
+                if not e.is_dir(follow_symlinks=False) or e.path.startswith(_SKIP_TREES):
+                    continue
+                if e.stat(follow_symlinks=False).st_mode & stat.S_IWOTH and e.path not in found:
+                    found.append(e.path)
+                elif depth < 2:
+                    stack.append((e.path, depth + 1))
+            except OSError:
+                continue
+    return tuple(found)
+
+
+def _ipc(kind: str) -> list[tuple[int, int, int]]:
+    """(id, owner uid, bytes) of System V IPC objects of one kind (shm, sem, msg)."""
+    out = []
+    try:
+        with open(f"/proc/sysvipc/{kind}") as f:
+            header, *rows = f.read().splitlines()
+    except OSError:
+        return out
+    cols = header.split()
+    for row in rows:
+        v = dict(zip(cols, row.split()))
+        try:
+            size = int(v.get("size", v.get("cbytes", 0)))
+            out.append((int(v[cols[1]]), int(v["uid"]), size))
+        except (KeyError, ValueError):
+            continue
+    return out
+
+
+def ipc_bytes(identity: Identity) -> int:
+    """Shared memory the user holds (it outlives processes: counted against memory)."""
     if not identity.dropped:
         return 0
+    return sum(size for _id, uid, size in _ipc("shm") if uid == identity.uid)
+
+
+def remove_ipc_of(identity: Identity) -> int:
+    """Remove every System V shared memory segment, semaphore set and message
+    queue the user owns (only when it is a user of its own)."""
+    if not identity.dropped:
+        return 0
+    libc = ctypes.CDLL(None, use_errno=True)
     removed = 0
-    for folder in folders:
+    for kind, call in (("shm", libc.shmctl), ("sem", libc.semctl), ("msg", libc.msgctl)):
+        for ident, uid, _size in _ipc(kind):
+            if uid == identity.uid:
+                args = (ident, 0, 0) if kind != "sem" else (ident, 0, 0, 0)   # IPC_RMID is 0
+                removed += call(*args) == 0
+    return removed
+
+
+def remove_files_of(identity: Identity, folders=None) -> int:
+    """Delete what the user left in the world-writable folders, and its IPC
+    objects (only when it is a user of its own: otherwise its files are the
+    grader user's too)."""
+    if not identity.dropped:
+        return 0
+    removed = remove_ipc_of(identity)
+    for folder in folders or temp_folders():
         try:
             entries = list(os.scandir(folder))
         except OSError:

@@ -54,6 +54,23 @@ def known_error(outcome: Outcome, rung: str, case: str, frames: list[str] | None
                         phase=outcome.phase or "run")
 
 
+REFUSED = "ProgramRefused"     # the traced program is not one the grader rebuilds
+
+
+def refused(outcome: Outcome, rung: str, case: str, check: str = "correctness",
+            run: int | None = None) -> Finding:
+    """A traced program the grader will not run: a host callback is work done in
+    Python, not in a kernel; anything else is a construct the grader does not
+    support (the message names it)."""
+    if outcome.message.startswith("host callback"):
+        return Finding.make("not-a-kernel", rung, f"the traced function calls back into Python: "
+                            f"{outcome.message}", case=case, check=check, run=run, problem="host-callback",
+                            detail=outcome.message[:500])
+    return Finding.make("submission-error", rung, f"the grader cannot run this traced program: "
+                        f"{outcome.message}", case=case, check=check, run=run, problem="unsupported",
+                        detail=outcome.message[:500])
+
+
 def _frames_where(frames, loc: Located) -> list[str]:
     """Point notebook frames at cells rather than at the generated module."""
     if not loc.cells:
@@ -157,6 +174,8 @@ def from_outcome(assignment: Assignment, run: Run, outcome: Outcome, reference: 
         return None  # reported once, as the submission-wide finding
     if outcome.status not in ("ok", "error", "bad-type"):
         return _not_finished(assignment, run, outcome, sub)
+    if outcome.status == "error" and outcome.error_type == REFUSED:
+        return refused(outcome, rung, case.name, run=run.index)
     if outcome.status == "error":
         frames = _frames_where(outcome.frames, loc)
         known = known_error(outcome, rung, case.name, frames, run=run.index)

@@ -42,7 +42,7 @@ class DrawStore(Mapping):
 
     def files(self, draw: Draw) -> list[dict]:
         if draw not in self._files:
-            self._files[draw] = self._abstract(draw) if draw.abstract else self._write(draw)
+            self._files[draw] = self.abstract(draw) if draw.abstract else self._write(draw)
         return self._files[draw]
 
     def _write(self, draw: Draw) -> list[dict]:
@@ -57,7 +57,8 @@ class DrawStore(Mapping):
             out.append({"kind": "array", "file": str(path), "dtype": ci.dtype})
         return out
 
-    def _abstract(self, draw: Draw) -> list[dict]:
+    def abstract(self, draw: Draw) -> list[dict]:
+        """The draw as the tracer sees it: shapes, dtypes and static floats, no data."""
         a, case = self.assignment, draw.case
         params = dict(case.params)
         return [{"kind": "float", "value": params[i.name]} if i.kind == "float" else

@@ -15,7 +15,18 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import calibration, confinement, diagnosis, plan as planning, probes, sandbox, scoring, submission
+from . import (
+    calibration,
+    confinement,
+    diagnosis,
+    execution,
+    plan as planning,
+    probes,
+    sandbox,
+    scoring,
+    submission,
+    tracing,
+)
 from .draws import DrawStore, load_reference
 from .findings import Finding
 from .outcome import Outcome
@@ -101,10 +112,11 @@ def make_plan(assignment: Assignment, options: GradeOptions, timing: calibration
 
 
 def grade(assignment: Assignment, submission_path: Path, options: GradeOptions = GradeOptions()) -> Report:
-    with confinement.student_slot() as identity:
-        confinement.make_reachable(identity)
-        report = _grade_as(identity, assignment, submission_path, options)
-        report.student_uid = identity.uid
+    with confinement.student_slot() as slot:
+        confinement.make_reachable(slot.student)
+        confinement.make_reachable(slot.grader)
+        report = _grade_as(slot, assignment, submission_path, options)
+        report.student_uid = slot.student.uid
         return report
 
 
@@ -113,17 +125,17 @@ def _timing(assignment: Assignment, options: GradeOptions) -> calibration.Timing
     return calibration.Timing(assignment, cal, options.case_timeout_s)
 
 
-def _grade_as(identity: confinement.Identity, assignment: Assignment, submission_path: Path,
+def _grade_as(slot: confinement.Slot, assignment: Assignment, submission_path: Path,
               options: GradeOptions) -> Report:
     t0 = time.monotonic()
-    # The child runs in its own working directory: a relative path would not resolve there.
+    # The children run in their own working directories: a relative path would not resolve there.
     submission_path = Path(submission_path).absolute()
     timing = _timing(assignment, options)
     plan = make_plan(assignment, options, timing)
     confinement.guard_grader()
-    notes = [identity.note] if identity.note else []
+    notes = [slot.student.note] if slot.student.note else []
     workdir = Path(tempfile.mkdtemp(prefix="pallas-grade-"))
-    os.chmod(workdir, 0o711)    # the student user may enter, not list
+    os.chmod(workdir, 0o711)    # the children may enter, not list
     try:
         loc, skipped = submission.prepare(submission_path, assignment.entry_file, workdir)
         if skipped:
@@ -133,29 +145,56 @@ def _grade_as(identity: confinement.Identity, assignment: Assignment, submission
         if problem is not None:
             return _report(plan, submission_path, [problem], [], None if problem is loc else loc, t0,
                            notes)
-        return _execute(identity, plan, submission_path, loc, workdir, timing, options, t0, notes)
+        return _execute(slot, plan, submission_path, loc, workdir, timing, options, t0, notes)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
-        confinement.remove_files_of(identity)
+        confinement.remove_files_of(slot.student)
+        confinement.remove_files_of(slot.grader)
 
 
-def _execute(identity, plan: Plan, submission_path: Path, loc: submission.Located, workdir: Path,
-             timing: calibration.Timing, options: GradeOptions, t0: float, notes: list[str]) -> Report:
+def _specs(slot: confinement.Slot, plan: Plan, loc: submission.Located, workdir: Path,
+           startup_s: float) -> tuple[sandbox.ChildSpec, sandbox.ChildSpec]:
+    """The tracer (the student's code, as the student user) and the grader's
+    child (rebuilt programs, as a user of its own), and their folders."""
     a = plan.assignment
-    in_dir, out_dir = workdir / "in", workdir / "out"
-    in_dir.mkdir()
-    confinement.give_to(out_dir, identity)
-    for folder in ("submission", "unzipped", "notebook", "in"):
+    for folder in ("submission", "unzipped", "notebook"):
         confinement.readable_by_all(workdir / folder)
-    store = DrawStore(a, load_reference(a), in_dir)
+    for name, who in (("traces", slot.student), ("in", slot.grader), ("out", slot.grader)):
+        confinement.give_to(workdir / name, who)
+    (workdir / "programs").mkdir(mode=0o755)
+    tracer = sandbox.ChildSpec(
+        "autograder.tracer", {"module_file": str(loc.module_file), "module_dir": str(loc.module_dir),
+                              "module_name": Path(a.entry_file).stem, "function": a.entry_function,
+                              "arity": len(a.inputs), "out_dir": str(workdir / "traces")},
+        slot.student, workdir / "home", (workdir / "home", workdir / "traces"), startup_s,
+        a.limits.memory_mb)
+    child = sandbox.ChildSpec(
+        "autograder.child", {"out_dir": str(workdir / "out"), "programs": str(workdir / "programs")},
+        slot.grader, workdir / "ghome", (workdir / "ghome", workdir / "out"), max(startup_s, 60.0),
+        a.limits.memory_mb)
+    return tracer, child
+
+
+def _execute(slot: confinement.Slot, plan: Plan, submission_path: Path, loc: submission.Located,
+             workdir: Path, timing: calibration.Timing, options: GradeOptions, t0: float,
+             notes: list[str]) -> Report:
+    a = plan.assignment
+    deadline = t0 + a.limits.total_s
+    tracer, child = _specs(slot, plan, loc, workdir, options.startup_timeout_s or timing.startup())
+    store = DrawStore(a, load_reference(a), workdir / "in")
     schedule = Schedule(plan, child_inputs=lambda run: store.files(run.draw),
                         expected_shape=lambda run: a.output_shape(run.draw.case),
                         limit_after_trace=timing.after_trace, settle=probes.settle)
-    job = sandbox.ChildJob(str(loc.module_file), str(loc.module_dir), Path(a.entry_file).stem,
-                           a.entry_function, len(a.inputs), str(out_dir))
-    startup_s = options.startup_timeout_s or timing.startup()
-    ex = sandbox.execute(workdir, job, schedule, identity=identity, startup_s=startup_s,
-                         memory_mb=a.limits.memory_mb, deadline=t0 + a.limits.total_s)
+    shown = sandbox.Tail()
+    traces, stats = tracing.trace_all(plan, tracer, store.abstract, workdir / "programs", deadline, shown,
+                                      timing.trace_limit())
+    if not any(s.load_error or s.tampered for s in stats):
+        stats.append(execution.run_all(schedule, traces, child, deadline, shown))
+    for run in schedule.pending():
+        load_error = any(s.load_error for s in stats)
+        schedule.record(run, Outcome("load-error" if load_error else "skipped",
+                                     reason="" if load_error else "budget"))
+    ex = execution.Execution.of(dict(schedule.outcomes), stats, shown)
     findings, check_notes = _diagnose(plan, ex, store, loc)
     report = _report(plan, submission_path, findings, check_notes, loc, t0, notes)
     report.jax_version, report.children = ex.jax_version, ex.children
@@ -165,7 +204,7 @@ def _execute(identity, plan: Plan, submission_path: Path, loc: submission.Locate
     return report
 
 
-def _diagnose(plan: Plan, ex: sandbox.Execution, store: DrawStore,
+def _diagnose(plan: Plan, ex: execution.Execution, store: DrawStore,
               loc: submission.Located) -> tuple[list[Finding], list]:
     findings: list[Finding] = []
     if ex.tampered:

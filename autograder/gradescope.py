@@ -128,9 +128,22 @@ def catastrophic(exc: BaseException | None = None, *, detail: str = "") -> dict:
     }
 
 
+def _text_only(value):
+    """Every string made JSON text (lone surrogates from undecodable names replaced)."""
+    from .escaping import json_text
+    if isinstance(value, str):
+        return json_text(value)
+    if isinstance(value, dict):
+        return {_text_only(k): _text_only(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_text_only(v) for v in value]
+    return value
+
+
 def write(doc: dict, path: Path) -> dict:
     """Atomically write a valid document to ``path``; an invalid one is replaced by a
     catastrophic document naming the problems, so results.json is always valid JSON."""
+    doc = _text_only(doc)
     problems = validate(doc)
     if problems:
         doc = catastrophic(detail="the grader built an invalid results.json:\n" + "\n".join(problems))

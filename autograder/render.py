@@ -13,7 +13,7 @@ from typing import Any
 
 import jinja2
 
-from . import repro
+from . import escaping, repro
 from .findings import CATALOGUE, RUNGS, Finding
 from .plan import Run
 from .scoring import TestResult
@@ -45,6 +45,8 @@ def _env(fmt: str) -> jinja2.Environment:
         keep_trailing_newline=False)
     env.globals["fmt"] = fmt
     env.globals["rungs"] = RUNGS
+    env.filters.update(plain=escaping.plain, md_inline=escaping.md_inline, md_line=escaping.md_line,
+                       md_fence=escaping.md_fence)
     return env
 
 

@@ -1,17 +1,19 @@
-"""Starting the child, feeding it runs, enforcing its limits, collecting outcomes.
+"""Child processes under limits: starting one, sending it requests, watching it.
 
-The child runs as the student user (see ``confinement``), in its own session,
-with CPU-time, file-size, process-count and core limits, a resident-memory
-ceiling measured over every process in its session, ``oom_score_adj`` 1000 (a
-spike the poll misses kills the child, not the grader), a wall clock for
-start-up and one per run (never past the global deadline). Its stdout/stderr
-are pipes drained here and kept only as a capped tail: student output is data
-for the feedback, never protocol. Runs are sent one at a time over a command
-pipe, so the ``Schedule`` can drop runs that outcomes already answered; events
-come back on another pipe and must follow ``protocol``. One child serves the
-whole grading unless a run kills it, hangs, or breaks a limit: then a fresh
-child takes the runs after it. After every child, every process it started is
-killed, wherever it went.
+A grading has two kinds of child (see ``tracing`` and ``execution``): the
+tracer, which imports the student's file as the student user, and the
+grader's child, which runs rebuilt programs as a user of its own. Each runs
+in its own session, with CPU-time, file-size, process-count and core limits,
+a resident-memory ceiling measured over every process in its session,
+``oom_score_adj`` 1000 (a spike the poll misses kills the child, not the
+grader), a wall clock for start-up and one per request (never past the global
+deadline). Its stdout/stderr are pipes drained here and kept only as a capped
+tail, or dropped (output that could carry a hidden case's shapes): output is
+data for the feedback, never protocol. Requests go one at a time over a
+command pipe; events come back on another and must follow ``protocol``. A
+request that times out, runs out of memory or dies takes only its child down:
+the next request starts a fresh one. After every child, every process it
+started is killed, wherever it went.
 """
 from __future__ import annotations
 
@@ -23,68 +25,78 @@ import signal
 import stat
 import subprocess
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 from . import channel
 from .confinement import (
-    TEMP_FOLDERS,
     Identity,
     give_to,
+    ipc_bytes,
     kill_escaped,
     kill_leftovers,
     popen_kwargs,
     proc_stats,
     python_command,
+    remove_ipc_of,
     tasks_of,
+    temp_folders,
 )
-from .outcome import LoadError, Outcome
-from .plan import Run
+from .outcome import LoadError
 from .protocol import Protocol, Tampered
-from .schedule import Schedule
 
 POLL_S = 0.1                           # also the memory sampling period: a /proc scan costs ~2 ms
 OUTPUT_TAIL = 4000                     # characters of student output kept for feedback
-MAX_PROCESSES = 1024                   # RLIMIT_NPROC for the student user (XLA threads count)
-DISK_LIMIT_MB = 1024                   # what the student's files may take, in all
-MAX_STUDENT_FILES = 20_000             # and how many there may be (each costs the scan)
+MAX_PROCESSES = 1024                   # RLIMIT_NPROC for the child's user (XLA threads count)
+DISK_LIMIT_MB = 1024                   # what the child's user may write, in all
+MAX_STUDENT_FILES = 20_000             # and how many files (each costs the scan)
+DRAIN_READS = 64                       # pipe reads (64 KB each) per wake-up while output floods
 DISK_POLLS = 5                         # the files are measured every 5th poll (0.5 s)
 
 
 @dataclass(frozen=True)
-class ChildJob:
-    """What every child of one grading is told at start (its job file)."""
-    module_file: str
-    module_dir: str
-    module_name: str
-    function: str
-    arity: int
-    out_dir: str
+class ChildSpec:
+    """One kind of child: what it runs, as whom, where, within what."""
+    module: str                        # autograder.tracer | autograder.child
+    job: dict                          # its job file (never a case or probe name)
+    identity: Identity
+    home: Path                         # HOME and TMPDIR, the child's own
+    writable: tuple[Path, ...]         # folders whose files count against the disk limit
+    startup_s: float
+    memory_mb: int
 
 
 @dataclass
-class Execution:
-    """Everything the children of one grading reported, checked."""
-    outcomes: dict[Run, Outcome]
+class Stats:
+    """What the children of one kind reported over a grading."""
     load_error: LoadError | None = None
     jax_version: str | None = None
-    stdout_tail: str = ""
-    children: int = 0                  # how many child processes were started
-    peak_rss_mb: float = 0.0
-    output_bytes: int = 0              # everything the student printed, before the cap
-    leftovers_killed: int = 0          # processes still alive after a child, killed
-    tampered: str = ""                 # why the event channel was judged forged
-    startup_s: float = 0.0             # the first child's start-up (JAX and the submission imported)
+    children: int = 0
+    peak_rss_kb: int = 0
+    leftovers_killed: int = 0
+    tampered: str = ""
+    startup_s: float = 0.0             # the first child's start-up (JAX and, for the tracer, the file)
 
 
-def student_disk(identity: Identity, workdir: Path) -> tuple[int, int]:
-    """(bytes, files) the student user has written: its own folders in the
-    working directory, and (when it is a user of its own) what it owns in the
-    shared temp folders. Free space is no measure: other processes on the
-    machine (another grading) write too."""
-    roots = [workdir / "home", workdir / "out"]
-    if identity.dropped:
-        roots += [Path(t) for t in TEMP_FOLDERS]
+@dataclass
+class Reply:
+    """One request's end: its ``done`` event, or the limit it broke."""
+    done: dict | None
+    failure: str | None                # tampered | memory | disk | timeout | budget | died
+    phase: str = ""                    # tracing | running (the protocol's, at the end)
+    seconds: float = 0.0
+    limit_s: float = 0.0
+    returncode: int | None = None
+    stderr_tail: str = ""
+    events: dict = field(default_factory=dict)   # kind -> the last such event (e.g. traced)
+
+
+def student_disk(identity: Identity, roots: tuple[Path, ...]) -> tuple[int, int]:
+    """(bytes, files) the child's user has written: its own folders, and (when
+    it is a user of its own) what it owns in the shared temp folders. Free space
+    is no measure: other processes on the machine (another grading) write too."""
+    roots = list(roots) + ([Path(t) for t in temp_folders()] if identity.dropped else [])
     total = files = 0
     stack = []
     for root in roots:
@@ -139,9 +151,16 @@ class Tail:
         return text
 
 
+class Discard(Tail):
+    """Output nobody may see (a hidden case's): counted, never kept."""
+
+    def add(self, chunk: bytes) -> None:
+        self.total += len(chunk)
+
+
 def _limiter(cpu_s: int, nproc: int):
     def limit_child() -> None:
-        # Runs in the child after the switch to the student user, before exec.
+        # Runs in the child after the switch of user, before exec.
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
         resource.setrlimit(resource.RLIMIT_FSIZE, (channel.OUTPUT_FILE_LIMIT, channel.OUTPUT_FILE_LIMIT))
         resource.setrlimit(resource.RLIMIT_CPU, (cpu_s, cpu_s + 5))
@@ -173,48 +192,59 @@ def child_env(home: str | None = None) -> dict[str, str]:
 class Child:
     """One child process: its pipes, what it printed, and its protocol state."""
 
-    def __init__(self, workdir: Path, job: ChildJob, index: int, identity: Identity, cpu_s: int,
-                 nproc: int, stdout: Tail, stderr: Tail):
-        job_path = workdir / f"job{index}.json"
-        job_path.write_text(json.dumps(job.__dict__), encoding="utf-8")
-        os.chmod(job_path, 0o644)
+    def __init__(self, spec: ChildSpec, job_path: Path, cpu_s: int, nproc: int, stdout: Tail):
         ev_read, ev_write = os.pipe()
         cmd_read, cmd_write = os.pipe()
-        self.identity = identity
+        self.identity = spec.identity
         self.proc = subprocess.Popen(
-            python_command("autograder.child", str(job_path), str(ev_write), str(cmd_read)),
-            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=workdir,
-            env=child_env(str(workdir / "home")), pass_fds=(ev_write, cmd_read), start_new_session=True,
-            preexec_fn=_limiter(cpu_s, nproc), **popen_kwargs(identity))
+            python_command(spec.module, str(job_path), str(ev_write), str(cmd_read)),
+            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=spec.home,
+            env=child_env(str(spec.home)), pass_fds=(ev_write, cmd_read), start_new_session=True,
+            preexec_fn=_limiter(cpu_s, nproc), **popen_kwargs(spec.identity))
         os.close(ev_write)
         os.close(cmd_read)
         self.commands = cmd_write
-        self.streams = {ev_read: None, self.proc.stdout.fileno(): stdout, self.proc.stderr.fileno(): stderr}
+        self.stderr = Tail()
+        self.stdout_fd = self.proc.stdout.fileno()
+        self.streams = {ev_read: None, self.stdout_fd: stdout, self.proc.stderr.fileno(): self.stderr}
         self.events_fd = ev_read
         self.reader = channel.EventReader()
         self.protocol = Protocol()
-        self.stderr = stderr
         self.eof = False
 
+    def show_output_in(self, tail: Tail) -> None:
+        """Where what the child prints goes from now on."""
+        if self.stdout_fd in self.streams:
+            self.streams[self.stdout_fd] = tail
+
     def events(self, timeout: float) -> list[dict]:
-        """Events that arrived within ``timeout`` seconds; student output is
-        drained into its tails on the way (a flood never blocks the child)."""
+        """Events that arrived within ``timeout`` seconds; output is drained
+        into its tails on the way (a flood never blocks the child)."""
         if not self.streams:
             time.sleep(timeout)
             return []
-        ready, _, _ = select.select(list(self.streams), [], [], timeout)
-        events = []
-        for fd in ready:
-            chunk = os.read(fd, 1 << 16)
-            tail = self.streams[fd]
-            if not chunk:
-                del self.streams[fd]
-                self.eof = self.eof or fd == self.events_fd
-            elif tail is not None:
-                tail.add(chunk)
-            else:
-                events += self.reader.feed(chunk)
+        events: list[dict] = []
+        for _ in range(DRAIN_READS):
+            ready, _, _ = select.select(list(self.streams), [], [], timeout)
+            if not ready:
+                break
+            for fd in ready:
+                self._read(fd, events)
+            if events:
+                break
+            timeout = 0.0
         return events
+
+    def _read(self, fd: int, events: list[dict]) -> None:
+        chunk = os.read(fd, 1 << 16)
+        tail = self.streams[fd]
+        if not chunk:
+            del self.streams[fd]
+            self.eof = self.eof or fd == self.events_fd
+        elif tail is not None:
+            tail.add(chunk)
+        else:
+            events += self.reader.feed(chunk)
 
     def send(self, command: dict) -> bool:
         try:
@@ -241,6 +271,7 @@ class Child:
         except subprocess.TimeoutExpired:
             pass
         killed = kill_leftovers(self.identity, self.proc.pid)
+        remove_ipc_of(self.identity)
         deadline = time.monotonic() + 1.0
         while self.streams and time.monotonic() < deadline:
             self.events(0.05)
@@ -251,102 +282,70 @@ class Child:
         return killed
 
 
-@dataclass
 class Supervisor:
-    """The children of one grading, under the limits."""
-    workdir: Path
-    job: ChildJob
-    identity: Identity
-    startup_s: float
-    memory_mb: int
-    deadline: float
-    result: Execution = field(default_factory=lambda: Execution({}))
-    child: Child | None = None
-    stdout: Tail = field(default_factory=Tail)
-    polls: int = 0
-    peak_kb: int = 0
+    """Children of one kind, started as needed, one request at a time."""
 
-    def execute(self, schedule: Schedule) -> Execution:
-        """Run the schedule to its end, the deadline, a load error or tampering."""
-        give_to(self.workdir / "home", self.identity)
-        try:
-            while self.result.load_error is None and not self.result.tampered:
-                run = schedule.next_run()
-                if run is None or time.monotonic() >= self.deadline:
-                    break
-                if self.child is None and not self._start():
-                    break
-                schedule.record(run, self._run(run, schedule))
-        finally:
-            self._stop()
-        for run in schedule.pending():
-            schedule.record(run, Outcome("load-error" if self.result.load_error else "skipped",
-                                         reason="" if self.result.load_error else "budget"))
-        r = self.result
-        r.outcomes = dict(schedule.outcomes)
-        r.stdout_tail, r.output_bytes, r.peak_rss_mb = self.stdout.text(), self.stdout.total, self.peak_kb / 1024
-        return r
+    def __init__(self, spec: ChildSpec, deadline: float, stdout: Tail):
+        self.spec, self.deadline, self.stdout = spec, deadline, stdout
+        self.stats = Stats()
+        self.child: Child | None = None
+        self.polls = 0
+        self.sampled_at = 0.0
+        give_to(spec.home, spec.identity)
 
-    def _start(self) -> bool:
-        cpu_s = int(max(30.0, self.deadline - time.monotonic()) * max(1, os.cpu_count() or 1))
-        nproc = MAX_PROCESSES + (0 if self.identity.dropped else tasks_of(self.identity.uid))
-        self.child = Child(self.workdir, self.job, self.result.children, self.identity, cpu_s, nproc,
-                           self.stdout, Tail())
-        self.result.children += 1
-        failure = self._watch(lambda p: p.state in ("idle", "failed"), lambda: self.startup_s,
-                              time.monotonic())
-        self.result.jax_version = self.result.jax_version or self.child.protocol.jax_version
-        if self.child.protocol.state == "failed":
+    def ready(self) -> bool:
+        """A child that has started and loaded, starting one if needed; False
+        when it cannot (a load error, tampering, the budget)."""
+        if self.child is not None:
+            return True
+        if self.stats.load_error is not None or self.stats.tampered or time.monotonic() >= self.deadline:
             return False
-        if failure in ("tampered", "budget", None):
-            return failure is None
-        # Died or hung while starting or importing: every run shares the fate.
-        d = self._detail(failure, self.startup_s)
-        self.result.load_error = LoadError(failure, returncode=d["returncode"],
-                                           stderr_tail=d["stderr_tail"], limit_s=self.startup_s,
-                                           disk_mb=DISK_LIMIT_MB)
-        self._stop()
+        job_path = self.spec.home.parent / f"{self.spec.home.name}-job{self.stats.children}.json"
+        job_path.write_text(json.dumps(self.spec.job), encoding="utf-8")
+        os.chmod(job_path, 0o644)
+        cpu_s = int(max(30.0, self.deadline - time.monotonic()) * max(1, os.cpu_count() or 1))
+        nproc = MAX_PROCESSES + (0 if self.spec.identity.dropped else tasks_of(self.spec.identity.uid))
+        self.child = Child(self.spec, job_path, cpu_s, nproc, self.stdout)
+        self.stats.children += 1
+        failure = self._watch(lambda p: p.state in ("idle", "failed"), lambda: self.spec.startup_s,
+                              time.monotonic(), None)
+        self.stats.jax_version = self.stats.jax_version or self.child.protocol.jax_version
+        if self.child.protocol.state == "idle" and failure is None:
+            return True
+        if self.child.protocol.state != "failed" and failure not in ("tampered", "budget"):
+            # Died or hung while starting or importing: every request shares the fate.
+            self.stats.load_error = LoadError(failure or "died", returncode=self.child.proc.poll(),
+                                              stderr_tail=self.child.stderr.text()[-1500:],
+                                              limit_s=self.spec.startup_s, disk_mb=DISK_LIMIT_MB)
+        self.stop()
         return False
 
-    def _run(self, run: Run, schedule: Schedule) -> Outcome:
+    def request(self, rid: str, command: dict, limit_s: float, output: Tail | None = None,
+                on_event: Callable[[str, dict], float | None] | None = None) -> Reply:
+        """Send one request and watch it to its ``done`` or a broken limit.
+        ``on_event`` sees each event; a number it returns is the new limit."""
         child = self.child
-        inputs = schedule.child_inputs(run)
-        child.protocol.sent(f"r{run.index}")
+        if output is not None:
+            child.show_output_in(output)
+        child.protocol.sent(rid)
         t0 = time.monotonic()
-        limit, traced = [run.limit_s], {}
-        done: list[dict] = []
+        limit, seen = [limit_s], {}
 
-        def on_event(kind: str, ev: dict) -> None:
-            if kind == "traced":
-                limit[0] = schedule.limit_after_trace(run, ev.get("grid_steps"))
-                traced.update(traced=True, grid_steps=channel.count(ev.get("grid_steps")),
-                              pallas_calls=channel.count(ev.get("pallas_calls")))
-            elif kind == "done":
-                done.append(ev)
+        def event(kind: str, ev: dict) -> None:
+            seen[kind] = ev
+            changed = on_event(kind, ev) if on_event is not None else None
+            if changed is not None:
+                limit[0] = changed
 
-        child.send({"run": run.to_child(inputs)})
-        failure = self._watch(lambda p: p.state == "idle", lambda: limit[0], t0, on_event)
-        if failure is None:
-            got = channel.outcome(done[0], Path(self.job.out_dir), schedule.expected_shape(run))
-            return replace(got, **traced)
-        phase = "trace" if child.protocol.phase == "tracing" else "run"
-        detail = self._detail(failure, limit[0])
-        self._stop()
-        if failure == "budget":
-            return Outcome("skipped", reason="budget", phase=phase)
-        if failure == "tampered":
-            return Outcome("skipped", reason="tampered", phase=phase)
-        return Outcome(failure, seconds=time.monotonic() - t0, phase=phase, limit_s=detail["limit_s"],
-                       returncode=detail["returncode"], stderr_tail=detail["stderr_tail"],
-                       memory_mb=self.memory_mb, disk_mb=DISK_LIMIT_MB)
+        child.send(command)
+        failure = self._watch(lambda p: p.state == "idle", lambda: limit[0], t0, event)
+        reply = Reply(seen.get("done"), failure, child.protocol.phase, time.monotonic() - t0, limit[0],
+                      child.proc.poll(), child.stderr.text()[-1500:], seen)
+        if failure is not None:
+            self.stop()
+        return reply
 
-    def _detail(self, failure: str, limit_s: float) -> dict:
-        child = self.child
-        return {"phase": child.protocol.phase, "limit_s": limit_s, "memory_mb": self.memory_mb,
-                "disk_mb": DISK_LIMIT_MB, "returncode": child.proc.poll(),
-                "stderr_tail": child.stderr.text()[-1500:]}
-
-    def _watch(self, done, limit, since: float, on_event=None) -> str | None:
+    def _watch(self, done, limit, since: float, on_event) -> str | None:
         """Poll the child until ``done(protocol)`` or a limit breaks; returns
         the failure (tampered, memory, disk, timeout, budget, died) or None."""
         child = self.child
@@ -355,16 +354,13 @@ class Supervisor:
                 try:
                     kind = child.protocol.receive(ev)
                 except Tampered as e:
-                    self.result.tampered = str(e)
+                    self.stats.tampered = str(e)
                     return "tampered"
-                if kind == "load":
-                    self.result.load_error = channel.load_error(ev)
-                elif kind == "ready" and not self.result.startup_s:
-                    self.result.startup_s = float(ev["seconds"]) if isinstance(ev.get("seconds"), (int, float)) else 0.0
+                self._startup_event(kind, ev)
                 if on_event is not None:
                     on_event(kind, ev)
             if child.reader.garbage:
-                self.result.tampered = "lines that are not grader events were written to the grader's channel"
+                self.stats.tampered = "lines that are not grader events were written to the grader's channel"
                 return "tampered"
             if done(child.protocol):
                 return None
@@ -373,18 +369,22 @@ class Supervisor:
                 return failure
         return None
 
+    def _startup_event(self, kind: str, ev: dict) -> None:
+        if kind == "load":
+            self.stats.load_error = channel.load_error(ev)
+        elif kind == "ready" and not self.stats.startup_s and isinstance(ev.get("seconds"), (int, float)):
+            self.stats.startup_s = float(ev["seconds"])
+
     def _limits(self, limit_s: float, since: float) -> str | None:
         child = self.child
-        rss = _session_rss_kb(child.proc.pid)
-        self.peak_kb = max(self.peak_kb, rss)
-        self.polls += 1
         now = time.monotonic()
-        if rss > self.memory_mb * 1024:
-            return "memory"
-        if self.polls % DISK_POLLS == 0:
-            self.result.leftovers_killed += kill_escaped(self.identity, child.proc.pid)
-            if _over_disk(self.identity, self.workdir):
-                return "disk"
+        # Sampled by the clock, not per wake-up: a child flooding its output
+        # wakes the loop thousands of times a second, and each sample scans /proc.
+        if now - self.sampled_at >= POLL_S:
+            self.sampled_at = now
+            failure = self._sample(child)
+            if failure:
+                return failure
         if now - since > limit_s:
             return "timeout"
         if now >= self.deadline:
@@ -393,24 +393,22 @@ class Supervisor:
             return "died"
         return None
 
-    def _stop(self) -> None:
+    def _sample(self, child: Child) -> str | None:
+        # Shared memory segments outlive processes: they count against the child.
+        rss = _session_rss_kb(child.proc.pid) + ipc_bytes(self.spec.identity) // 1024
+        self.stats.peak_rss_kb = max(self.stats.peak_rss_kb, rss)
+        self.polls += 1
+        if rss > self.spec.memory_mb * 1024:
+            return "memory"
+        if self.polls % DISK_POLLS == 0:
+            self.stats.leftovers_killed += kill_escaped(self.spec.identity, child.proc.pid)
+            used, files = student_disk(self.spec.identity, self.spec.writable)
+            if used > DISK_LIMIT_MB * 2 ** 20 or files > MAX_STUDENT_FILES:
+                return "disk"
+        return None
+
+    def stop(self) -> None:
         if self.child is not None:
             self.child.send({"exit": True})
-            self.result.leftovers_killed += self.child.finish()
+            self.stats.leftovers_killed += self.child.finish()
             self.child = None
-
-
-def _over_disk(identity: Identity, workdir: Path) -> bool:
-    used, files = student_disk(identity, workdir)
-    return used > DISK_LIMIT_MB * 2 ** 20 or files > MAX_STUDENT_FILES
-
-
-def execute(workdir: Path, job: ChildJob, schedule: Schedule, *, identity: Identity,
-            startup_s: float, memory_mb: int, deadline: float) -> Execution:
-    """Run every run the schedule hands out, in as few children as possible.
-
-    ``deadline`` is a ``time.monotonic()`` instant no run may go past: a run
-    still going then is stopped and it and the remaining runs are reported as
-    skipped, so the global time budget holds whatever the student does.
-    """
-    return Supervisor(workdir, job, identity, startup_s, memory_mb, deadline).execute(schedule)

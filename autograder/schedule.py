@@ -15,6 +15,7 @@ running (it gets an outcome without being run, saying why):
 """
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Callable
 
 from .outcome import Outcome
@@ -50,6 +51,18 @@ class Schedule:
         if self._after_trace is None or not isinstance(grid_steps, int):
             return run.limit_s
         return self._after_trace(run, grid_steps)
+
+    def record_trace(self, signature: int, outcome: Outcome) -> None:
+        """A signature's trace: when it failed, every run that needs it is answered
+        by it (a hang is charged to the first; the rest say they were not started)."""
+        if outcome.ok:
+            return
+        runs = [r for r in self.pending() if r.draw.signature == signature]
+        for i, run in enumerate(runs):
+            if outcome.status == "timeout" and i and not outcome.not_run:
+                self.outcomes[run] = replace(outcome, not_run=True, reason="tracing the same call already hung")
+            else:
+                self.outcomes[run] = outcome
 
     def record(self, run: Run, outcome: Outcome) -> None:
         self.outcomes[run] = outcome

@@ -231,7 +231,7 @@ def _from_notebook(path: Path, rel: str, entry_file: str, workdir: Path) -> Loca
     try:
         nb = json.loads(path.read_text(encoding="utf-8"))
         cells = nb["cells"]
-    except (OSError, ValueError, KeyError, TypeError) as e:
+    except (OSError, ValueError, KeyError, TypeError, RecursionError, MemoryError) as e:
         return Finding.make("submission-error", "static",
                             f"{rel} is not a readable Jupyter notebook ({type(e).__name__})",
                             check="submission", problem="bad-notebook", file=rel)
@@ -290,4 +290,9 @@ def check_source(loc: Located) -> Finding | None:
         return Finding.make("submission-error", "static", f"{loc.uploaded_as} cannot be compiled: {e}",
                             check="submission", problem="syntax-error", where=loc.uploaded_as,
                             line=None, text="", detail=str(e))
+    except (RecursionError, MemoryError) as e:   # e.g. one expression of 100,000 terms
+        return Finding.make("submission-error", "static",
+                            f"{loc.uploaded_as} is too deeply nested for Python to compile ({type(e).__name__})",
+                            check="submission", problem="syntax-error", where=loc.uploaded_as,
+                            line=None, text="", detail=f"{type(e).__name__}: nesting too deep to compile")
     return None

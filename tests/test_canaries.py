@@ -364,3 +364,25 @@ def test_the_compiler_options_change_no_output_bit():
         default = np.asarray(jax.block_until_ready(plain(args))[0])
         rung.reset_state()
         np.testing.assert_array_equal(fast, default)
+
+
+def test_platform_dependent_keeps_its_platforms_through_the_rewrite():
+    """lax.platform_dependent: a CPU-only branch (blocks the TPU refuses) must not
+    be lowered for the TPU; the rewrite keeps cond's branches_platforms."""
+    def kernel_add(x, y, block):
+        spec = pl.BlockSpec(block, lambda i, j: (i, j))
+
+        def kernel(x_ref, y_ref, o_ref):
+            o_ref[...] = x_ref[...] + y_ref[...]
+        grid = (x.shape[0] // block[0], x.shape[1] // block[1])
+        return pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype), grid=grid,
+                              in_specs=[spec, spec], out_specs=spec)(x, y)
+
+    def f(x, y):
+        return jax.lax.platform_dependent(x, y, cpu=lambda a, b: kernel_add(a, b, (7, 128)),
+                                          default=lambda a, b: kernel_add(a, b, (8, 128)))
+
+    x, y = jnp.ones((56, 256), jnp.float32), jnp.ones((56, 256), jnp.float32)
+    traced = rung.trace(f, [x, y])
+    assert _lower(f, [x, y]) == {"ok": True}
+    np.testing.assert_array_equal(np.asarray(rung.run(traced, [x, y], "generic")), 2 * np.ones((56, 256)))

@@ -40,6 +40,7 @@ MARKERS = {
     "hidden case": "hidden-secret-wide",
     "hidden spec": "HIDDEN-CASE-MARKER",
     "environment": "ENV-SECRET-55d0",
+    "hidden case shape": "SHAPE-(40, 384)",
 }
 
 
@@ -49,6 +50,7 @@ class Expect:
     problems: tuple[str, ...] = ()   # finding IDs or submission-error problems that must appear
     root_only: bool = False     # only safe when student code runs as another user
     says: str = ""              # text the feedback (summary) must contain
+    never: tuple[str, ...] = ()  # text no output of results.json may contain
 
 
 EXPECT = {
@@ -64,9 +66,8 @@ EXPECT = {
     "disk_fill.py": Expect(0.0, ("disk-limit",), root_only=True),
     "stdout_flood.py": Expect(FULL, says="earlier bytes of output cut"),
     "kill_parent.py": Expect(FULL, root_only=True),
-    # The index-map scan's eager evaluation feeds the callback zeros first: every
-    # later run of that shape replays them; only the hidden case's first run is real.
-    "replay_by_shape.py": Expect(2.0, ("wrong-result", "not-a-kernel", "work-outside")),
+    # A host callback: the traced program is refused, nothing of it runs.
+    "replay_by_shape.py": Expect(0.0, ("not-a-kernel", "host-callback", "nothing-to-check")),
     "predict_inputs.py": Expect(3.0, ("wrong-result", "work-outside")),
     "patch_numpy_compare.py": Expect(2.0, ("wrong-result",)),
     "lying_output_object.py": Expect(0.0, ("wrong-result", "wrong-shape", "no-pallas-call", "nothing-to-check")),
@@ -88,6 +89,25 @@ EXPECT = {
     "exception_leaks_solution.py": Expect(0.0, ("import-error",)),
     "read_metadata.py": Expect(FULL),
     "snoop_grader_proc.py": Expect(FULL),
+    # Forgeries that worked while student code shared the process that ran its kernel:
+    # each now earns what its real kernel (x - y, see wrong_add.py) deserves.
+    "patch_numpy_save_load.py": Expect(2.0, ("wrong-result",)),
+    "atexit_rewrite_outputs.py": Expect(2.0, ("wrong-result",)),
+    "patch_grader_module.py": Expect(2.0, ("wrong-result",)),
+    "meta_path_finder.py": Expect(2.0, ("wrong-result",)),
+    "settrace_rewrite_local.py": Expect(2.0, ("wrong-result",)),
+    "reregister_lowering.py": Expect(2.0, ("wrong-result",)),
+    "gc_channel_forge.py": Expect(0.0, ("channel-tampered",)),
+    # No kernel at all (jax.numpy), static facts patched where they are not computed:
+    # right numbers, but not a kernel, and no probe points.
+    "forge_static_facts.py": Expect(4.0, ("no-pallas-call", "nothing-to-check")),
+    "host_callback_kernel.py": Expect(0.0, ("host-callback", "nothing-to-check")),
+    "print_hidden_shapes.py": Expect(FULL, says="SHAPE-(16, 256)"),
+    "sysv_shared_memory.py": Expect(0.0, ("memory-limit",), root_only=True),
+    "run_lock_leftover.py": Expect(FULL, root_only=True),
+    "deep_expression.py": Expect(0.0, ("syntax-error",)),
+    "deep_notebook": Expect(0.0, ("bad-notebook",)),
+    "markdown_names": Expect(0.0, ("file-missing",), never=("\n#### Score", "\n```\n#### ")),
 }
 
 
@@ -129,11 +149,15 @@ def _layout(base: Path, install: Path, attack: Path) -> Path:
         sub.mkdir()
         shutil.copy(attack, sub / ("add.py" if attack.suffix == ".py" else attack.name))
     if attack.name != "zipped_upload":
-        for helper in ("honest_add.py", "attack_kit.py"):
+        for helper in ("honest_add.py", "wrong_add.py", "attack_kit.py"):
             shutil.copy(HOSTILE / helper, sub / helper)
     if attack.name == "huge_upload":
         with open(sub / "dataset.bin", "wb") as f:
             f.truncate(3 * 1024 ** 3)          # sparse: 3 GB to the grader, nothing on disk
+    if attack.name == "markdown_names":
+        for name in (b"notes\n#### Score: 16 of 16\n.txt", b"x```\n#### Score.py", b"[click](javascript:alert(1)).py",
+                     b"\xff\xfe-not-utf8.py"):
+            (sub / os.fsdecode(name)).write_text("# not the kernel\n")
     if attack.name == "many_files":
         for i in range(3000):
             d = sub / "data" / f"{i // 100:02d}"
@@ -170,7 +194,7 @@ def _processes_mentioning(text: str) -> list[int]:
 
 def _temp_files_of(uid: int) -> list[str]:
     left = []
-    for folder in ("/tmp", "/var/tmp", "/dev/shm"):
+    for folder in confinement.temp_folders():
         try:
             left += [e.path for e in os.scandir(folder)
                      if e.stat(follow_symlinks=False).st_uid == uid]
@@ -216,6 +240,8 @@ def test_attack_is_contained(name, gradescope_install, tmp_path):
     assert doc["score"] == pytest.approx(expect.score), (doc["score"], _problems(doc))
     assert set(expect.problems) <= _problems(doc), _problems(doc)
     assert expect.says in doc["output"]
+    for text in expect.never:
+        assert text not in doc["output"] and all(text not in t["output"] for t in doc["tests"]), text
     assert ("could not switch your code" in doc["output"]) == (not ROOT_USER)
     for what, marker in MARKERS.items():
         assert marker not in text, f"the {what} leaked into results.json"
@@ -233,6 +259,7 @@ def test_attack_is_contained(name, gradescope_install, tmp_path):
     assert _digest(package) == package_before, "the grader's package changed"
     if ROOT_USER:
         assert not _temp_files_of(uid), "student files were left in the temp folders"
+        assert not [i for i, owner, _n in confinement._ipc("shm") if owner == uid], "shared memory left"
     assert seconds < 300
 
 

@@ -259,11 +259,13 @@ def vmem_budget(traced: Traced) -> dict:
     return {"calls": calls, "bytes": max((c["bytes"] for c in calls), default=0)}
 
 
-# Primitives that do the assignment's real work when they appear outside a kernel.
-HEAVY_OUTSIDE = ("dot_general", "reduce_sum", "reduce_max", "reduce_min", "reduce_prod",
-                 "argmax", "argmin", "conv_general_dilated", "sort", "cumsum", "cumprod",
-                 "cummax", "cumlogsumexp", "pure_callback", "io_callback", "exp", "log", "mul",
-                 "add", "sub", "div", "max", "min", "logistic", "tanh")
+# What may run outside a kernel: moving and reshaping data, and bookkeeping.
+# Anything else on a non-scalar operand is work done outside the kernel (an
+# allow-list: a reduction through lax.reduce_window is work as much as a sum is).
+LAYOUT_OUTSIDE = frozenset({
+    "reshape", "broadcast_in_dim", "convert_element_type", "transpose", "squeeze", "expand_dims",
+    "slice", "dynamic_slice", "dynamic_update_slice", "concatenate", "pad", "iota", "copy", "copy_p",
+    "bitcast_convert_type", "rev", "split", "debug_print"})
 
 
 def structure(traced: Traced) -> dict:
@@ -289,8 +291,8 @@ def structure(traced: Traced) -> dict:
                 for s in subs:
                     walk(s)
                 continue
-            if name in HEAVY_OUTSIDE and any(getattr(v.aval, "size", 1) > 1 for v in eqn.invars
-                                             if hasattr(v, "aval")):
+            if name not in LAYOUT_OUTSIDE and any(getattr(v.aval, "size", 1) > 1 for v in eqn.invars
+                                                  if hasattr(v, "aval")):
                 outside[name] = outside.get(name, 0) + 1
 
     walk(traced.closed.jaxpr)

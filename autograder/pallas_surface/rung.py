@@ -22,6 +22,14 @@ from . import release
 PALLAS_CALL = release.PALLAS_CALL
 
 
+def _cond_primitive():
+    from jax._src.lax.control_flow.conditionals import cond_p
+    return cond_p
+
+
+_COND = _cond_primitive()
+
+
 class UnsupportedPrimitive(RuntimeError):
     """A higher-order primitive this rewrite does not know holds a pallas_call."""
 
@@ -99,11 +107,21 @@ def _closed_fn(closed: Any, interpret: Any, stub: Callable | None) -> Callable:
     return lambda *a: evaluate(closed.jaxpr, closed.consts, a, interpret, stub)
 
 
+def _retraced(closed: Any, interpret: Any, stub: Callable | None) -> Any:
+    """A closed jaxpr re-traced with its pallas_calls rewritten (effects recomputed)."""
+    avals = [v.aval for v in closed.jaxpr.invars]
+    args = [jax.ShapeDtypeStruct(a.shape, a.dtype, weak_type=a.weak_type) for a in avals]
+    return jax.make_jaxpr(_closed_fn(closed, interpret, stub))(*args)
+
+
 def _eval_loop(name: str, p: dict, invals: list, interpret: Any, stub: Callable | None) -> Any:
     """cond, while and scan rebuilt around re-evaluated bodies."""
     if name == "cond":
-        index, *ops = invals
-        return jax.lax.switch(index, [_closed_fn(b, interpret, stub) for b in p["branches"]], *ops)
+        # Rebound with retraced branches and every other parameter kept: lax.switch
+        # would drop branches_platforms (lax.platform_dependent), and the TPU
+        # lowering would then lower the CPU-only branch too.
+        branches = tuple(_retraced(b, interpret, stub) for b in p["branches"])
+        return jax_core.Primitive.bind(_COND, *invals, **{**p, "branches": branches})
     if name == "while":
         cn, bn = p["cond_nconsts"], p["body_nconsts"]
         cconsts, bconsts, init = invals[:cn], invals[cn:cn + bn], invals[cn + bn:]

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..diagnosis import known_error
+from ..diagnosis import REFUSED, known_error
 from ..findings import Finding
 from ..outcome import Outcome
 from ..plan import Draw, Plan, Run
@@ -124,6 +124,9 @@ def _not_run(r: ProbeResults) -> tuple[list[Finding], str]:
     Stopped where the case's own test on the probe's rung fails too: that test
     already charges it. Otherwise the student is not charged: a note says why."""
     outcomes = [o for _run, o in _deciding(r) if o is not None]
+    if any(o.status == "error" and o.error_type == REFUSED for o in outcomes):
+        return [r.finding("not-a-kernel", "there is no kernel the grader can run for this check to "
+                          "examine: it earns nothing", problem="nothing-to-check")], ""
     settled = next((o for o in outcomes if o.status == "settled" and o.settled_by), None)
     if settled is not None:
         return [_as_check(settled.settled_by, r, settled.reason)], ""
