@@ -168,3 +168,23 @@ def test_work_outside_the_kernel_is_anything_but_layout():
     assert facts["pallas_calls"] == 1 and "reduce_window_sum" in facts["outside"]
     clean = analysis.structure(rung.trace(lambda a, b: add(a.reshape(16, 256), b.T.T), [x, x]))
     assert clean["outside"] == {}
+
+
+@jax_only
+def test_gather_scatter_and_window_reductions_round_trip():
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+
+    from autograder.pallas_surface import rebuild, rung, serial
+
+    def f(x, i):
+        window = jax.lax.reduce_window(x, 0.0, jax.lax.add, (1, 2), (1, 1), "SAME")
+        return x[i].sum(0) + x.at[i].add(1.0)[0] + window[0]
+
+    x, i = jnp.arange(12.0).reshape(3, 4), jnp.array([2, 0])
+    traced = rung.trace(f, [x, i])
+    doc = schema.loads(json.dumps(serial.encode(traced, set())).encode())
+    rebuilt = rung.trace(rebuild.load(doc).function(), [x, i])
+    for which in ("generic", "tpu-interpret"):
+        np.testing.assert_array_equal(np.asarray(rung.run(rebuilt, [x, i], which)), np.asarray(f(x, i)))

@@ -29,7 +29,7 @@ def _primitives() -> dict[str, jax_core.Primitive]:
     """Every allowed primitive, by name, from the modules that define them."""
     import importlib
     found = {}
-    for name in ("jax._src.lax.lax", "jax._src.lax.slicing", "jax._src.lax.special",
+    for name in ("jax._src.lax.lax", "jax._src.lax.slicing", "jax._src.lax.special", "jax._src.lax.windowed_reductions",
                  "jax._src.lax.control_flow.loops", "jax._src.lax.control_flow.conditionals",
                  "jax._src.state.primitives", "jax._src.pallas.primitives",
                  "jax._src.pallas.mosaic.primitives", "jax._src.pallas.pallas_call",

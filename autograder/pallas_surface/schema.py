@@ -43,6 +43,7 @@ logistic lt max min mul mulhi ne neg nextafter not or pad population_count pow r
 reduce_and reduce_max reduce_min reduce_or reduce_precision reduce_prod reduce_sum reduce_xor rem
 platform_index reshape rev round rsqrt select_n shift_left shift_right_arithmetic shift_right_logical sign sin
 sinh slice sort split sqrt square squeeze sub tan tanh top_k transpose xor
+gather scatter scatter-add reduce_window_sum reduce_window_max reduce_window_min
 get swap addupdate
 program_id num_programs multiple_of masked_load masked_swap semaphore_signal semaphore_wait
 semaphore_read delay reciprocal debug_print
