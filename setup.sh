@@ -2,7 +2,8 @@
 # Install pallas-autograder into a venv beside this script, with pinned dependencies.
 #
 #   ./setup.sh          grading dependencies (what Gradescope runs)
-#   ./setup.sh --test   also the test extras (pytest)
+#   ./setup.sh --test   also the test extras (pytest, playwright) and, as root on
+#                       Debian/Ubuntu, the chromium package for the browser test
 #
 # On Gradescope's Ubuntu 22.04 image the system python3 is 3.10 and Gradescope's
 # own harness needs it untouched, so a separate Python >= 3.11 is installed
@@ -55,6 +56,16 @@ fi
 # confinement.python_command), so a checkout's edits apply without reinstalling.
 "$venv/bin/python" -m pip install -q --disable-pip-version-check "$here$extras"
 "$venv/bin/python" -c 'import jax, autograder; assert jax.__version__ == "0.10.2", jax.__version__'
+if [ -n "$extras" ] && ! command -v chromium >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1 &&
+   [ "$(id -u)" = 0 ]; then
+  # The HTML report's browser test drives Debian's Chromium (Playwright uses it; it downloads
+  # no browser of its own). Without it that one test skips and says why.
+  echo "setup.sh: installing chromium for the browser test" >&2
+  export DEBIAN_FRONTEND=noninteractive
+  { apt-get install -y -qq chromium >/dev/null 2>&1 ||
+    { apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq chromium >/dev/null 2>&1; }; } ||
+    echo "setup.sh: chromium could not be installed; the browser test will skip" >&2
+fi
 if [ "$(id -u)" = 0 ]; then
   # Student code runs as an unprivileged user; create it and check it can start the grader's child.
   "$venv/bin/python" -m autograder.confinement

@@ -7,6 +7,7 @@ valid.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -65,6 +66,20 @@ def _assignment(slug: str, folder: Path | None, parser: argparse.ArgumentParser)
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The CLI; Ctrl-C and a closed pipe (``| head``) end with one line, not a traceback."""
+    try:
+        return _main(argv)
+    except KeyboardInterrupt:
+        print("\npallas-autograder: interrupted; nothing was written", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        # The reader went away (| head): stop quietly, and keep Python from
+        # complaining again when it flushes stdout at exit.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+
+
+def _main(argv: list[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
     if args.verb == "list":
@@ -100,11 +115,13 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _grade(args, parser) -> int:
-    from . import grade, gradescope, render
+    from . import grade, gradescope, render, terminal
     assignment = _assignment(args.assignment, args.assignments, parser)
+    progress = terminal.Progress()
     try:
         options = grade.GradeOptions(cases=tuple(args.case), rungs=tuple(args.rung),
-                                     case_timeout_s=args.case_timeout, run_key=args.run_key)
+                                     case_timeout_s=args.case_timeout, run_key=args.run_key,
+                                     progress=progress)
         grade.select(assignment, options)
     except KeyError as e:
         parser.error(f"unknown case or rung {e.args[0]!r} for {assignment.slug}; valid cases: "
@@ -120,9 +137,15 @@ def _grade(args, parser) -> int:
         if args.results:
             gradescope.write(gradescope.catastrophic(exc), args.results)
         raise
-    print(render.render_report(render.report_view(report), args.format))
+    finally:
+        progress.clear()
+    text = render.render_report(render.report_view(report), args.format)
+    if args.format == "text" and terminal.wants_colour(sys.stdout):
+        text = terminal.colour(text)
+    print(text, end="" if text.endswith("\n") else "\n")
+    sys.stdout.flush()
     if args.results:
-        print(f"results written to {args.results}")
+        print(f"results written to {args.results}", file=sys.stderr)
     return 0
 
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .compare import compare
+from .figures import num, pct
 from .findings import Finding
 from .outcome import LoadError, Outcome
 from .pallas_surface import release
@@ -83,9 +84,28 @@ def _frames_where(frames, loc: Located) -> list[str]:
     return out
 
 
-def from_load_error(ev: LoadError, loc: Located, memory_mb: int) -> Finding:
+def wanted_call(assignment: Assignment) -> str:
+    """The call the grader makes, as the handout writes it: ``add(x, y)``."""
+    return f"{assignment.entry_function}({', '.join(i.name for i in assignment.inputs)})"
+
+
+def starter_untouched(findings: list[Finding], assignment: Assignment, loc: Located) -> Finding | None:
+    """One submission-wide finding for the shipped starter: every correctness run
+    raised NotImplementedError while tracing (said once, not once per test)."""
+    runs = [f for f in findings if f.check == "correctness" and f.case is not None]
+    if not runs or not all(f.problem == "exception" and f.facts().get("type") == "NotImplementedError"
+                           for f in runs):
+        return None
+    return Finding.make("submission-error", "static", f"{wanted_call(assignment)} in {loc.uploaded_as} "
+                        "still raises NotImplementedError: the starter has not been filled in yet",
+                        check="submission", problem="not-implemented", file=loc.uploaded_as,
+                        wanted=wanted_call(assignment))
+
+
+def from_load_error(ev: LoadError, loc: Located, assignment: Assignment) -> Finding:
     """The submission-wide finding for a submission that could not be imported."""
     f = loc.uploaded_as
+    memory_mb = assignment.limits.memory_mb
 
     def sub(problem: str, message: str, **evidence) -> Finding:
         return Finding.make("submission-error", "static", message, check="submission",
@@ -95,8 +115,8 @@ def from_load_error(ev: LoadError, loc: Located, memory_mb: int) -> Finding:
         return sub("syntax-error", f"syntax error at {loc.where(ev.line)}: {ev.message}",
                    where=loc.where(ev.line), line=ev.line, text="", detail=ev.message)
     if ev.kind == "missing-function":
-        return sub("function-missing", f"{f} does not define the function the assignment asks for",
-                   file=f, found=list(ev.found))
+        return sub("function-missing", f"{f} does not define {wanted_call(assignment)}, the function "
+                   "the assignment asks for", file=f, found=list(ev.found), wanted=wanted_call(assignment))
     if ev.kind == "arity":
         return sub("wrong-arity", f"the function in {f} cannot be called with the assignment's "
                    "arguments", file=f, signature=ev.signature, detail=ev.message)
@@ -211,12 +231,12 @@ def _judge_output(assignment: Assignment, run: Run, outcome: Outcome, reference:
     if c.verdict == "numerics":
         msg = (f"{c.nonfinite} of {c.total} outputs are NaN or Inf where the reference is finite"
                if c.nonfinite else
-               f"{c.mismatches} of {c.total} outputs are off by up to {c.max_abs_error:.3g} "
-               f"({c.relative_to_output:.2%} of the output's magnitude): a precision problem")
+               f"{c.mismatches} of {c.total} outputs are off by up to {num(c.max_abs_error)} "
+               f"({pct(c.relative_to_output)} of the output's magnitude): a precision problem")
         return Finding.make("numerics", run.rung, msg, **where, **c.evidence())
     if c.nonfinite:
         msg = (f"{c.mismatches} of {c.total} outputs are wrong: {c.nonfinite} are NaN or Inf, and "
-               f"finite ones are off by up to {c.finite_relative:.0%} of the output's magnitude")
+               f"finite ones are off by up to {pct(c.finite_relative)} of the output's magnitude")
     else:
-        msg = f"{c.mismatches} of {c.total} outputs are wrong (max error {c.max_abs_error:.3g})"
+        msg = f"{c.mismatches} of {c.total} outputs are wrong (max error {num(c.max_abs_error)})"
     return Finding.make("wrong-result", run.rung, msg, **where, **c.evidence())

@@ -62,8 +62,16 @@ def _outcome(reply: Reply, run: Run, out_dir: Path, schedule: Schedule) -> Outco
                    returncode=reply.returncode, stderr_tail=reply.stderr_tail, **facts)
 
 
+def _label(run) -> str:
+    """What the progress line says a run is (a secret case by its position only)."""
+    from .findings import RUNGS
+    case = run.case.name if run.case.visible else "a secret case"
+    what = f" ({run.probe} check)" if run.probe else ""
+    return f"{case} · {RUNGS.get(run.rung, run.rung)}{what}"
+
+
 def run_all(schedule: Schedule, traces: dict[int, Trace], spec: ChildSpec, deadline: float,
-            shown: Tail) -> Stats:
+            shown: Tail, progress=None) -> Stats:
     """Send every pending run whose signature traced; answer the others."""
     for sig, trace in traces.items():
         schedule.record_trace(sig, trace.outcome)
@@ -73,6 +81,8 @@ def run_all(schedule: Schedule, traces: dict[int, Trace], spec: ChildSpec, deadl
         while (run := schedule.next_run()) is not None and time.monotonic() < deadline:
             if not child.ready():
                 break
+            if progress is not None:
+                progress(_label(run), len(schedule.outcomes), len(schedule.plan.runs))
             command = {"run": run.to_child(schedule.child_inputs(run))}
 
             def on_event(kind: str, ev: dict, run=run):

@@ -157,3 +157,48 @@ def primary(findings: list[Finding]) -> Finding | None:
     if not findings:
         return None
     return min(findings, key=lambda f: PRECEDENCE.index(f.id))
+
+
+# The one-line fix the report's problem list gives; the finding's own section
+# gives the full fix with its evidence.
+FIXES: dict[str, str] = {
+    "wrong-result": "compare your kernel's formula with the handout's on the smallest case",
+    "numerics": "accumulate in float32 and keep intermediates in a stable range",
+    "out-of-bounds": "make the grid pl.cdiv(size, block) long and keep every index map inside its array",
+    "output-block-revisit": "put the axis that revisits an output block last and mark it \"arbitrary\"",
+    "uninitialized-memory": "zero accumulators at the first step and write every output block in full",
+    "grid-order-dependence": "mark an axis \"parallel\" only when no grid point depends on another along it",
+    "padding-dependence": "mask the padded part of edge blocks before it reaches a valid result",
+    "data-race": "never let two grid points on a parallel axis write the same block",
+    "dma-protocol": "start every copy before waiting on it, and wait on each copy once",
+    "compile-reject": "use blocks whose last two dimensions are multiples of (8, 128)",
+    "vmem-overflow": "use fixed block sizes that fit VMEM at the real problem size",
+    "not-a-kernel": "do the assignment's work inside the kernel passed to pl.pallas_call",
+    "chip-reject": "see the compiler's message for the construct it refused",
+    "chip-divergence": "compare the chip's output with the interpreters' on the failing case",
+    "submission-error": "make the file import and run on its own (see the details)",
+}
+SUBMISSION_FIXES: dict[str, str] = {
+    "file-missing": "upload the file with the name the handout gives",
+    "syntax-error": "run the file locally and correct the line shown",
+    "import-error": "make the file import on its own, without files you did not upload",
+    "function-missing": "define the function the handout names, at the top level of the file",
+    "wrong-arity": "give the function exactly the handout's arguments",
+    "not-implemented": "replace the starter's raise NotImplementedError with your kernel",
+    "exception": "run the case locally (see the reproduction) and fix the error shown",
+    "timeout": "look for a loop that never ends or a DMA wait that nothing starts",
+    "import-timeout": "remove slow work done at import time",
+    "memory-limit": "avoid huge intermediate arrays",
+    "wrong-shape": "return the pallas_call's output with the handout's shape",
+    "wrong-dtype": "set out_shape's dtype as the handout says",
+    "wrong-type": "return one array, not a tuple or a NumPy value",
+    "killed": "do not call exit() or os._exit()",
+    "exit-at-import": "do not call exit() or os._exit()",
+    "unsupported": "use the operations the handout shows",
+}
+
+
+def fix_line(f: Finding) -> str:
+    if f.id == "submission-error":
+        return SUBMISSION_FIXES.get(f.problem or "", FIXES["submission-error"])
+    return FIXES[f.id]

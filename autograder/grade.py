@@ -14,6 +14,7 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 from . import (
     calibration,
@@ -43,6 +44,8 @@ class GradeOptions:
     startup_timeout_s: float | None = None
     run_key: int | None = None          # None: a fresh secret key (replay one with --run-key)
     use_calibration: bool = True        # False: every run gets the spec's ceiling (calibrate does)
+    # Told what is being run ("small · TPU interpret mode", done, total): the CLI's progress line.
+    progress: Callable[[str, int, int], None] | None = field(default=None, compare=False)
 
 
 @dataclass
@@ -141,6 +144,8 @@ def _grade_as(slot: confinement.Slot, assignment: Assignment, submission_path: P
         if skipped:
             notes.append("Not copied from your upload: " + "; ".join(skipped[:10])
                          + (f"; and {len(skipped) - 10} more" if len(skipped) > 10 else "") + ".")
+        if isinstance(loc, submission.Located) and loc.note:
+            notes.append(loc.note[0].upper() + loc.note[1:] + ".")
         problem = loc if isinstance(loc, Finding) else submission.check_source(loc)
         if problem is not None:
             return _report(plan, submission_path, [problem], [], None if problem is loc else loc, t0,
@@ -187,9 +192,9 @@ def _execute(slot: confinement.Slot, plan: Plan, submission_path: Path, loc: sub
                         limit_after_trace=timing.after_trace, settle=probes.settle)
     shown = sandbox.Tail()
     traces, stats = tracing.trace_all(plan, tracer, store.abstract, workdir / "programs", deadline, shown,
-                                      timing.trace_limit())
+                                      timing.trace_limit(), options.progress)
     if not any(s.load_error or s.tampered for s in stats):
-        stats.append(execution.run_all(schedule, traces, child, deadline, shown))
+        stats.append(execution.run_all(schedule, traces, child, deadline, shown, options.progress))
     for run in schedule.pending():
         load_error = any(s.load_error for s in stats)
         schedule.record(run, Outcome("load-error" if load_error else "skipped",
@@ -212,7 +217,7 @@ def _diagnose(plan: Plan, ex: execution.Execution, store: DrawStore,
             "submission-error", "static", f"the grader's channel was tampered with: {ex.tampered}",
             check="submission", problem="channel-tampered", detail=ex.tampered))
     elif ex.load_error is not None:
-        findings.append(diagnosis.from_load_error(ex.load_error, loc, plan.assignment.limits.memory_mb))
+        findings.append(diagnosis.from_load_error(ex.load_error, loc, plan.assignment))
     probe_findings, notes = probes.judge(plan, ex.outcomes, store)
     findings += probe_findings
     for run in plan.correctness():
@@ -221,6 +226,9 @@ def _diagnose(plan: Plan, ex: execution.Execution, store: DrawStore,
         f = diagnosis.from_outcome(plan.assignment, run, outcome, reference, loc)
         if f is not None:
             findings.append(f)
+    starter = diagnosis.starter_untouched(findings, plan.assignment, loc)
+    if starter is not None:
+        findings = [starter] + [f for f in findings if f.check != "correctness"]
     return findings, notes
 
 

@@ -13,9 +13,10 @@ from typing import Any
 
 import jinja2
 
-from . import escaping, repro
-from .findings import CATALOGUE, RUNGS, Finding
+from . import escaping, figures, repro
+from .findings import CATALOGUE, RUNGS, Finding, fix_line
 from .plan import Run
+from .problems import Problem, key_of, summarize
 from .scoring import TestResult
 
 FORMATS = ("text", "md", "html")
@@ -46,7 +47,8 @@ def _env(fmt: str) -> jinja2.Environment:
     env.globals["fmt"] = fmt
     env.globals["rungs"] = RUNGS
     env.filters.update(plain=escaping.plain, md_inline=escaping.md_inline, md_line=escaping.md_line,
-                       md_fence=escaping.md_fence)
+                       md_fence=escaping.md_fence, num=figures.num, pct=figures.pct,
+                       points=figures.points)
     return env
 
 
@@ -85,36 +87,69 @@ def _inputs_text(assignment, case) -> str:
         for i in assignment.inputs)
 
 
-def test_view(t: TestResult, plan, uploaded_as: str | None) -> dict[str, Any]:
+def _problem_line(p: Problem) -> dict[str, Any]:
+    return {"number": p.number, "id": p.id, "title": p.title, "explained_in": p.explained_in}
+
+
+def _placement(t: TestResult, problems: dict, assignment) -> dict[str, Any]:
+    """Which findings this test explains in full, and which it only points to:
+    each problem is explained once, where the student first meets it."""
+    here, pointers, keys = [], [], set()
+    for i, f in enumerate((t.finding, *t.others) if t.finding else t.others):
+        k = key_of(f)
+        if k in keys:
+            continue
+        keys.add(k)
+        p = problems.get(k)
+        if p is None or p.explained_in == t.number:
+            here.append((i == 0, f))
+        else:
+            pointers.append((i == 0, p))
+    main_here = bool(here) and here[0][0]
+    return {
+        "explained_here": main_here,
+        "points_to": next((_problem_line(p) for first, p in pointers if first), None),
+        "problem": _problem_line(problems[key_of(t.finding)]) if t.finding and key_of(t.finding) in problems
+        else None,
+        "also_explained": [_finding_view(f, _shows(f, assignment)) for first, f in here if not first],
+        "also": [_problem_line(p) for first, p in pointers if not first],
+    }
+
+
+def test_view(t: TestResult, plan, uploaded_as: str | None, problems: dict | None = None) -> dict[str, Any]:
     assignment = plan.assignment
     run = _shown_run(t, plan)
     case = run.draw.case if run is not None and not run.draw.abstract else t.case
-    visible = t.case.visible
+    visible = case.visible if t.probe is not None else t.case.visible
     f = t.finding
-    shows = f is not None and f.case is not None and _shows(f, assignment)
-    return {
+    # A secret case's test never shows a reproduction, whichever case its finding came from.
+    shows = (f is not None and f.case is not None and _shows(f, assignment)
+             and (t.probe is not None or t.case.visible))
+    view = {
         "number": t.number, "name": t.name, "passed": t.passed, "score": t.score,
         "max_score": t.max_score, "rung": t.rung, "rung_label": RUNGS[t.rung],
-        "visible": visible,
+        "visible": visible, "shown_to_student": t.visibility,
         "case": {"name": case.name if visible else None, "dtype": case.dtype if visible else None,
                  "seed": (run.draw.seed if run is not None else [case.seed]) if visible else None,
                  "inputs": _inputs_text(assignment, case) if visible else None},
         "finding": _finding_view(f, _shows(f, assignment)) if f else None,
-        "also": [_finding_view(o, _shows(o, assignment))["title"] for o in t.others],
-        "related": [_finding_view(o, True) for o in t.others
-                    if o.id in _RELATED and _shows(o, assignment)],
         "wide": bool(f and f.case is None),
         "ladder": [{"rung": r, "label": RUNGS[r], "state": st, "line": f"{RUNGS[r]}: {_STATES[st]}"}
                    for r, st in t.ladder],
         "snippet": _snippet(t, run, plan) if shows else None,
-        "command": (repro.command(assignment, t.case if t.probe is None else assignment.case(f.case),
-                                  t.rung, uploaded_as, plan.run_key)
-                    if shows and t.rung in ("generic", "tpu-interpret")
-                    and (run is None or run.stress is None) else None),
+        # The grader's --case/--rung replays correctness runs only: a probe's
+        # failure is reproduced by its snippet (its interpreter parameters).
+        "command": (repro.command(assignment, t.case, t.rung, uploaded_as, plan.run_key)
+                    if shows and t.probe is None and t.rung in ("generic", "tpu-interpret") else None),
         "probe": t.probe,
         "charged_in": t.charged_in,
+        "gated_by": t.gated_by,
         "note": t.note,
     }
+    view.update(_placement(t, problems or {}, assignment))
+    for fv in filter(None, (view["finding"], *view["also_explained"])):
+        fv["hint"] = assignment.numerics_hint if fv["id"] == "numerics" else ""
+    return view
 
 
 # Evidence worth showing in full beside a root cause (e.g. the grid order that broke it).
@@ -139,15 +174,29 @@ def _snippet(t: TestResult, run: Run | None, plan) -> str | None:
     return repro.snippet(plan.assignment, run.draw.case, rung, params, run.draw.seed)
 
 
+def problems_view(problems: tuple[Problem, ...], assignment) -> list[dict[str, Any]]:
+    return [{"number": p.number, "id": p.id, "title": p.title, "fix": fix_line(p.finding),
+             "points": p.points, "cost": list(p.cost), "seen": list(p.seen),
+             "explained_in": p.explained_in,
+             "message": _finding_view(p.finding, _shows(p.finding, assignment))["message"]}
+            for p in problems]
+
+
 def report_view(report) -> dict[str, Any]:
     a = report.assignment
+    problems = summarize(report.tests, lambda f: _shows(f, a))
+    keyed = {p.key: p for p in problems}
+    listed = [t for t in report.tests if t.visibility == "visible"]
+    later = len(report.tests) - len(listed)
     return {
         "title": a.title, "slug": a.slug, "score": report.score, "max_score": report.max_score,
         "uploaded_as": report.uploaded_as, "seconds": round(report.seconds, 1),
         "jax_version": report.jax_version,
+        "problems": problems_view(problems, a),
         "wide": [_finding_view(f, True) for f in report.wide_findings],
-        "tests": [test_view(t, report.plan, report.uploaded_as) for t in report.tests],
-        "passed": sum(t.passed for t in report.tests), "count": len(report.tests),
+        "tests": [test_view(t, report.plan, report.uploaded_as, keyed) for t in report.tests],
+        "passed": sum(t.passed for t in listed), "count": len(listed), "later": later,
+        "secret_cases": sum(1 for c in report.plan.cases if not c.visible),
         "student_output": report.student_output,   # already a capped tail (sandbox.Tail)
         "notes": list(report.notes),
     }
@@ -169,5 +218,8 @@ def render_summary(view: dict, fmt: str) -> str:
 
 
 def render_report(view: dict, fmt: str) -> str:
-    """The whole report, for the terminal: summary, then every test."""
+    """The whole report, for the terminal: summary, then every test. HTML is a
+    self-contained page (styles and script inline: it opens from file://)."""
+    if fmt == "html":
+        return render("page.j2", fmt, report=view)
     return render("report.j2", fmt, report=view)

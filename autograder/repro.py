@@ -4,6 +4,8 @@ Only for visible cases: a hidden case's shapes and seed are never shown.
 """
 from __future__ import annotations
 
+import math
+
 from . import inputs
 from .spec import Assignment, Case
 
@@ -22,6 +24,12 @@ def command(assignment: Assignment, case: Case, rung: str, uploaded_as: str | No
     key = f" --run-key {run_key}" if run_key is not None else ""
     return (f"pallas-autograder grade {target} --assignment {assignment.slug} "
             f"--case {case.name} --rung {rung}{key}")
+
+
+def _atol(assignment: Assignment, case: Case) -> float:
+    """The absolute tolerance the grader compares with (``compare.compare``)."""
+    tol = assignment.tolerance(case.dtype)
+    return float(f"{tol.atol * math.sqrt(max(assignment.reduction_length(case), 1)):.6g}")
 
 
 def snippet(assignment: Assignment, case: Case, rung: str, params: dict | None = None,
@@ -53,6 +61,9 @@ def snippet(assignment: Assignment, case: Case, rung: str, params: dict | None =
                   f"{', '.join(f'np.asarray({a}, dtype=np.float64)' for a in arrays)}",
                   f"expected = {assignment.snippet_reference}",
                   "err = np.abs(out - expected)",
+                  f"allowed = {_atol(assignment, case)!r} + {assignment.tolerance(case.dtype).rtol!r} "
+                  "* np.abs(expected)  # the grader's tolerance for this case",
                   'print("max abs error:", np.nanmax(err), "NaNs:", int(np.isnan(out).sum()))',
-                  'print("first bad index:", np.argwhere(~(err <= 1e-3))[:1])']
+                  'print("wrong elements:", int((~(err <= allowed)).sum()), "of", err.size, '
+                  '"first at:", np.argwhere(~(err <= allowed))[:1].tolist())']
     return "\n".join(lines)

@@ -8,7 +8,7 @@ correctness test keeps its points and names that test.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from .findings import RUNGS, Finding, primary
@@ -35,10 +35,19 @@ class TestResult:
     charged_in: str | None = None           # the test that already charged this finding's ID
     run: Run | None = None                  # the correctness test's run (its seed, its case)
     note: str = ""                          # a check that could not run, through no fault of the student's
+    gated_by: str | None = None             # the check whose failure took this test's points
 
     @property
     def passed(self) -> bool:
-        return self.finding is None
+        """Exactly when the test earns its points (a finding charged elsewhere keeps them)."""
+        if self.max_score > 0:
+            return self.score >= self.max_score
+        return self.finding is None or self.charged_in is not None
+
+    @property
+    def charges(self) -> bool:
+        """Whether this test's points were lost to its finding (here, not elsewhere)."""
+        return self.finding is not None and not self.passed
 
     @property
     def tags(self) -> list[str]:
@@ -90,7 +99,7 @@ def _correctness(plan: Plan, wide: list[Finding], by_test: dict, explaining: lis
             if hits and not wide:
                 hits += [f for f in explaining if rung in EXPLAINS[f.id]]
             main = _root_cause(hits, rung)
-            label = case.name if case.visible else f"hidden case {ci}"
+            label = case.name if case.visible else f"secret case {ci}"
             tests.append(TestResult(
                 number=f"{ci}.{ri}", name=f"{label} · {RUNGS[rung]}", case=case, rung=rung,
                 max_score=share, score=0.0 if main else share, finding=main,
@@ -157,4 +166,28 @@ def score(plan: Plan, findings: list[Finding], notes: list["CheckNote"] = ()) ->
             max_score=rubric.points, score=rubric.points if (main is None or already) else 0.0,
             finding=main, others=tuple(f for f in hits if f is not main), probe=name,
             visibility=rubric.visibility, charged_in=already, note=note))
-    return tests
+    return _gated(plan, tests)
+
+
+def _gates(finding: Finding | None) -> bool:
+    """A check gates others only on a finding about the kernel itself (not one it
+    could not examine: the tests then fail or pass on their own)."""
+    return (finding is not None and finding.id != "submission-error"
+            and finding.problem not in ("check-not-run", "nothing-to-check"))
+
+
+def _gated(plan: Plan, tests: list[TestResult]) -> list[TestResult]:
+    """The rubric's dependencies: a probe with ``gates`` takes the points of the
+    tests it gates while its check fails (e.g. no correctness points for work
+    done outside the kernel). The gating finding is the root cause there."""
+    out = list(tests)
+    for gate in (t for t in tests if t.probe is not None and _gates(t.finding)):
+        targets = set(plan.assignment.probe(gate.probe).gates)
+        for i, t in enumerate(out):
+            group = "correctness" if t.probe is None else t.probe
+            if t is gate or group not in targets or t.score == 0 and t.finding is not None:
+                continue
+            others = tuple(f for f in (t.finding, *t.others) if f is not None)
+            out[i] = replace(t, score=0.0, finding=gate.finding, others=others, charged_in=None,
+                             gated_by=gate.number, note="")
+    return out

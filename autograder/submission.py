@@ -137,6 +137,7 @@ class Located:
     module_dir: Path             # added (last) to the child's sys.path
     uploaded_as: str             # what the student uploaded, relative to the submission
     cells: tuple[tuple[int, int], ...] = ()   # notebook: (first module line, cell number)
+    note: str = ""               # said once at the top of the feedback (a file graded under another name)
 
     def where(self, line: int | None) -> str:
         """'matmul.py:12' or 'matmul.ipynb cell 3, line 4' for a module line number."""
@@ -177,7 +178,8 @@ def prepare(upload: Path, entry_file: str, workdir: Path) -> tuple[Located | Fin
         why = (f"the upload could not be copied: {staged.skipped[0]}" if staged.skipped
                else f"the submission {Path(upload).name} is empty or does not exist")
         return _missing(staged.root, entry_file, why, staged.skipped), staged.skipped
-    loc = locate(staged.single or staged.root, entry_file, workdir)
+    # A single file is graded exactly as that file uploaded alone to Gradescope.
+    loc = locate(staged.root, entry_file, workdir)
     zips = sorted(p for p in staged.root.rglob("*.zip") if p.is_file())
     if isinstance(loc, Finding) and loc.facts().get("problem") == "file-missing" and len(zips) == 1:
         unzipped = workdir / "unzipped"
@@ -189,10 +191,20 @@ def prepare(upload: Path, entry_file: str, workdir: Path) -> tuple[Located | Fin
         if isinstance(inner, Located):
             rel = zips[0].relative_to(staged.root)
             return Located(inner.module_file, inner.module_dir, f"{rel}/{inner.uploaded_as}",
-                           inner.cells), staged.skipped
+                           inner.cells, inner.note), staged.skipped
+    if isinstance(loc, Located) and loc.note and any(
+            Path(x.split(" (")[0]).name == entry_file for x in staged.skipped):
+        # The file it should have been was uploaded but not copied: say that, not "graded X instead".
+        loc = _missing(staged.root, entry_file, f"{entry_file} was uploaded but could not be copied",
+                       staged.skipped)
     if isinstance(loc, Finding) and staged.skipped and loc.facts().get("problem") == "file-missing":
         loc = _missing(staged.root, entry_file, loc.message, staged.skipped)
     return loc, staged.skipped
+
+
+def _lone_python_file(root: Path) -> Path | None:
+    found = [p for p in root.rglob("*.py") if p.is_file() and "__pycache__" not in p.parts]
+    return found[0] if len(found) == 1 else None
 
 
 def locate(root: Path, entry_file: str, workdir: Path) -> Located | Finding:
@@ -210,6 +222,13 @@ def locate(root: Path, entry_file: str, workdir: Path) -> Located | Finding:
         notebooks = sorted(p for p in root.rglob("*.ipynb")
                            if p.is_file() and ".ipynb_checkpoints" not in p.parts)
         candidates = exact[:1] or (notebooks if len(notebooks) == 1 else [])
+        lone = _lone_python_file(root) if not candidates and not notebooks else None
+        if lone is not None:
+            # The same on Gradescope and locally: one Python file, whatever its name,
+            # is the one to grade; the feedback says what to call it.
+            rel = str(lone.relative_to(root))
+            return Located(lone, lone.parent, rel, note=f"graded {rel} as {entry_file}: the handout "
+                           f"asks for a file named {entry_file}, so name it that")
         if not candidates:
             why = (f"expected a file named {entry_file} (or one notebook defining the function)"
                    if len(notebooks) <= 1 else

@@ -89,10 +89,12 @@ def signatures(plan: Plan) -> list[tuple[Draw, bool]]:
 
 
 def trace_all(plan: Plan, spec: ChildSpec, abstract_inputs, programs: Path, deadline: float,
-              shown: Tail, limit_s: float) -> tuple[dict[int, Trace], list]:
+              shown: Tail, limit_s: float, progress=None) -> tuple[dict[int, Trace], list]:
     """Trace every signature; returns the traces and the tracer's stats."""
     traces: dict[int, Trace] = {}
     tracer = Supervisor(spec, deadline, shown)
+    if progress is not None:
+        progress(f"importing {plan.assignment.entry_file} and tracing it", 0, len(plan.runs))
     try:
         _trace_with(tracer, signatures(plan), traces, abstract_inputs, Path(spec.job["out_dir"]), programs,
                     limit_s, shown)

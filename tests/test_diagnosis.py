@@ -88,7 +88,8 @@ def test_a_load_error_is_reported_once_as_the_submission_wide_finding():
     assert _diagnose(Outcome("load-error")) is None
     cases = [
         (LoadError("syntax", message="invalid syntax", line=3), "syntax-error", "matmul.py:3"),
-        (LoadError("missing-function", found=("matmul_kernel",)), "function-missing", "does not define"),
+        (LoadError("missing-function", found=("matmul_kernel",)), "function-missing",
+         "does not define matmul(x, y)"),
         (LoadError("arity", signature="matmul(x)", message="missing y"), "wrong-arity", "cannot be called"),
         (LoadError("exit", message="the submission called exit(0)"), "exit-at-import", "exit(0)"),
         (LoadError("timeout", limit_s=30.0), "import-timeout", "longer than 30 s"),
@@ -98,7 +99,7 @@ def test_a_load_error_is_reported_once_as_the_submission_wide_finding():
          "raised ImportError"),
     ]
     for err, problem, needle in cases:
-        f = diagnosis.from_load_error(err, LOC, 600)
+        f = diagnosis.from_load_error(err, LOC, A)
         assert f.case is None and f.problem == problem and needle in f.message, (problem, f.message)
 
 
@@ -106,5 +107,17 @@ def test_notebook_frames_point_at_cells():
     loc = Located(Path("/w/nb/matmul.py"), Path("/w"), "matmul.ipynb", cells=((1, 1), (5, 3)))
     err = LoadError("import", error_type="NameError", message="x",
                     frames=('File "matmul.py", line 7, in <module>\n    x',))
-    f = diagnosis.from_load_error(err, loc, 600)
+    f = diagnosis.from_load_error(err, loc, A)
     assert f.facts()["frames"] == ["matmul.ipynb cell 3, line 3, in <module>\n    x"]
+
+
+def test_the_untouched_starter_is_one_finding_for_the_whole_submission():
+    raised = [diagnosis.from_outcome(A, r, Outcome("error", phase="trace", error_type="NotImplementedError",
+                                                  message=""), REF, LOC) for r in PLAN.runs]
+    f = diagnosis.starter_untouched(raised, A, LOC)
+    assert f.case is None and f.problem == "not-implemented"
+    assert f.message == ("matmul(x, y) in matmul.py still raises NotImplementedError: the starter has "
+                         "not been filled in yet")
+    other = diagnosis.from_outcome(A, RUN, Outcome("error", phase="trace", error_type="ValueError",
+                                                   message="bad"), REF, LOC)
+    assert diagnosis.starter_untouched(raised[:-1] + [other], A, LOC) is None

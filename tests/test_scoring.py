@@ -48,7 +48,8 @@ def test_a_probe_finding_explains_failed_tests_and_is_charged_once():
                                              for c in plan.cases for r in (0, 1)]
     index_maps = next(t for t in tests if t.probe == "index-maps")
     assert index_maps.tags == ["out-of-bounds"] and index_maps.score == index_maps.max_score
-    assert index_maps.charged_in == "1.2" and not index_maps.passed
+    # It keeps its points, so it passes (status agrees with score), naming the test charged.
+    assert index_maps.charged_in == "1.2" and index_maps.passed and not index_maps.charges
 
 
 def test_a_probe_only_finding_costs_its_check():
@@ -118,5 +119,42 @@ def test_correctness_tests_carry_their_own_run():
     tests = scoring.score(plan, [])
     for t in tests:
         assert t.run is plan.test_run(t.case.name, t.rung) and t.run.draw.case == t.case
-    # Hidden cases are named by position only.
-    assert [t.name.split(" · ")[0] for t in tests][4:] == ["hidden case 3"] * 2 + ["hidden case 4"] * 2
+    # Secret cases are named by position only.
+    assert [t.name.split(" · ")[0] for t in tests][4:] == ["secret case 3"] * 2 + ["secret case 4"] * 2
+
+
+def _no_kernel(plan):
+    case = plan.assignment.probe_cases[0]
+    return Finding.make("not-a-kernel", "static", "no pallas_call", case=case, check="structure",
+                        problem="no-pallas-call")
+
+
+def test_the_structure_gate_takes_every_correctness_point():
+    plan = _plan("add")
+    tests = scoring.score(plan, [_no_kernel(plan)])
+    structure = next(t for t in tests if t.probe == "structure")
+    correctness = [t for t in tests if t.probe is None]
+    assert all(t.score == 0 and t.finding.id == "not-a-kernel" and t.gated_by == structure.number
+               for t in correctness)
+    assert structure.score == 0 and not structure.passed
+    # Other probes are not gated by it.
+    assert all(t.gated_by is None for t in tests if t.probe not in (None, "structure"))
+
+
+def test_the_gate_leaves_tests_that_fail_on_their_own_cause():
+    plan = _plan("add")
+    case = plan.cases[0]
+    wrong = Finding.make("wrong-result", "generic", "wrong", case=case.name)
+    tests = scoring.score(plan, [_no_kernel(plan), wrong])
+    first = tests[0]
+    assert first.finding.id == "wrong-result" and first.gated_by is None
+
+
+def test_status_agrees_with_score_everywhere():
+    plan = _plan("add")
+    probe_case = plan.assignment.probe_cases[0]
+    oob = Finding.make("out-of-bounds", "static", "block (0, 3)", case=probe_case, check="index-maps")
+    raised = [Finding.make("out-of-bounds", "tpu-interpret", "IndexError", case=c.name) for c in plan.cases]
+    for findings in ([], [oob, *raised], [_no_kernel(plan)]):
+        for t in scoring.score(plan, findings):
+            assert t.passed == (t.score >= t.max_score), t

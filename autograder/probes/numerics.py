@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 
 from ..compare import compare
+from ..figures import pct
 from ..findings import Finding
 from ..plan import Stress, Variant
 from ..spec import DTYPES, SpecContext, TableReader
@@ -97,7 +98,7 @@ def judge_numerics(r: ProbeResults) -> list[Finding]:
             why = (f"{c.nonfinite} of {c.total} outputs are NaN or Inf where the float64 reference "
                    "is finite: an intermediate overflows (e.g. exp of a large value)"
                    if c.nonfinite else
-                   f"the error is {c.relative_to_output:.2%} of the output's magnitude (about "
+                   f"the error is {pct(c.relative_to_output)} of the output's magnitude (about "
                    f"{bits:g} correct bits, where {case.dtype} inputs allow "
                    f"{MANTISSA_BITS.get(case.dtype, '?')}): precision is lost, e.g. by accumulating "
                    "in a low-precision dtype")

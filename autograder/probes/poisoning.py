@@ -70,12 +70,17 @@ def judge_poisoning(r: ProbeResults) -> list[Finding]:
         return []
     if confined:
         return [r.finding("padding-dependence",
-                          f"the output changes with the values in the padding of partial edge blocks: "
-                          f"right with {', '.join(passing) or 'no'} fill, wrong with {', '.join(failing)}",
-                          **evidence, partial_elements=int(partial.sum()))]
-    return [r.finding("uninitialized-memory",
-                      f"the output depends on memory the kernel never wrote: right with "
-                      f"{', '.join(passing) or 'no'} fill, wrong with {', '.join(failing)}", **evidence)]
+                          "the output changes with the values in the padding of partial edge blocks: "
+                          + _fills_text(passing, failing), **evidence, partial_elements=int(partial.sum()))]
+    return [r.finding("uninitialized-memory", "the output depends on memory the kernel never wrote: "
+                      + _fills_text(passing, failing), **evidence)]
+
+
+def _fills_text(passing: list[str], failing: list[str]) -> str:
+    # "nan" is TPU interpret mode's default fill: the plain run.
+    if passing:
+        return f"right with the {', '.join(passing)} fill, wrong with {', '.join(failing)}"
+    return f"wrong with every fill tried ({', '.join(failing)}), and different with each"
 
 
 POISONING = Probe("poisoning", "Memory poisoning: NaN, zero and ±large fills", "tpu-interpret",

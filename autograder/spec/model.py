@@ -75,6 +75,7 @@ class ProbeRubric:
     points: float
     visibility: str = "visible"
     settings: Any = None
+    gates: tuple[str, ...] = ()       # "correctness" or probe names: earn nothing while this check fails
 
 
 @dataclass(frozen=True)
@@ -99,9 +100,10 @@ class Case:
     dtype: str
     seed: int
     points: float
-    visibility: str = "visible"
+    visibility: str = "visible"       # Gradescope's: when the student sees the test at all
     params: tuple[tuple[str, float], ...] = ()
     scale: tuple[tuple[str, float], ...] = ()   # per-input overrides of InputSpec.scale
+    secret: bool = False              # its data (shapes, seed, values) is never shown
 
     @property
     def dim_map(self) -> dict[str, int]:
@@ -109,7 +111,8 @@ class Case:
 
     @property
     def visible(self) -> bool:
-        return self.visibility == "visible"
+        """Whether the case's data may be shown (its test may still be listed when secret)."""
+        return not self.secret
 
 
 @dataclass(frozen=True)
@@ -134,6 +137,8 @@ class Assignment:
     probe_cases: tuple[str, ...] = ()
     production: Production | None = None
     structure: Structure = Structure()
+    stdout_visibility: str = "hidden"  # Gradescope's: who sees the grader's own stdout
+    numerics_hint: str = ""           # the assignment's own advice for a precision problem
 
     def probe(self, name: str) -> ProbeRubric | None:
         return next((p for p in self.probes if p.name == name), None)

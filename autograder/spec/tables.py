@@ -34,8 +34,9 @@ from .reader import SpecError, TableReader
 TOP_KEYS = frozenset({"title", "entry_file", "entry_function", "reference", "inputs", "output",
                       "dims", "tolerance", "numerics_bound", "reduction_dim", "rungs", "cases",
                       "limits", "snippet_reference", "probes", "probe_cases", "production",
-                      "structure"})
-PROBE_KEYS = frozenset({"points", "visibility"})   # every probe's; each adds its own
+                      "structure", "stdout_visibility", "numerics_hint"})
+PROBE_KEYS = frozenset({"points", "visibility", "gates"})   # every probe's; each adds its own
+GATED = ("correctness",)     # what a probe may gate besides other probes
 
 
 @dataclass(frozen=True)
@@ -156,7 +157,7 @@ def _case_dims(cr: TableReader, dims: tuple[DimRule, ...]) -> tuple[tuple[str, i
 
 
 def read_case(cr: TableReader, ctx: SpecContext) -> Case:
-    cr.unknown({"name", "dims", "dtype", "seed", "points", "visibility", "params", "scale"})
+    cr.unknown({"name", "dims", "dtype", "seed", "points", "visibility", "secret", "params", "scale"})
     name = cr.get("name", str, "must be a non-empty name")
     if not name.strip():
         raise cr.fail("name", "must be a non-empty name", name)
@@ -176,8 +177,11 @@ def read_case(cr: TableReader, ctx: SpecContext) -> Case:
     for k, v in scale.items():
         if k not in {i.name for i in ctx.inputs} or not isinstance(v, (int, float)) or v <= 0:
             raise cr.fail(f"scale.{k}", "must map an input name to a positive number", v)
+    visibility = cr.choice("visibility", VISIBILITIES, "visible")
+    # A test hidden from the student keeps its data secret too, unless the spec says otherwise.
+    secret = cr.get("secret", bool, "must be true or false", visibility == "hidden")
     return Case(name=name, dims=dims, dtype=dtype, seed=seed, points=float(cr.positive("points")),
-                visibility=cr.choice("visibility", VISIBILITIES, "visible"),
+                visibility=visibility, secret=secret,
                 params=tuple(sorted((k, float(v)) for k, v in params.items())),
                 scale=tuple(sorted((k, float(v)) for k, v in scale.items())))
 
@@ -217,8 +221,14 @@ def read_probes(r: TableReader, ctx: SpecContext) -> tuple[ProbeRubric, ...]:
         if points < 0:
             raise t.fail("points", "must be a number >= 0", points)
         settings = probe.read_settings(t, ctx) if probe.read_settings else None
+        gates = t.get("gates", list, f"must be a list of {list(GATED)} or probe names", [])
+        for i, g in enumerate(gates):
+            if g not in GATED and g not in pr.table or g == name:
+                raise SpecError(r.file, f"probes.{name}.gates[{i}]",
+                                f"must be one of {list(GATED)} or another enabled probe "
+                                f"({sorted(set(pr.table) - {name})})", g)
         probes.append(ProbeRubric(name, float(points), t.choice("visibility", VISIBILITIES, "visible"),
-                                  settings))
+                                  settings, tuple(gates)))
     return tuple(probes)
 
 
@@ -297,4 +307,6 @@ def load(folder: Path | str) -> Assignment:
         tolerances=tolerances, numerics_bound=float(r.positive("numerics_bound", 0.05)),
         reduction_dim=reduction_dim, rungs=rungs, cases=cases, limits=limits, probes=probes,
         probe_cases=read_probe_cases(r, cases), production=production,
-        structure=read_structure(r))
+        structure=read_structure(r),
+        stdout_visibility=r.choice("stdout_visibility", VISIBILITIES, "hidden"),
+        numerics_hint=r.get("numerics_hint", str, "must be a sentence of advice", ""))

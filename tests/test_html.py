@@ -1,0 +1,52 @@
+"""The HTML report in a real browser: Debian's headless Chromium, driven by
+Playwright. Skips (with the reason) where Chromium is not installed."""
+import shutil
+
+import pytest
+from conftest import CORPUS, run_cli
+
+pytestmark = pytest.mark.jax   # grades through real JAX first
+
+
+def _chromium() -> str:
+    path = shutil.which("chromium") or shutil.which("chromium-browser")
+    if path is None:
+        pytest.skip("no Chromium here: `./setup.sh --test` installs Debian's chromium package as root")
+    return path
+
+
+def test_html_report_is_a_self_contained_styled_page(tmp_path):
+    chromium = _chromium()
+    sync_api = pytest.importorskip("playwright.sync_api", reason="the test extras (playwright) are not installed")
+    proc = run_cli("grade", str(CORPUS / "add" / "grid_one_step_too_long.py"), "-a", "add",
+                   "--format", "html", "--run-key", "3")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    page_file = tmp_path / "report.html"
+    page_file.write_text(proc.stdout, encoding="utf-8")
+    assert "http://" not in proc.stdout and "https://" not in proc.stdout   # nothing fetched
+    shot = tmp_path / "report.png"
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=chromium, args=["--no-sandbox"])
+        page = browser.new_page(viewport={"width": 1100, "height": 900})
+        errors = []
+        page.on("console", lambda m: errors.append(m.text) if m.type in ("error", "warning") else None)
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.on("request", lambda r: errors.append(f"request {r.url}") if not r.url.startswith("file:") else None)
+        page.goto(page_file.as_uri())
+        page.screenshot(path=str(shot), full_page=True)
+        # Summary first, then the tests; passed and failed look different.
+        order = page.evaluate("[...document.body.children].map(e => e.className || e.tagName)")
+        assert order.index("summary") < order.index("test fail")
+        assert page.locator("ol.problems li").count() == 1
+        colours = page.evaluate("""() => ['pass', 'fail'].map(k =>
+            getComputedStyle(document.querySelector('section.test.' + k)).borderLeftColor)""")
+        assert colours[0] != colours[1]
+        assert page.locator("section.test.fail").count() == 4 and page.locator("section.test.pass").count() == 10
+        # Every code block has a working copy button.
+        assert page.locator("pre").count() == page.locator("pre button.copy").count() >= 2
+        page.locator("pre button.copy").first.click()
+        assert page.locator("pre button.copy").first.inner_text() in ("Copied", "Selected: press Ctrl+C")
+        browser.close()
+    assert errors == []
+    assert shot.stat().st_size > 10_000
+    print(f"screenshot: {shot}")
