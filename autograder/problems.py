@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .findings import CATALOGUE, PRECEDENCE, Finding
-from .scoring import TestResult
+from .scoring import TestResult, same_bug, symptom_of
 
 
 @dataclass(frozen=True)
@@ -40,12 +40,15 @@ def key_of(f: Finding) -> tuple[str, str]:
 
 
 def _appearances(tests: list[TestResult]) -> list[tuple[TestResult, Finding, bool]]:
-    """(test, finding, primary?) for every finding on every test, in test order."""
+    """(test, finding, primary?) for every finding on every test, in test order;
+    symptoms and other views of a test's root cause are that root cause, not
+    problems of their own."""
     out = []
     for t in tests:
         if t.finding is not None:
             out.append((t, t.finding, True))
-        out += [(t, f, False) for f in t.others]
+        out += [(t, f, False) for f in t.others
+                if not symptom_of(t.finding, f) and not same_bug(t.finding, f)]
     return out
 
 
@@ -65,10 +68,19 @@ def summarize(tests: list[TestResult], shows) -> tuple[Problem, ...]:
     first_shown: dict = {}
     cost: dict = {}
     seen: dict = {}
+    numbered = {t.number: t for t in tests}
     for t, f, is_primary in _appearances(tests):
         if _benign(f):
             continue
         k = key_of(f)
+        charged = numbered.get(t.charged_in) if is_primary and t.charged_in else None
+        if charged is not None and charged.finding is not None:
+            # Kept its points because the same bug was charged there (under another ID
+            # maybe: a revisit seen as grid-order dependence): that problem's, not a new one.
+            k = key_of(charged.finding)
+            if k in seen and t.number not in seen[k]:
+                seen[k].append(t.number)
+            continue
         if k not in first:
             order.append(k)
             first[k] = (t, f)

@@ -17,7 +17,7 @@ from . import escaping, figures, repro
 from .findings import CATALOGUE, RUNGS, Finding, fix_line
 from .plan import Run
 from .problems import Problem, key_of, summarize
-from .scoring import TestResult
+from .scoring import TestResult, same_bug, symptom_of
 
 FORMATS = ("text", "md", "html")
 TEMPLATES = Path(__file__).parent / "templates"
@@ -97,11 +97,11 @@ def _placement(t: TestResult, problems: dict, assignment) -> dict[str, Any]:
     here, pointers, keys = [], [], set()
     for i, f in enumerate((t.finding, *t.others) if t.finding else t.others):
         k = key_of(f)
-        if k in keys:
+        if k in keys or symptom_of(t.finding, f):
             continue
         keys.add(k)
         p = problems.get(k)
-        if p is None or p.explained_in == t.number:
+        if p is None or p.explained_in == t.number or same_bug(t.finding, f):
             here.append((i == 0, f))
         else:
             pointers.append((i == 0, p))
@@ -150,10 +150,6 @@ def test_view(t: TestResult, plan, uploaded_as: str | None, problems: dict | Non
     for fv in filter(None, (view["finding"], *view["also_explained"])):
         fv["hint"] = assignment.numerics_hint if fv["id"] == "numerics" else ""
     return view
-
-
-# Evidence worth showing in full beside a root cause (e.g. the grid order that broke it).
-_RELATED = ("grid-order-dependence", "data-race")
 
 
 def _shows(f: Finding, assignment) -> bool:

@@ -68,7 +68,29 @@ EXPLAINS = {
 
 # One bug, several views: an output block shared across a parallel axis is also
 # what makes the grid order matter and two cores race, so those are not charged again.
-SAME_BUG = {"output-block-revisit": ("grid-order-dependence", "data-race")}
+SAME_BUG = {"output-block-revisit": ("grid-order-dependence", "data-race"),
+            # Data read before its copy lands, or through a semaphore two copies share, is
+            # what the fills change: the poisoning check sees the DMA bug, not a second one.
+            "dma-protocol": ("uninitialized-memory",)}
+
+# What a correctness test's own comparison says when another finding explains
+# its failure: the symptom, never a problem of its own.
+SYMPTOMS = ("wrong-result", "numerics")
+
+
+def symptom_of(primary: Finding | None, other: Finding) -> bool:
+    """``other`` is a symptom of ``primary`` on the same test (not a second problem)."""
+    if primary is None or other is primary:
+        return False
+    if other.id in SYMPTOMS and primary.id in EXPLAINS:
+        return True
+    return (other.id == "submission-error" and other.problem == "timeout"
+            and primary.id in HANG_EXPLAINS_TIMEOUT)
+
+
+def same_bug(primary: Finding | None, other: Finding) -> bool:
+    """``other`` is another view of the bug ``primary`` names (kept as evidence)."""
+    return primary is not None and other.id in SAME_BUG.get(primary.id, ())
 
 # A run that timed out on a rung where a probe saw the kernel hang in a DMA or
 # semaphore wait timed out because of that wait: the hang is the root cause and

@@ -14,7 +14,7 @@ import numpy as np
 from jax._src import core as jax_core
 
 from . import release
-from .rung import Traced, evaluate, sub_jaxprs
+from .rung import Traced, evaluate, sub_jaxprs, tpu_target
 
 
 @dataclass
@@ -144,14 +144,6 @@ def index_maps(traced: Traced, args: Sequence[Any]) -> dict:
     return {"calls": [scan_index_maps(site) for site in call_sites(traced, args)]}
 
 
-def _tpu_target():
-    """A context in which tracing and lowering see a TPU device kind (jax 0.10.2:
-    ``jax.sharding.use_abstract_mesh`` with an ``AbstractDevice``)."""
-    from jax.sharding import AbstractDevice, AbstractMesh, use_abstract_mesh
-    device = AbstractDevice(device_kind=release.TARGET_DEVICE_KIND, num_cores=1, platform="tpu")
-    return use_abstract_mesh(AbstractMesh((1,), ("grader",), abstract_device=device))
-
-
 def lower_for_tpu(traced: Traced, arrays: Sequence[Any]) -> dict:
     """Cross-lower the traced function to TPU on CPU: runs Pallas's own TPU
     lowering, not Mosaic. A rejection is real; a pass proves nothing, so 64-bit
@@ -167,7 +159,7 @@ def lower_for_tpu(traced: Traced, arrays: Sequence[Any]) -> dict:
     # student's interpret=True would lower through the interpreter instead.
     compiled = jax.jit(lambda *a: evaluate(closed.jaxpr, closed.consts, a, False))
     try:
-        with _tpu_target():
+        with tpu_target():
             compiled.trace(*arrays).lower(lowering_platforms=("tpu",))
     except Exception as e:  # noqa: BLE001 - any lowering failure is the finding
         from .rung import unwrap_error

@@ -106,10 +106,23 @@ class SubProgram:
         return jax_core.ClosedJaxpr(jaxpr, consts)
 
     def open_jaxpr(self, program: "Program", context=contextlib.nullcontext) -> jax_core.Jaxpr:
+        if self.constvars:
+            return self._with_constvars(program, context)
         jaxpr, consts = self.trace(program, context)
         if consts:
             raise Refused("a kernel body or scoped region captures array constants")
         return jaxpr
+
+    def _with_constvars(self, program: "Program", context) -> jax_core.Jaxpr:
+        """An open jaxpr whose constvars are bound by its equation's inputs (a
+        run_scoped body's closed-over refs, in jax 0.10.2): traced over constvars
+        and invars alike, then the first become constvars again."""
+        n = len(self.constvars)
+        lifted = SubProgram([], [*self.constvars, *self.invars], self.eqns, self.outvars, [], False)
+        jaxpr, consts = lifted.trace(program, context)
+        if consts:
+            raise Refused("a kernel body or scoped region captures array constants")
+        return pe.convert_invars_to_constvars(jaxpr, n)
 
 
 @dataclass

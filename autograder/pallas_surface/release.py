@@ -76,6 +76,8 @@ COMPILER_OPTIONS: dict[str, dict] = {
 # mesh or else from the default device: on CPU that is "cpu", and every rank-1
 # block is refused with "Unsupported TPU device kind: cpu".
 TARGET_DEVICE_KIND = "TPU v5 lite"
+# What Pallas raises when code asks for the chip while tracing on CPU.
+NO_TPU_DEVICE = "Unsupported TPU device kind"
 # Dtypes Mosaic cannot put in a kernel on any TPU generation.
 DTYPES_64BIT = ("float64", "int64", "uint64", "complex64", "complex128")
 # (message pattern, rule id, the rule in plain words) for lowering failures.

@@ -53,9 +53,28 @@ class Traced:
     pallas_calls: int           # pallas_call equations found, nested ones included
 
 
+def tpu_target():
+    """A context in which tracing and lowering see a TPU device kind (jax 0.10.2:
+    ``jax.sharding.use_abstract_mesh`` with an ``AbstractDevice``)."""
+    from jax.sharding import AbstractDevice, AbstractMesh, use_abstract_mesh
+    device = AbstractDevice(device_kind=release.TARGET_DEVICE_KIND, num_cores=1, platform="tpu")
+    return use_abstract_mesh(AbstractMesh((1,), ("grader",), abstract_device=device))
+
+
 def trace(fn: Callable, args: Sequence[Any], static: Sequence[int] = ()) -> Traced:
-    """Trace the student's function (jitted or not) to a jaxpr; runs no kernel."""
-    closed, shapes = jax.make_jaxpr(fn, static_argnums=tuple(static), return_shape=True)(*args)
+    """Trace the student's function (jitted or not) to a jaxpr; runs no kernel.
+    Code that asks for the chip while tracing (the tiling ``pltpu.emit_pipeline``
+    reads) is traced again as for a TPU, and gets one, as it would on a TPU; the
+    program then runs on the interpreters like any other. Only then: under the
+    abstract mesh, jax.numpy also records shardings in its equations."""
+    make = jax.make_jaxpr(fn, static_argnums=tuple(static), return_shape=True)
+    try:
+        closed, shapes = make(*args)
+    except ValueError as e:
+        if release.NO_TPU_DEVICE not in str(e):
+            raise
+        with tpu_target():
+            closed, shapes = make(*args)
     return Traced(closed, jax.tree.structure(shapes), count_pallas_calls(closed.jaxpr))
 
 
