@@ -13,7 +13,7 @@ import json
 import os
 import stat
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import numpy as np
 
@@ -96,28 +96,34 @@ class EventReader:
         return events
 
 
-def read_output(name: Any, out_dir: Path) -> np.ndarray | str:
-    """The array a run saved, or why it cannot be read. Only a plain file
-    directly inside ``out_dir`` is read (not a link, FIFO or hard link to
-    another file: the student user owns that folder), and never with pickle."""
-    if not isinstance(name, str) or os.path.basename(name) != name or not name.endswith(".npy"):
-        return "the output file was not where the grader put it"
+def open_plain(name: Any, folder: Path, suffix: str, max_bytes: int) -> BinaryIO | str:
+    """``folder/name`` opened for reading, or why not. Only a plain file directly
+    inside ``folder`` (not a link, FIFO or hard link to another file: a child's
+    user owns that folder), of at most ``max_bytes``."""
+    if not isinstance(name, str) or os.path.basename(name) != name or not name.endswith(suffix):
+        return "the file was not where the grader put it"
     try:
-        fd = os.open(out_dir / name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        fd = os.open(folder / name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except OSError as e:
-        return f"the output could not be read back ({type(e).__name__})"
+        return f"the file could not be read ({type(e).__name__})"
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode) or st.st_nlink != 1 or st.st_size > max_bytes:
+        os.close(fd)
+        return "the file was replaced by something that is not the grader's file"
+    return os.fdopen(fd, "rb")
+
+
+def read_output(name: Any, out_dir: Path) -> np.ndarray | str:
+    """The array a run saved, or why it cannot be read (``open_plain``), never
+    unpickled."""
+    f = open_plain(name, out_dir, ".npy", OUTPUT_FILE_LIMIT)
+    if isinstance(f, str):
+        return f"the output could not be read back: {f}"
     try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode) or st.st_nlink != 1 or st.st_size > OUTPUT_FILE_LIMIT:
-            return "the output file was replaced by something that is not the grader's file"
-        with os.fdopen(fd, "rb") as f:
-            fd = -1
+        with f:
             arr = np.load(f, allow_pickle=False)
     except (OSError, ValueError, EOFError) as e:
         return f"the output could not be read back ({type(e).__name__})"
-    finally:
-        if fd >= 0:
-            os.close(fd)
     if not isinstance(arr, np.ndarray) or arr.dtype.kind not in OUTPUT_KINDS:
         return "the output file does not hold a numeric array"
     return arr

@@ -130,16 +130,17 @@ def _grade(args, parser) -> int:
         parser.error(f"submission {args.submission} does not exist; give a .py or .ipynb file or a folder")
     try:
         report = grade.grade(assignment, args.submission, options)
+        view = render.report_view(report)
         if args.results:
-            gradescope.write(gradescope.results_document(report, "html" if args.format == "html" else "md"),
-                             args.results)
+            gradescope.write(gradescope.results_document(report, "html" if args.format == "html" else "md",
+                                                         view), args.results)
     except Exception as exc:  # the grader failed, not the student: still leave results
         if args.results:
             gradescope.write(gradescope.catastrophic(exc), args.results)
         raise
     finally:
         progress.clear()
-    text = render.render_report(render.report_view(report), args.format)
+    text = render.render_report(view, args.format)
     if args.format == "text" and terminal.wants_colour(sys.stdout):
         text = terminal.colour(text)
     print(text, end="" if text.endswith("\n") else "\n")

@@ -86,12 +86,11 @@ def validate(doc: Any) -> list[str]:
 
 def test_entry(*, name: str, number: str, score: float, max_score: float, output: str,
                output_format: str, tags: list[str], visibility: str,
-               status: str | None = None, extra_data: dict | None = None) -> dict:
-    """One test. ``status`` defaults from the score; a finding already charged
-    elsewhere keeps its points but still shows as failed."""
+               extra_data: dict | None = None) -> dict:
+    """One test; its status is its score's (passed exactly when it earns its points)."""
     return {"name": name, "number": number, "score": round(float(score), 4),
             "max_score": round(float(max_score), 4),
-            "status": status or ("passed" if score >= max_score else "failed"),
+            "status": "passed" if score >= max_score else "failed",
             "output": cap(output), "output_format": output_format, "tags": list(tags),
             "visibility": visibility, **({"extra_data": extra_data} if extra_data else {})}
 
@@ -172,14 +171,14 @@ def _finding_data(t) -> dict:
             "problem": t.finding.problem, "charged_in": t.charged_in}
 
 
-def results_document(report, fmt: str = "md") -> dict:
-    """The whole results.json of a graded report, feedback rendered in ``fmt``."""
+def results_document(report, fmt: str = "md", view: dict | None = None) -> dict:
+    """The whole results.json of a graded report, feedback rendered in ``fmt``
+    (``view``: the report's ``render.report_view``, when the caller has it)."""
     from . import render
-    view = render.report_view(report)
+    view = view or render.report_view(report)
     tests = [test_entry(name=t.name, number=t.number, score=t.score, max_score=t.max_score,
                         output=render.render_test(tv, fmt), output_format=fmt, tags=t.tags,
-                        visibility=t.visibility, status="passed" if t.passed else "failed",
-                        extra_data=_finding_data(t))
+                        visibility=t.visibility, extra_data=_finding_data(t))
              for t, tv in zip(report.tests, view["tests"])]
     doc = document(score=report.score, execution_time=report.seconds,
                    output=render.render_summary(view, fmt), output_format=fmt, tests=tests)

@@ -134,8 +134,7 @@ def test_view(t: TestResult, plan, uploaded_as: str | None, problems: dict | Non
                  "inputs": _inputs_text(assignment, case) if visible else None},
         "finding": _finding_view(f, _shows(f, assignment)) if f else None,
         "wide": bool(f and f.case is None),
-        "ladder": [{"rung": r, "label": RUNGS[r], "state": st, "line": f"{RUNGS[r]}: {_STATES[st]}"}
-                   for r, st in t.ladder],
+        "ladder": [{"rung": r, "state": _STATES[st]} for r, st in t.ladder],
         "snippet": _snippet(t, run, plan) if shows else None,
         # The grader's --case/--rung replays correctness runs only: a probe's
         # failure is reproduced by its snippet (its interpreter parameters).

@@ -14,11 +14,10 @@ broke a limit is answered once for every run that needs it.
 from __future__ import annotations
 
 import json
-import os
-import stat
 from dataclasses import dataclass
 from pathlib import Path
 
+from .channel import open_plain
 from .outcome import Outcome
 from .pallas_surface import schema
 from .plan import Draw, Plan
@@ -36,16 +35,10 @@ class Trace:
 
 def _read_program(name: object, folder: Path) -> dict | str:
     """The tracer's document: a plain file in its folder, parsed and checked."""
-    if not isinstance(name, str) or os.path.basename(name) != name or not name.endswith(".json"):
-        return "the traced program was not where the grader asked for it"
-    try:
-        fd = os.open(folder / name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    except OSError as e:
-        return f"the traced program could not be read ({type(e).__name__})"
-    with os.fdopen(fd, "rb") as f:
-        st = os.fstat(f.fileno())
-        if not stat.S_ISREG(st.st_mode) or st.st_nlink != 1:
-            return "the traced program was replaced by something that is not a file"
+    f = open_plain(name, folder, ".json", schema.MAX_DOCUMENT_BYTES)
+    if isinstance(f, str):
+        return f"the traced program could not be read: {f}"
+    with f:
         data = f.read(schema.MAX_DOCUMENT_BYTES + 1)
     try:
         return schema.loads(data)
