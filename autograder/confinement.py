@@ -308,15 +308,28 @@ def kill_leftovers(identity: Identity, session: int, rounds: int = 20) -> int:
     return killed
 
 
+# Pids of the children this grader started with Popen: their exit status is
+# theirs to collect (Popen.poll). A blanket waitpid(-1) would steal it, and
+# Popen then reports exit code 0 for a child that died with os._exit(3).
+_OWN_CHILDREN: set[int] = set()
+
+
+def own_child(pid: int, alive: bool = True) -> None:
+    """Mark a Popen child of this grader as never to be reaped by ``_reap``."""
+    (_OWN_CHILDREN.add if alive else _OWN_CHILDREN.discard)(pid)
+
+
 def _reap() -> None:
-    """Collect re-parented zombies so they do not linger in the process table."""
-    while True:
+    """Collect re-parented zombies (orphans of a child, re-parented here by the
+    subreaper flag) so they do not linger in the process table."""
+    me = os.getpid()
+    for pid, fields in proc_stats():
+        if pid in _OWN_CHILDREN or len(fields) < 2 or fields[0] != "Z" or fields[1] != str(me):
+            continue
         try:
-            pid, _ = os.waitpid(-1, os.WNOHANG)
+            os.waitpid(pid, os.WNOHANG)
         except ChildProcessError:
-            return
-        if pid == 0:
-            return
+            continue
 
 
 _SKIP_TREES = ("/proc", "/sys", "/dev", "/run/user", "/snap")

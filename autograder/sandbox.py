@@ -36,6 +36,7 @@ from .confinement import (
     ipc_bytes,
     kill_escaped,
     kill_leftovers,
+    own_child,
     popen_kwargs,
     proc_stats,
     python_command,
@@ -201,6 +202,7 @@ class Child:
             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=spec.home,
             env=child_env(str(spec.home)), pass_fds=(ev_write, cmd_read), start_new_session=True,
             preexec_fn=_limiter(cpu_s, nproc), **popen_kwargs(spec.identity))
+        own_child(self.proc.pid)
         os.close(ev_write)
         os.close(cmd_read)
         self.commands = cmd_write
@@ -268,6 +270,7 @@ class Child:
             pass
         try:
             self.proc.wait(timeout=10)
+            own_child(self.proc.pid, alive=False)
         except subprocess.TimeoutExpired:
             pass
         killed = kill_leftovers(self.identity, self.proc.pid)
