@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from .channel import Writer, commands
+from .outcome import NO_SHUFFLED_AXIS
 
 
 def _error_event(exc: BaseException, phase: str) -> dict:
@@ -123,7 +124,11 @@ class Executor:
         return self._kernel(run, traced, args)
 
     def _kernel(self, run: dict, traced, arrays) -> dict:
-        from .pallas_surface import hooks, rung
+        from .pallas_surface import analysis, hooks, rung
+        if run.get("in_order") and not analysis.shuffled_axes(traced):
+            # The run in order would be the run as marked: it says nothing new.
+            return {"status": "error", "phase": "run", "type": NO_SHUFFLED_AXIS,
+                    "message": "no grid axis of more than one point is marked parallel", "frames": []}
         params, order, extra = dict(run.get("params") or {}), [], {}
         if run.get("record"):
             params["grid_point_recorder"] = hooks.order_recorder(order)
@@ -133,7 +138,7 @@ class Executor:
             stack.enter_context(hooks.fill(run.get("fill")))
             captured = stack.enter_context(hooks.capture()) if run.get("capture") else None
             try:
-                out = self.executables.run(traced, arrays, run["rung"], params)
+                out = self.executables.run(traced, arrays, run["rung"], params, bool(run.get("in_order")))
                 error = None
             except Exception as e:  # noqa: BLE001 - the kernel's error is the run's outcome
                 error = _error_event(e, "run")

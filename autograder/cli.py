@@ -116,6 +116,7 @@ def _main(argv: list[str] | None = None) -> int:
 
 def _grade(args, parser) -> int:
     from . import grade, gradescope, render, terminal
+    from .sandbox import GraderFailure
     assignment = _assignment(args.assignment, args.assignments, parser)
     progress = terminal.Progress()
     try:
@@ -137,6 +138,9 @@ def _grade(args, parser) -> int:
     except Exception as exc:  # the grader failed, not the student: still leave results
         if args.results:
             gradescope.write(gradescope.catastrophic(exc), args.results)
+        if isinstance(exc, GraderFailure):
+            progress.clear()
+            parser.exit(3, f"pallas-autograder: autograder error (not your submission's fault): {exc}\n")
         raise
     finally:
         progress.clear()

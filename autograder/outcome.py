@@ -16,6 +16,9 @@ Status = Literal[
     "skipped",     # not run: the grading's time budget was spent
     "settled",     # not run: a static probe already settled what it would show
 ]
+# The error type of an in-order run on a kernel with no shuffled axis: the run
+# in order would be the run as marked, so the child does not repeat it.
+NO_SHUFFLED_AXIS = "NoShuffledAxis"
 FAILED_TO_RUN = ("timeout", "memory", "disk", "died", "skipped", "load-error")
 
 

@@ -68,6 +68,9 @@ class Variant:
     races: bool = False
     capture: bool = False
     inputs: Literal["case", "production"] | Stress = "case"
+    # Every grid axis run as 'arbitrary' (in order, one core): TPU interpret mode
+    # shuffles the axes marked 'parallel' on every run, even with no random_seed.
+    in_order: bool = False
 
 
 @dataclass(frozen=True)
@@ -96,6 +99,7 @@ class Run:
     record: bool = False
     races: bool = False
     capture: bool = False
+    in_order: bool = False              # dimension semantics all 'arbitrary' (see Variant)
     probe: str | None = None            # None: a correctness run
     variant: str = ""
     stress: Stress | None = None
@@ -118,14 +122,15 @@ class Run:
     def execution(self) -> tuple:
         """What makes two runs the same execution (a probe may reuse another's)."""
         return (self.draw.index, self.rung, self.analysis, self.params, self.fill, self.record,
-                self.races, self.capture)
+                self.races, self.capture, self.in_order)
 
     def to_child(self, input_files: list[dict]) -> dict:
         """All the child learns of this run: opaque ids, never case or probe names."""
         return {"id": f"r{self.index}", "trace": f"t{self.draw.signature}", "kind": self.kind,
                 "analysis": self.analysis, "rung": self.rung, "params": dict(self.params),
                 "fill": self.fill, "record": self.record, "races": self.races,
-                "capture": self.capture, "inputs": input_files, "output": f"r{self.index}.npy"}
+                "capture": self.capture, "in_order": self.in_order, "inputs": input_files,
+                "output": f"r{self.index}.npy"}
 
 
 @dataclass(frozen=True)
@@ -242,4 +247,4 @@ def build(assignment: Assignment, cases: tuple[Case, ...], rungs: tuple[str, ...
 def _add_variant(b: _Builder, probe: "Probe", case: Case, v: Variant) -> None:
     draw, stress = _variant_draw(b, case, v)
     b.add(Run(0, case, v.rung, draw, v.analysis, v.params, v.fill, v.record, v.races, v.capture,
-              probe.name, v.name, stress), ask=(probe.name, case.name, v.name))
+              v.in_order, probe.name, v.name, stress), ask=(probe.name, case.name, v.name))

@@ -47,8 +47,10 @@ def _appearances(tests: list[TestResult]) -> list[tuple[TestResult, Finding, boo
     for t in tests:
         if t.finding is not None:
             out.append((t, t.finding, True))
+        # The same ID beside the primary is the same bug seen on another probe case.
         out += [(t, f, False) for f in t.others
-                if not symptom_of(t.finding, f) and not same_bug(t.finding, f)]
+                if not symptom_of(t.finding, f) and not same_bug(t.finding, f)
+                and not (t.finding is not None and f.id == t.finding.id)]
     return out
 
 

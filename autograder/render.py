@@ -183,13 +183,16 @@ def report_view(report) -> dict[str, Any]:
     keyed = {p.key: p for p in problems}
     listed = [t for t in report.tests if t.visibility == "visible"]
     later = len(report.tests) - len(listed)
+    # A check that keeps its points names the ID the bug was charged under there.
+    charged_ids = {t.number: t.finding.id for t in report.tests if t.finding is not None}
     return {
         "title": a.title, "slug": a.slug, "score": report.score, "max_score": report.max_score,
         "uploaded_as": report.uploaded_as, "seconds": round(report.seconds, 1),
         "jax_version": report.jax_version,
         "problems": problems_view(problems, a),
         "wide": [_finding_view(f, True) for f in report.wide_findings],
-        "tests": [test_view(t, report.plan, report.uploaded_as, keyed) for t in report.tests],
+        "tests": [{**test_view(t, report.plan, report.uploaded_as, keyed),
+                   "charged_as": charged_ids.get(t.charged_in)} for t in report.tests],
         "passed": sum(t.passed for t in listed), "count": len(listed), "later": later,
         "secret_cases": sum(1 for c in report.plan.cases if not c.visible),
         "student_output": report.student_output,   # already a capped tail (sandbox.Tail)

@@ -68,6 +68,11 @@ class ChildSpec:
     memory_mb: int
 
 
+class GraderFailure(RuntimeError):
+    """The grader itself could not run (never the student's doing): results say
+    so, and the local command prints it in one paragraph."""
+
+
 @dataclass
 class Stats:
     """What the children of one kind reported over a grading."""
@@ -315,6 +320,15 @@ class Supervisor:
         self.stats.jax_version = self.stats.jax_version or self.child.protocol.jax_version
         if self.child.protocol.state == "idle" and failure is None:
             return True
+        if self.child.protocol.jax_version is None and failure not in ("tampered", "budget"):
+            # No student code runs before the child has loaded JAX (the tracer
+            # imports the file after): a child that never got that far is the
+            # grader's failure (a broken install, an unreadable job), not the student's.
+            code = self.child.proc.poll()
+            tail = self.child.stderr.text()[-1500:]
+            self.stop()
+            raise GraderFailure(f"the grader's {self.spec.module} process failed before it loaded JAX "
+                                f"({failure or 'died'}, exit code {code}); its last output:\n{tail}")
         if self.child.protocol.state != "failed" and failure not in ("tampered", "budget"):
             # Died or hung while starting or importing: every request shares the fate.
             self.stats.load_error = LoadError(failure or "died", returncode=self.child.proc.poll(),

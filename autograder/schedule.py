@@ -12,6 +12,10 @@ running (it gets an outcome without being run, saying why):
 - a static probe settled it (``settle``): e.g. the index-map scan found a
   block outside the array, which stops every TPU interpret run of that case
   before it could show what a dynamic probe looks for.
+
+In-order reruns (every grid axis 'arbitrary') are the exception: they exist to
+explain a hang in TPU interpret mode, so they run only for a case whose own run
+hung there, and until one of them hangs too.
 """
 from __future__ import annotations
 
@@ -39,9 +43,20 @@ class Schedule:
         self._settle = settle
 
     def next_run(self) -> Run | None:
-        while self._queue and self._queue[0] in self.outcomes:
+        while self._queue:
+            run = self._queue[0]
+            if run.in_order and run not in self.outcomes and not self._hung_on_its_case(run):
+                self.outcomes[run] = Outcome("settled", reason="not needed: the case's own run in TPU "
+                                             "interpret mode did not hang")
+            if run not in self.outcomes:
+                return run
             self._queue.pop(0)
-        return self._queue[0] if self._queue else None
+        return None
+
+    def _hung_on_its_case(self, run: Run) -> bool:
+        """The case's correctness run on the same rung hung (correctness runs go first)."""
+        test = self.plan.test_run(run.case.name, run.rung)
+        return test is not None and test in self.outcomes and _hung_running(self.outcomes[test])
 
     def pending(self) -> list[Run]:
         return [r for r in self._queue if r not in self.outcomes]
@@ -84,8 +99,13 @@ class Schedule:
             self._not_run([r for r in pending if r.draw.signature == run.draw.signature], outcome,
                           "tracing the same call already hung")
             return
+        if run.in_order:
+            # It hangs in order too: no other in-order rerun can tell more.
+            self._not_run([r for r in pending if r.in_order], outcome, "the kernel hung in grid order too")
+            return
         if run.kind == "kernel":
-            self._not_run([r for r in pending if r.probe and r.case == run.case and r.rung == run.rung],
+            self._not_run([r for r in pending if r.probe and r.case == run.case and r.rung == run.rung
+                           and not r.in_order],
                           outcome, "the kernel already hung on this case on this rung")
         tests = [r for r in self.plan.correctness() if r.rung == run.rung]
         hung = [r for r in tests if r in self.outcomes and self.outcomes[r].status == "timeout"
@@ -93,5 +113,10 @@ class Schedule:
         finished = [r for r in self.plan.runs if r.rung == run.rung and r in self.outcomes
                     and self.outcomes[r].ran]
         if len(hung) >= MAX_HUNG and not finished:
-            self._not_run([r for r in pending if r.rung == run.rung], outcome,
+            self._not_run([r for r in pending if r.rung == run.rung and not r.in_order], outcome,
                           f"{len(hung)} earlier runs on this rung hung and none finished")
+
+
+def _hung_running(outcome: Outcome) -> bool:
+    """The kernel hung (not its tracing, and it was really run)."""
+    return outcome.status == "timeout" and not outcome.not_run and outcome.phase != "trace"

@@ -71,7 +71,8 @@ EXPLAINS = {
 SAME_BUG = {"output-block-revisit": ("grid-order-dependence", "data-race"),
             # Data read before its copy lands, or through a semaphore two copies share, is
             # what the fills change: the poisoning check sees the DMA bug, not a second one.
-            "dma-protocol": ("uninitialized-memory",)}
+            # and what the race detector flags (the DMA engine writing a buffer the kernel reads).
+            "dma-protocol": ("uninitialized-memory", "data-race")}
 
 # What a correctness test's own comparison says when another finding explains
 # its failure: the symptom, never a problem of its own.
@@ -95,7 +96,7 @@ def same_bug(primary: Finding | None, other: Finding) -> bool:
 # A run that timed out on a rung where a probe saw the kernel hang in a DMA or
 # semaphore wait timed out because of that wait: the hang is the root cause and
 # the timeout its symptom, though submission-error otherwise comes first.
-HANG_EXPLAINS_TIMEOUT = ("dma-protocol",)
+HANG_EXPLAINS_TIMEOUT = ("dma-protocol", "grid-order-dependence")
 
 
 def _root_cause(hits: list[Finding], rung: str) -> Finding | None:
@@ -139,13 +140,19 @@ def _already(main: Finding | None, charged: dict[str, str], tests: list[TestResu
         # the grader diagnosed it (a DMA hang, an out-of-bounds block). A kernel that
         # cannot be graded at all (it crashes, exits, returns nothing) leaves the
         # check nothing to vouch for: it earns nothing.
-        rung = main.facts().get("test_rung")
-        test = next((t for t in tests if t.probe is None and t.case.name == main.case
-                     and t.rung == rung and not t.passed), None)
-        return test.number if test is not None and test.finding.id != "submission-error" else None
+        test = _blocking_test(main, tests)
+        return test.number if test is not None else None
     if main.id == "submission-error" or main.problem == "nothing-to-check":
         return None   # a check that could not run, or had no kernel to examine, earns nothing
     return charged.get(main.id)
+
+
+def _blocking_test(main: Finding, tests: list[TestResult]) -> TestResult | None:
+    """The case's failed test whose diagnosed root cause kept a check from running."""
+    rung = main.facts().get("test_rung")
+    test = next((t for t in tests if t.probe is None and t.case.name == main.case
+                 and t.rung == rung and not t.passed), None)
+    return test if test is not None and test.finding.id != "submission-error" else None
 
 
 def score(plan: Plan, findings: list[Finding], notes: list["CheckNote"] = ()) -> list[TestResult]:
@@ -183,10 +190,15 @@ def score(plan: Plan, findings: list[Finding], notes: list["CheckNote"] = ()) ->
             charged[main.id] = f"P{pi}"
         case = plan.assignment.case(main.case) if main is not None and main.case else first_case
         note = "; ".join(n.text for n in notes if n.probe == name) if main is None else ""
+        shown = main
+        if already and main.problem == "check-not-run":
+            # The check never got to run: it shows the root cause that stopped it, not a
+            # grading error of its own (kept beside it as evidence).
+            shown = _blocking_test(main, tests).finding
         tests.append(TestResult(
             number=f"P{pi}", name=REGISTRY[name].title, case=case, rung=REGISTRY[name].rung,
             max_score=rubric.points, score=rubric.points if (main is None or already) else 0.0,
-            finding=main, others=tuple(f for f in hits if f is not main), probe=name,
+            finding=shown, others=tuple(f for f in hits if f is not shown), probe=name,
             visibility=rubric.visibility, charged_in=already, note=note))
     return _gated(plan, tests)
 

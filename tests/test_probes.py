@@ -72,6 +72,8 @@ DMA = CORPUS / "dma_scale"
 @pytest.mark.parametrize("path,slug", [
     (SOFTMAX / "rows16_jit.py", "softmax"),
     (DMA / "fori_loop_chunks.py", "dma_scale"),
+    # A cross-step prefetch on an axis marked "arbitrary": in order, so correct.
+    (DMA / "dma_prefetch_arbitrary.py", "dma_scale"),
 ])
 def test_correct_styles_are_clean_on_every_check(grade_cli, path, slug):
     doc, _ = grade_cli(path, slug)
@@ -88,9 +90,43 @@ def test_unmasked_block_max_is_padding_dependence(grade_cli):
     assert poison["tags"] == ["padding-dependence"] and "partial edge blocks" in poison["output"]
 
 
+def _charged_once(doc, fid):
+    """Every probe keeps its points: the one root cause was charged in a correctness test."""
+    checks = [t for t in doc["tests"] if t["number"].startswith("P")]
+    assert all(t["score"] == t["max_score"] and t["status"] == "passed" for t in checks), \
+        [(t["name"], t["score"], t["tags"]) for t in checks]
+    assert {tag for t in checks for tag in t["tags"]} <= {fid}
+
+
+@pytest.mark.parametrize("name", ["dma_missing_wait.py", "dma_shared_semaphore.py"])
+def test_one_dma_bug_is_charged_once(grade_cli, name):
+    # A missing wait reads NaN scratch in TPU interpret mode, and a semaphore shared by
+    # both slots lets a wait return before its own copy landed: the fills change the
+    # result (poisoning sees it) and the races probe sees the DMA misuse. One bug.
+    doc, out = grade_cli(DMA / name, "dma_scale")
+    assert tags(doc) == [[], ["dma-protocol"]] * 4
+    _charged_once(doc, "dma-protocol")
+    assert probe_tags(doc)["Races and DMA protocol"] == ["dma-protocol"]
+    assert "Problems found: 1" in out
+
+
+def test_cross_step_prefetch_on_a_parallel_axis_is_grid_order_not_dma(grade_cli):
+    # TPU interpret mode shuffles a 'parallel' axis on every run (seed 0 without a
+    # random_seed): step i waits on a copy step i-1 started, so it hangs. The grader
+    # reruns the case in order ('arbitrary'), which is right: the cause is the axis's
+    # semantics, and the fix says so. (With "arbitrary" the same kernel is clean: the
+    # corpus's dma_prefetch_arbitrary.py, graded in test_cli.)
+    doc, out = grade_cli(DMA / "dma_prefetch_parallel_axis.py", "dma_scale", "--case-timeout", "5")
+    # The 3-chunk case's shuffle happens to keep the one dependency in order.
+    assert tags(doc) == [[], [], [], ["grid-order-dependence"], [], ["grid-order-dependence"],
+                         [], ["grid-order-dependence"]]
+    _charged_once(doc, "grid-order-dependence")
+    assert "Every axis 'arbitrary' (in order, one core): right" in out
+    assert 'mark it "arbitrary" in pltpu.CompilerParams(dimension_semantics=...)' in " ".join(out.split())
+    assert "a DMA wait that nothing satisfies" not in out
+
+
 @pytest.mark.parametrize("name,expected", [
-    # generic runs DMAs as immediate copies: a missing wait passes there.
-    ("dma_missing_wait.py", [[], ["dma-protocol"]] * 4),
     # a buffer refilled while in use: wrong on generic (eager-like), right with on_wait.
     ("dma_refill_before_use.py", [["dma-protocol"], []] * 4),
     # a chunk past the end: generic clamps, TPU interpret mode raises.

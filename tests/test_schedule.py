@@ -20,8 +20,24 @@ def _drain(s, outcome_of):
 
 def test_every_run_once_in_plan_order():
     plan, s = _schedule()
-    assert _drain(s, lambda r: Outcome("ok")) == list(plan.runs)
+    # In-order reruns explain a hang: with nothing hung they are settled, not run.
+    assert _drain(s, lambda r: Outcome("ok")) == [r for r in plan.runs if not r.in_order]
     assert s.pending() == [] and set(s.outcomes) == set(plan.runs)
+    in_order = [r for r in plan.runs if r.in_order]
+    assert in_order and all(s.outcomes[r].status == "settled" and "not needed" in s.outcomes[r].reason
+                            for r in in_order)
+
+
+def test_an_in_order_rerun_follows_a_hang_on_its_case_only():
+    plan, s = _schedule("dma_scale")     # two probe cases
+    bad = plan.assignment.probe_cases[1]
+    ran = _drain(s, lambda r: Outcome("timeout", phase="run", limit_s=10.0)
+                 if r.case.name == bad and r.rung == "tpu-interpret" and not r.in_order else Outcome("ok"))
+    reruns = [r for r in ran if r.in_order]
+    assert [r.case.name for r in reruns] == [bad]
+    # The case's other TPU probe runs are not tried (they would hang too); the rerun is.
+    assert all(s.outcomes[r].not_run for r in plan.runs
+               if r.probe and r.case.name == bad and r.rung == "tpu-interpret" and not r.in_order)
 
 
 def test_a_trace_that_hangs_stops_every_run_of_that_trace():
@@ -48,8 +64,9 @@ def test_a_rung_where_every_run_hangs_stops_after_two():
                  if r.rung == "tpu-interpret" else Outcome("ok"))
     tpu_tried = [r for r in ran if r.rung == "tpu-interpret"]
     assert len([r for r in tpu_tried if r.probe is None]) == 2
-    # The probe case's own hang answered its TPU probe reruns before they started.
-    assert all(r.probe is None for r in tpu_tried)
+    # The probe case's own hang answered its TPU probe reruns before they started,
+    # but for one in-order rerun (it hangs too, so no other is tried).
+    assert [r.variant for r in tpu_tried if r.probe is not None] == ["in-order"]
     assert all(s.outcomes[r].status == "timeout" for r in plan.runs if r.rung == "tpu-interpret")
     assert all(s.outcomes[r].ok for r in plan.runs if r.rung != "tpu-interpret")
 

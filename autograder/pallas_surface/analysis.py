@@ -57,6 +57,16 @@ def grid_steps(traced: Traced) -> int:
                for site in call_sites(traced))
 
 
+def shuffled_axes(traced: Traced) -> int:
+    """Grid axes of more than one point marked 'parallel' (or 'core_parallel'):
+    the ones TPU interpret mode runs in a shuffled order."""
+    n = 0
+    for site in call_sites(traced):
+        grid = site.eqn.params["grid_mapping"].grid
+        n += sum(1 for g, s in zip(grid, dimension_semantics(site.eqn)) if "parallel" in s and int(g) > 1)
+    return n
+
+
 def dimension_semantics(eqn: Any) -> tuple[str, ...]:
     cp = eqn.params.get("compiler_params")
     sem = None

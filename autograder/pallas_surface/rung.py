@@ -10,6 +10,7 @@ nothing is shared between rungs or parameters.
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
@@ -190,11 +191,28 @@ def _eval_eqn(eqn: Any, invals: list, interpret: Any, stub: Callable | None = No
     return eqn.primitive.bind(*invals, **p)
 
 
-def forced(traced: Traced, rung: str, params: dict[str, Any] | None = None) -> Callable:
-    """A fresh jitted function running ``traced`` with every kernel on ``rung``."""
+def _in_order(interpret: Any) -> Callable:
+    """A pallas_call stub that binds the kernel with every grid axis 'arbitrary':
+    TPU interpret mode then runs the grid in row-major order on one core (it
+    shuffles axes marked 'parallel' on every run, random_seed or not)."""
+    def bind(eqn: Any, invals: list) -> Any:
+        p = {**eqn.params, "interpret": interpret}
+        cp = p.get("compiler_params")
+        sem = getattr(cp, "dimension_semantics", None)
+        if sem is not None:
+            p["compiler_params"] = dataclasses.replace(cp, dimension_semantics=("arbitrary",) * len(sem))
+        return eqn.primitive.bind(*invals, **p)
+    return bind
+
+
+def forced(traced: Traced, rung: str, params: dict[str, Any] | None = None,
+           in_order: bool = False) -> Callable:
+    """A fresh jitted function running ``traced`` with every kernel on ``rung``
+    (with ``in_order``, every grid axis as 'arbitrary')."""
     interpret = interpret_value(rung, params)
     closed = traced.closed
-    return jax.jit(lambda *a: evaluate(closed.jaxpr, closed.consts, a, interpret),
+    stub = _in_order(interpret) if in_order else None
+    return jax.jit(lambda *a: evaluate(closed.jaxpr, closed.consts, a, interpret, stub),
                    compiler_options=release.COMPILER_OPTIONS.get(rung))
 
 
@@ -221,21 +239,22 @@ class Executables:
         self._keep: list = []       # the traced functions the keys' ids refer to
         self.compiled = 0           # how many distinct executables were built
 
-    def function(self, traced: Traced, rung: str, params: dict[str, Any] | None = None) -> Callable:
+    def function(self, traced: Traced, rung: str, params: dict[str, Any] | None = None,
+                 in_order: bool = False) -> Callable:
         pkey = _key(params)
         if pkey is None:
             self.compiled += 1
-            return forced(traced, rung, params)
-        key = (id(traced), rung, pkey)
+            return forced(traced, rung, params, in_order)
+        key = (id(traced), rung, pkey, in_order)
         if key not in self._fns:
-            self._fns[key] = forced(traced, rung, params)
+            self._fns[key] = forced(traced, rung, params, in_order)
             self._keep.append(traced)
             self.compiled += 1
         return self._fns[key]
 
     def run(self, traced: Traced, array_args: Sequence[Any], rung: str,
-            params: dict[str, Any] | None = None) -> Any:
-        flat = self.function(traced, rung, params)(*array_args)
+            params: dict[str, Any] | None = None, in_order: bool = False) -> Any:
+        flat = self.function(traced, rung, params, in_order)(*array_args)
         flat = [jax.block_until_ready(x) for x in flat]
         return jax.tree.unflatten(traced.out_tree, flat)
 

@@ -14,7 +14,9 @@ def plan_races(assignment, case, rubric) -> tuple[Variant, ...]:
     return (*(Variant(f"races-{n}core", "tpu-interpret", races=True, capture=True,
                       params=(("detect_races", True), ("num_cores_or_threads", n))) for n in (1, 2)),
             Variant("dma-eager", "tpu-interpret", capture=True,
-                    params=(("dma_execution_mode", "eager"),)))
+                    params=(("dma_execution_mode", "eager"),)),
+            # Run only when the case hung (see schedule): every axis 'arbitrary'.
+            Variant("in-order", "tpu-interpret", in_order=True))
 
 
 def _race_report(text: str) -> list[str]:
@@ -51,6 +53,13 @@ def _hang(r: ProbeResults) -> Finding | None:
     if on_wait.phase == "trace":
         return None
     within = f" (no result within {on_wait.limit_s:g} s)" if on_wait.limit_s else ""
+    if r.passes(r.outcomes.get("in-order"), r.runs.get("in-order")):
+        return r.finding("grid-order-dependence",
+                         f"TPU interpret mode hung{within}, and with every grid axis 'arbitrary' (run in "
+                         "order) the same case is right: a grid step waits for work another step does "
+                         "(a DMA started in one step and waited in the next), along an axis marked "
+                         "'parallel', which TPU interpret mode runs in a shuffled order",
+                         variant="in-order", problem="hang", limit_s=on_wait.limit_s, interpret_params={})
     return r.finding("dma-protocol", f"TPU interpret mode hung with dma_execution_mode='on_wait'{within}: "
                      "a DMA wait that nothing satisfies (waited before it was started, or more waits "
                      "than starts)", mode="on_wait", problem="hang", limit_s=on_wait.limit_s)
@@ -93,5 +102,6 @@ def judge_races(r: ProbeResults) -> list[Finding]:
     return found + ([semaphores] if semaphores else [])
 
 
-RACES = Probe("races", "Races and DMA protocol", "tpu-interpret", ("data-race", "dma-protocol"),
+RACES = Probe("races", "Races and DMA protocol", "tpu-interpret",
+              ("data-race", "dma-protocol", "grid-order-dependence"),
               plan_races, judge_races)

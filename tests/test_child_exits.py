@@ -1,4 +1,4 @@
-"""Reaping orphans never steals a grader child's exit status (no JAX).
+"""Child exits read truthfully: reaping never steals a status; a death before JAX is the grader's (no JAX here).
 
 A blanket ``waitpid(-1)`` in the grader collected the tracer's zombie before
 ``Popen.poll`` did, and Popen then reported exit code 0 for a submission that
@@ -35,3 +35,23 @@ def test_reaping_collects_zombies_nobody_waits_for():
     confinement._reap()
     assert not any(p == proc.pid for p, _ in confinement.proc_stats())
     proc.returncode = 0       # already collected: keep Popen's destructor quiet
+
+
+def test_a_child_that_dies_before_loading_jax_is_the_graders_failure(tmp_path):
+    # No student code runs before the child reports JAX loaded: a death that
+    # early (a broken install here, a module that does not exist) is never
+    # charged to the student as "ended abruptly".
+    import os
+    import time as _time
+
+    import pytest
+
+    from autograder import sandbox
+    me = confinement.Identity(os.getuid(), os.getgid(), "grader", False)
+    home = tmp_path / "home"
+    home.mkdir()
+    spec = sandbox.ChildSpec("autograder.no_such_module", {}, me, home, (home,), 30.0, 600)
+    supervisor = sandbox.Supervisor(spec, _time.monotonic() + 60, sandbox.Tail())
+    with pytest.raises(sandbox.GraderFailure, match="(?s)before it loaded JAX.*No module named"):
+        supervisor.ready()
+    assert supervisor.child is None
