@@ -63,3 +63,51 @@ def test_the_snippet_of_a_correct_kernel_finds_nothing_wrong(tmp_path):
     proc = _run(text, (REPO / "solutions" / "matmul.py").read_text(), "matmul.py", tmp_path)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert re.search(r"wrong elements: 0 of \d+", proc.stdout), proc.stdout
+
+
+# One failed test per corpus bug that a correctness test shows (probe-only bugs show
+# the interpreter switches instead; hangs reproduce by hanging): (assignment, file,
+# case, rung, what the snippet prints). "wrong": it counts wrong elements > 0.
+SHOWN = [
+    ("add", "nan_output.py", "small", "generic", "wrong"),
+    ("add", "raises_in_kernel.py", "small", "generic", "raises"),
+    ("matmul", "k_axis_parallel.py", "f32-256x384x256", "tpu-interpret", "wrong"),
+    ("matmul", "unzeroed_accumulator.py", "f32-256x384x256", "generic", "wrong"),
+    ("matmul", "bf16_accumulator.py", "bf16-256x384x256", "generic", "wrong"),
+    ("softmax", "softmax_wrong_axis.py", "rows-20x256", "generic", "wrong"),
+    ("softmax", "softmax_global_block_max.py", "rows-20x256", "tpu-interpret", "wrong"),
+    ("softmax", "softmax_unstable.py", "logits100-37x128", "generic", "wrong"),
+    ("dma_scale", "dma_missing_wait.py", "f32-192x256", "tpu-interpret", "wrong"),
+    ("dma_scale", "dma_refill_before_use.py", "f32-192x256", "generic", "wrong"),
+    ("dma_scale", "dma_oob_chunk.py", "f32-192x256", "tpu-interpret", "raises"),
+    ("dma_scale", "dma_shared_semaphore.py", "f32-192x256", "tpu-interpret", "wrong"),
+]
+
+
+def test_every_corpus_bug_reproduces_with_the_snippet_its_test_shows(tmp_path):
+    # The snippet a failed correctness test shows is repro.snippet on that test's own
+    # run (case, rung, seed; render._snippet); each is run beside the buggy file, in
+    # parallel processes, and must show the failure the grader charged.
+    from concurrent.futures import ThreadPoolExecutor
+
+    from autograder import plan as planning, repro, spec
+
+    def one(item):
+        slug, name, case_name, rung, expect = item
+        a = spec.find(slug)
+        case = a.case(case_name)
+        run = planning.build(a, a.cases, a.rungs, 5, with_probes=False).test_run(case.name, rung)
+        folder = tmp_path / f"{slug}-{name}"
+        folder.mkdir()
+        proc = _run(repro.snippet(a, case, rung, {}, run.draw.seed), (CORPUS / slug / name).read_text(),
+                    a.entry_file, folder)
+        text = proc.stdout + proc.stderr
+        if expect == "raises":
+            return item, proc.returncode != 0 and "Traceback" in text, text
+        wrong = re.search(r"wrong elements: (\d+) of", text)
+        return item, proc.returncode == 0 and wrong is not None and int(wrong.group(1)) > 0, text
+
+    with ThreadPoolExecutor(3) as pool:
+        results = list(pool.map(one, SHOWN))
+    failed = [(item, text[-600:]) for item, ok, text in results if not ok]
+    assert not failed, failed
