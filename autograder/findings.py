@@ -16,6 +16,10 @@ RUNGS: dict[str, str] = {
     "tpu-interpret": "TPU interpret mode (pltpu.InterpretParams)",
     "tpu": "real TPU (Mosaic compiler)",
 }
+# The rung in a test's name: short, so a test's line fits a terminal (the ladder
+# under each explanation says which switch selects it).
+TEST_RUNGS: dict[str, str] = {"generic": "generic interpreter", "tpu-interpret": "TPU interpret mode",
+                              "tpu": "real TPU"}
 
 
 @dataclass(frozen=True)

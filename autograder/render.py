@@ -188,6 +188,8 @@ def report_view(report) -> dict[str, Any]:
     return {
         "title": a.title, "slug": a.slug, "score": report.score, "max_score": report.max_score,
         "uploaded_as": report.uploaded_as, "seconds": round(report.seconds, 1),
+        # A note already says the file was graded under the handout's name.
+        "renamed": bool(report.uploaded_as) and any(f"Graded {report.uploaded_as} as" in n for n in report.notes),
         "jax_version": report.jax_version,
         "problems": problems_view(problems, a),
         "wide": [_finding_view(f, True) for f in report.wide_findings],

@@ -41,7 +41,7 @@ def snippet(assignment: Assignment, case: Case, rung: str, params: dict | None =
         f"# Case {case.name!r} on the {rung} rung. Run beside your {assignment.entry_file}.",
         "import numpy as np",
         "import jax.numpy as jnp",
-        "from jax.experimental.pallas import tpu as pltpu",
+        *(["from jax.experimental.pallas import tpu as pltpu"] if rung != "generic" else []),
         f"from {module} import {fn}",
         "",
         *inputs.generator_source(assignment, case, seed),
@@ -60,10 +60,10 @@ def snippet(assignment: Assignment, case: Case, rung: str, params: dict | None =
         lines += [f"{', '.join(arrays)} = "
                   f"{', '.join(f'np.asarray({a}, dtype=np.float64)' for a in arrays)}",
                   f"expected = {assignment.snippet_reference}",
-                  "err = np.abs(out - expected)",
                   f"allowed = {_atol(assignment, case)!r} + {assignment.tolerance(case.dtype).rtol!r} "
                   "* np.abs(expected)  # the grader's tolerance for this case",
-                  'print("max abs error:", np.nanmax(err), "NaNs:", int(np.isnan(out).sum()))',
-                  'print("wrong elements:", int((~(err <= allowed)).sum()), "of", err.size, '
-                  '"first at:", np.argwhere(~(err <= allowed))[:1].tolist())']
+                  "err = np.abs(out - expected)",
+                  'print("wrong elements:", int((~(err <= allowed)).sum()), "of", err.size, "first at:", '
+                  'np.argwhere(~(err <= allowed))[:1].tolist(), "max abs error:", np.nanmax(err), '
+                  '"NaNs:", int(np.isnan(out).sum()))']
     return "\n".join(lines)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
-from .findings import RUNGS, Finding, primary
+from .findings import TEST_RUNGS, Finding, primary
 from .plan import Plan, Run
 from .spec import Case
 
@@ -124,7 +124,7 @@ def _correctness(plan: Plan, wide: list[Finding], by_test: dict, explaining: lis
             main = _root_cause(hits, rung)
             label = case.name if case.visible else f"secret case {ci}"
             tests.append(TestResult(
-                number=f"{ci}.{ri}", name=f"{label} · {RUNGS[rung]}", case=case, rung=rung,
+                number=f"{ci}.{ri}", name=f"{label} · {TEST_RUNGS[rung]}", case=case, rung=rung,
                 max_score=share, score=0.0 if main else share, finding=main,
                 others=tuple(f for f in hits if f is not main), ladder=states,
                 visibility=case.visibility, run=plan.test_run(case.name, rung)))
