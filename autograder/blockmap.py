@@ -73,8 +73,19 @@ def analyse(op: Operand, grid: tuple[int, ...], parallel_axes: tuple[int, ...]) 
         facts["unwritten_count"] = len(missing)
         facts["block_grid"] = list(nblocks)
         facts["revisits"] = _revisits(idx, points)
+        facts["reduction_axes"] = [a for a in range(len(grid)) if grid[a] > 1 and _constant_along(idx, points, a)]
         facts["parallel_shared"] = _parallel_shared(idx, points, parallel_axes)
     return facts
+
+
+def _constant_along(idx: np.ndarray, points: np.ndarray, axis: int) -> bool:
+    """The output block does not move along ``axis``: a reduction axis."""
+    seen: dict[tuple, tuple] = {}
+    for p, b in zip(points.tolist(), map(tuple, idx.tolist())):
+        key = tuple(p[:axis] + p[axis + 1:])
+        if seen.setdefault(key, b) != b:
+            return False
+    return True
 
 
 def _revisits(idx: np.ndarray, points: np.ndarray) -> list[dict]:

@@ -44,6 +44,8 @@ def build(assignment: Assignment, output: Path) -> Path:
         for p in _tree(REPO / "autograder"):
             _add(zf, p, str(p.relative_to(REPO)))
         for p in _tree(assignment.folder):
+            if p.relative_to(assignment.folder).parts[0] == "corpus":
+                continue    # the instructor's regression corpus: `check` reads it, grading never does
             _add(zf, p, f"assignments/{assignment.slug}/{p.relative_to(assignment.folder)}")
         if solution.is_file():
             _add(zf, solution, f"solutions/{assignment.slug}.py")

@@ -50,6 +50,23 @@ def _parser() -> argparse.ArgumentParser:
     c.add_argument("--repeat", type=int, default=3, help="gradings to take the slowest of (default 3)")
     c.add_argument("--assignments", type=Path, help="folder of assignment folders (default: bundled)")
 
+    h = sub.add_parser("handout", help="write what students download: starter, README, notebook, "
+                       "and a kit that grades the visible cases locally (nothing secret)")
+    h.add_argument("slug")
+    h.add_argument("-o", "--output", type=Path, required=True, help="a new (or empty) folder to write")
+    h.add_argument("--assignments", type=Path, help="folder of assignment folders (default: bundled)")
+
+    n = sub.add_parser("new", help="scaffold a new assignment: spec, reference, README, corpus, solution")
+    n.add_argument("slug", help="a Python identifier: the folder, entry file and function name")
+    n.add_argument("--like", help="copy this existing assignment's spec instead of the template")
+    n.add_argument("--assignments", type=Path, help="folder of assignment folders (default: ./assignments)")
+
+    k = sub.add_parser("check", help="the assignment's own test: it resolves, its solution is clean, "
+                       "its corpus gets its declared findings, its cases expose what they claim")
+    k.add_argument("slug")
+    k.add_argument("--assignments", type=Path, help="folder of assignment folders (default: bundled)")
+    k.add_argument("--quick", action="store_true", help="only what build checks: the spec and what it names")
+
     ls = sub.add_parser("list", help="list the available assignments")
     ls.add_argument("--assignments", type=Path, help="folder of assignment folders")
     return p
@@ -105,9 +122,39 @@ def _main(argv: list[str] | None = None) -> int:
         print(f"wrote {path}: {summary['runs']} runs, slowest {summary['slowest_s']:.2f} s, "
               f"start-up {summary['startup_s']:.2f} s")
         return 0
-    if args.verb == "build":
-        from . import build
+    if args.verb == "handout":
+        from . import handout, starter
         assignment = _assignment(args.slug, args.assignments, parser)
+        try:
+            files = handout.write(assignment, args.output)
+        except (handout.HandoutError, starter.StarterError) as e:
+            parser.exit(1, f"pallas-autograder handout: {e}\n")
+        print(f"wrote {len(files)} files to {args.output}: {assignment.entry_file} (the starter), README.md, "
+              f"{assignment.slug}.ipynb, and the local grader (python -m autograder grade "
+              f"{assignment.entry_file} -a {assignment.slug}, run in that folder)")
+        return 0
+    if args.verb == "new":
+        from . import scaffold
+        try:
+            made = scaffold.new(args.slug, args.assignments or Path("assignments"), args.like)
+        except scaffold.ScaffoldError as e:
+            parser.exit(1, f"pallas-autograder new: {e}\n")
+        print("wrote " + ", ".join(str(p) for p in made))
+        return 0
+    if args.verb == "check":
+        from . import check
+        assignment = _assignment(args.slug, args.assignments, parser)
+        rows = check.run(assignment, quick_only=args.quick, progress=sys.stderr.isatty())
+        print(check.table(rows))
+        return 0 if all(r.ok for r in rows) else 1
+    if args.verb == "build":
+        from . import build, check
+        assignment = _assignment(args.slug, args.assignments, parser)
+        rows = check.quick(assignment)
+        if not all(r.ok for r in rows):
+            # A zip that cannot grade would show every student "autograder error".
+            parser.exit(1, f"pallas-autograder build: not writing {args.output}: the assignment "
+                        f"cannot grade\n{check.table(rows)}\n")
         path = build.build(assignment, args.output)
         print(f"wrote {path}: upload it as the autograder of a Gradescope programming assignment")
         return 0
@@ -125,8 +172,10 @@ def _grade(args, parser) -> int:
                                      progress=progress)
         grade.select(assignment, options)
     except KeyError as e:
+        # Secret cases are never listed (a student may run this).
         parser.error(f"unknown case or rung {e.args[0]!r} for {assignment.slug}; valid cases: "
-                     f"{', '.join(c.name for c in assignment.cases)}; rungs: {', '.join(assignment.rungs)}")
+                     f"{', '.join(c.name for c in assignment.cases if c.visible)}; rungs: "
+                     f"{', '.join(assignment.rungs)}")
     if not args.submission.exists():
         parser.error(f"submission {args.submission} does not exist; give a .py or .ipynb file or a folder")
     try:

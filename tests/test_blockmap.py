@@ -53,3 +53,12 @@ def test_k_innermost_is_consecutive_but_shared_across_a_parallel_k_axis():
     assert analyse(op, (2, 3), (0,))["parallel_shared"] == []
     shared = analyse(op, (2, 3), (0, 1))["parallel_shared"]
     assert shared[0]["axis"] == 1 and shared[0]["grid_points"] == [[0, 0], [0, 1]]
+
+
+def test_a_reduction_axis_is_one_the_output_block_does_not_move_along():
+    # A matmul's (i, j, k) grid: the output block (i, j) stays put along k.
+    op = _op(lambda i, j, k: (i, j), (2, 3, 4), (128, 128), (256, 384), True)
+    assert analyse(op, (2, 3, 4), (0, 1))["reduction_axes"] == [2]
+    # An element-wise grid has none, whatever its dimension semantics.
+    op = _op(lambda i, j: (i, j), (2, 2), (8, 128), (16, 256), True)
+    assert analyse(op, (2, 2), ())["reduction_axes"] == []

@@ -159,12 +159,13 @@ def test_html_format_through_the_cli(tmp_path):
 @pytest.mark.parametrize("args,needle", [
     (["grade", "x.py", "--assignment", "nope"], "valid: add, dma_scale, matmul, softmax"),
     (["grade", "does-not-exist.py", "--assignment", "add"], "does not exist"),
-    (["grade", "solutions/add.py", "--assignment", "add", "--case", "zzz"], "valid cases: small"),
+    (["grade", "solutions/add.py", "--assignment", "add", "--case", "zzz"], "valid cases: small, odd-rows;"),
     (["grade", "solutions/add.py", "--assignment", "add", "--format", "pdf"], "invalid choice"),
 ])
 def test_bad_arguments_exit_nonzero_saying_what_is_valid(args, needle):
     proc = run_cli(*args)
     assert proc.returncode == 2 and needle in proc.stderr
+    assert "hidden-" not in proc.stderr, "secret case names are never listed"
 
 
 def test_list_verb():
@@ -188,8 +189,11 @@ def test_debug_prints_are_shown_for_visible_cases_only(grade_cli):
     assert "ROWS 40" not in out and "ROWS 40" not in text
 
 
-def test_the_shipped_starter_says_so_once(grade_cli):
-    doc, out = grade_cli(REPO / "assignments" / "add" / "add.py", "add")
+def test_the_shipped_starter_says_so_once(grade_cli, tmp_path):
+    from autograder.starter import starter_for
+    starter = tmp_path / "add.py"
+    starter.write_text(starter_for(REPO / "solutions" / "add.py"))
+    doc, out = grade_cli(starter, "add")
     assert doc["score"] == 0 and _all(doc, ["submission-error"])
     assert out.count("still raises NotImplementedError") == 1
     assert "add(x, y) in add.py still raises NotImplementedError" in doc["output"]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import difflib
 import math
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +15,23 @@ class SpecError(ValueError):
     def __init__(self, file: Path | str, key: str, rule: str, value: Any):
         self.file, self.key, self.rule, self.value = str(file), key, rule, value
         super().__init__(f"{file}: key '{key}': {rule}; got {value!r}")
+
+
+# While a reference page is generated (``recording``): every key a reader asks
+# for, with its rule and default, so the page is the reader's own account.
+_RECORD: list[tuple[str, str, Any]] | None = None
+
+
+@contextmanager
+def recording():
+    """Collect (key, rule, default) for every key read inside the block."""
+    global _RECORD
+    _RECORD, seen = [], None
+    try:
+        yield _RECORD
+    finally:
+        seen, _RECORD = _RECORD, None
+    del seen
 
 
 class TableReader:
@@ -29,6 +47,8 @@ class TableReader:
         return SpecError(self.file, self.key(name), rule, value)
 
     def get(self, name: str, types: type | tuple, rule: str, default: Any = ...) -> Any:
+        if _RECORD is not None:
+            _RECORD.append((self.key(name), rule, default))
         if name not in self.table:
             if default is ...:
                 raise self.fail(name, f"is required ({rule})", None)

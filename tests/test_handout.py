@@ -1,0 +1,74 @@
+"""`handout` through the real CLI: nothing secret in any file, the kit grades like
+Gradescope on the visible cases, and the notebook runs top to bottom in a fresh
+Jupyter kernel (nbclient) with the starter filled in from the solution."""
+import re
+
+import pytest
+from conftest import REPO, run_cli
+
+from autograder import notebook, spec, starter
+
+pytestmark = pytest.mark.jax
+
+
+def _secrets(slug):
+    """Grepped independently of the grader's own leak check."""
+    a = spec.find(slug)
+    solution = (REPO / "solutions" / f"{slug}.py").read_text()
+    shown = starter.starter_for(REPO / "solutions" / f"{slug}.py")
+    lines = [ln for ln in starter.solution_lines(solution) if len(ln) >= 12 and ln not in shown]
+    hidden = [c for c in a.cases if not c.visible]
+    visible_dims = {c.dims for c in a.cases if c.visible}
+    shapes = ["x".join(str(v) for _k, v in c.dims) for c in hidden if c.dims not in visible_dims]
+    return lines, [c.name for c in hidden], shapes, [str(c.seed) for c in hidden]
+
+
+@pytest.mark.parametrize("slug", ["add", "matmul", "softmax", "dma_scale"])
+def test_no_handout_file_holds_a_solution_line_or_a_secret_case(slug, tmp_path):
+    out = tmp_path / "handout"
+    proc = run_cli("handout", slug, "-o", str(out))
+    assert proc.returncode == 0, proc.stderr
+    lines, names, shapes, seeds = _secrets(slug)
+    assert names and lines
+    for path in (p for p in out.rglob("*") if p.is_file()):
+        text = path.read_text(errors="replace")
+        assert not [ln for ln in lines if ln in text], path
+        assert not [n for n in names + shapes if n in text], path
+        if path.suffix in (".toml", ".json", ".ipynb"):
+            assert not [s for s in seeds if re.search(rf"(?<![\w.]){s}(?![\w.])", text)], path
+    assert run_cli("handout", slug, "-o", str(out)).returncode == 1, "refuses a non-empty folder"
+
+
+def test_the_notebook_runs_in_a_fresh_kernel_and_the_kit_grades_locally(tmp_path):
+    import nbclient
+    import nbformat
+    out = tmp_path / "handout"
+    assert run_cli("handout", "add", "-o", str(out)).returncode == 0
+    nb = nbformat.read(out / "add.ipynb", as_version=4)
+    nbformat.validate(nb)
+    kernel = next(c for c in nb.cells if notebook.KERNEL_CELL_TAG in c.metadata.get("tags", []))
+    kernel.source = "%%writefile add.py\n" + (REPO / "solutions" / "add.py").read_text()
+    nbclient.NotebookClient(nb, timeout=600, kernel_name="python3",
+                            resources={"metadata": {"path": str(out)}}).execute()
+    printed = ["".join(o.get("text", "") for o in c.get("outputs", [])) for c in nb.cells
+               if c.cell_type == "code"]
+    runs = [t for t in printed if "wrong elements:" in t]
+    assert len(runs) == 2 and all("wrong elements: 0 of" in t for t in runs), runs
+    assert "RACE DETECTED" not in "".join(printed)
+    graded = printed[-1]
+    assert "Element-wise add with a grid of blocks: 10 / 10" in graded, graded[-2000:]
+    # The kit holds the visible cases only: two cases on two rungs, as on Gradescope.
+    assert len([t for t in graded.splitlines() if t.startswith("[PASS]") and " · " in t]) == 4
+
+
+def test_new_then_check_passes_end_to_end(tmp_path):
+    # The scaffolded assignment is consistent before the instructor edits it: the
+    # solution is clean, its cases expose tiling bugs, its corpus file is caught.
+    root = tmp_path / "assignments"
+    assert run_cli("new", "relu", "--assignments", str(root)).returncode == 0
+    proc = run_cli("check", "relu", "--assignments", str(root))
+    assert proc.returncode == 0, proc.stdout + proc.stderr[-2000:]
+    for claim in ("solution clean on every rung and probe", "every case exposes tiling bugs",
+                  "fits Gradescope's default container", "corpus grid_one_step_too_long.py"):
+        assert claim in proc.stdout
+    assert "8 of 8 hold" in proc.stdout

@@ -1,0 +1,67 @@
+"""Instructor verbs without JAX: `new`, the spec reference page, `check --quick`,
+and `build` refusing an assignment that cannot grade (through the real CLI)."""
+import shutil
+
+import pytest
+from conftest import REPO, run_cli
+
+from autograder import scaffold, spec
+from autograder.spec import reference_page
+
+
+def test_new_scaffolds_an_assignment_that_loads_and_never_overwrites(tmp_path):
+    root = tmp_path / "assignments"
+    proc = run_cli("new", "relu", "--assignments", str(root))
+    assert proc.returncode == 0, proc.stderr
+    for name in ("spec.toml", "reference.py", "README.md", "corpus/expectations.toml"):
+        assert (root / "relu" / name).is_file(), name
+    assert (tmp_path / "solutions" / "relu.py").is_file()
+    a = spec.load(root / "relu")
+    assert a.entry_function == "relu" and [c.name for c in a.cases if not c.visible] == ["hidden-wide"]
+    again = run_cli("new", "relu", "--assignments", str(root))
+    assert again.returncode == 1 and "already exists: new never overwrites" in again.stderr
+    bad = run_cli("new", "Relu-2", "--assignments", str(root))
+    assert bad.returncode == 1 and "lowercase Python identifier" in bad.stderr
+
+
+def test_new_like_an_existing_assignment_takes_its_spec(tmp_path):
+    root = tmp_path / "assignments"
+    made = scaffold.new("mm", root, like="matmul")
+    a = spec.load(root / "mm")
+    assert (root / "mm" / "spec.toml") in made and a.entry_file == "mm.py" and a.reference == "reference.py:mm"
+    assert [c.name for c in a.cases] == [c.name for c in spec.find("matmul").cases]
+    with pytest.raises(scaffold.ScaffoldError, match="--like: no assignment 'nope'"):
+        scaffold.new("zz", root, like="nope")
+    assert not (root / "zz").exists() and not (tmp_path / "solutions" / "zz.py").exists()
+
+
+def test_an_unknown_key_names_the_closest_known_one(tmp_path):
+    folder = tmp_path / "add"
+    shutil.copytree(REPO / "assignments" / "add", folder)
+    text = (folder / "spec.toml").read_text().replace("entry_function =", "entry_functon =")
+    (folder / "spec.toml").write_text(text)
+    with pytest.raises(spec.SpecError, match="did you mean 'entry_function'"):
+        spec.load(folder)
+
+
+def test_the_spec_reference_page_is_the_readers_own_account():
+    page = reference_page.page()
+    assert (REPO / "docs" / "spec-reference.md").read_text() == page, \
+        "regenerate: python -m autograder.spec.reference_page > docs/spec-reference.md"
+    for key in ("`entry_function`", "`cases[].secret`", "`probes.grid-order.seeds`", "`dims.<dim>.multiple_of`"):
+        assert key in page
+
+
+def test_check_quick_and_build_refuse_a_reference_that_does_not_resolve(tmp_path):
+    root = tmp_path / "assignments"
+    scaffold.new("relu", root)
+    ok = run_cli("check", "relu", "--quick", "--assignments", str(root))
+    assert ok.returncode == 0 and "4 of 4 hold" in ok.stdout, ok.stdout + ok.stderr
+    spec_file = root / "relu" / "spec.toml"
+    spec_file.write_text(spec_file.read_text().replace('"reference.py:relu"', '"reference.py:relux"'))
+    bad = run_cli("check", "relu", "--quick", "--assignments", str(root))
+    assert bad.returncode == 1 and "reference resolves" in bad.stdout and "NO" in bad.stdout
+    assert "AttributeError" in bad.stdout and "relux" in bad.stdout
+    zip_path = tmp_path / "relu.zip"
+    build = run_cli("build", "relu", "-o", str(zip_path), "--assignments", str(root))
+    assert build.returncode == 1 and "cannot grade" in build.stderr and not zip_path.exists()
