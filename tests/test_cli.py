@@ -157,7 +157,7 @@ def test_html_format_through_the_cli(tmp_path):
 
 
 @pytest.mark.parametrize("args,needle", [
-    (["grade", "x.py", "--assignment", "nope"], "valid: add, dma_scale, matmul, softmax"),
+    (["grade", "x.py", "--assignment", "nope"], "valid: add, dma_scale, flash_attention, matmul, softmax"),
     (["grade", "does-not-exist.py", "--assignment", "add"], "does not exist"),
     (["grade", "solutions/add.py", "--assignment", "add", "--case", "zzz"], "valid cases: small, odd-rows;"),
     (["grade", "solutions/add.py", "--assignment", "add", "--format", "pdf"], "invalid choice"),
@@ -170,7 +170,7 @@ def test_bad_arguments_exit_nonzero_saying_what_is_valid(args, needle):
 
 def test_list_verb():
     proc = run_cli("list")
-    assert proc.returncode == 0 and proc.stdout.split() == ["add", "dma_scale", "matmul", "softmax"]
+    assert proc.returncode == 0 and proc.stdout.split() == ["add", "dma_scale", "flash_attention", "matmul", "softmax"]
 
 
 def test_k_axis_outermost_is_an_output_block_revisit_on_tpu_interpret_only(grade_cli):

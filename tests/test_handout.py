@@ -23,7 +23,7 @@ def _secrets(slug):
     return lines, [c.name for c in hidden], shapes, [str(c.seed) for c in hidden]
 
 
-@pytest.mark.parametrize("slug", ["add", "matmul", "softmax", "dma_scale"])
+@pytest.mark.parametrize("slug", ["add", "matmul", "softmax", "dma_scale", "flash_attention"])
 def test_no_handout_file_holds_a_solution_line_or_a_secret_case(slug, tmp_path):
     out = tmp_path / "handout"
     proc = run_cli("handout", slug, "-o", str(out))

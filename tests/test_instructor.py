@@ -65,3 +65,17 @@ def test_check_quick_and_build_refuse_a_reference_that_does_not_resolve(tmp_path
     zip_path = tmp_path / "relu.zip"
     build = run_cli("build", "relu", "-o", str(zip_path), "--assignments", str(root))
     assert build.returncode == 1 and "cannot grade" in build.stderr and not zip_path.exists()
+
+
+@pytest.mark.parametrize("slug", ["add", "matmul", "softmax", "dma_scale", "flash_attention"])
+def test_every_bundled_assignment_passes_the_quick_check_and_builds(slug, tmp_path):
+    quick = run_cli("check", slug, "--quick")
+    assert quick.returncode == 0 and "4 of 4 hold" in quick.stdout, quick.stdout + quick.stderr
+    zip_path = tmp_path / f"{slug}.zip"
+    build = run_cli("build", slug, "-o", str(zip_path))
+    assert build.returncode == 0, build.stderr
+    import zipfile
+    with zipfile.ZipFile(zip_path) as zf:
+        names = zf.namelist()
+    assert f"assignments/{slug}/spec.toml" in names and f"solutions/{slug}.py" in names
+    assert not any("/corpus/" in n for n in names), "the corpus is the instructor's, not the grader's"

@@ -46,7 +46,7 @@ class Grading:
 
 
 def test_a_correct_kernel_gets_no_probe_findings():
-    for slug in ("add", "matmul", "softmax", "dma_scale"):
+    for slug in ("add", "matmul", "softmax", "dma_scale", "flash_attention"):
         g = Grading(slug)
         assert g.judge() == ([], []), slug
 
@@ -192,7 +192,7 @@ def test_a_crashing_judge_is_the_graders_error(monkeypatch, capsys):
     assert "ZeroDivisionError: judge bug" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("slug", ["add", "matmul", "softmax", "dma_scale"])
+@pytest.mark.parametrize("slug", ["add", "matmul", "softmax", "dma_scale", "flash_attention"])
 def test_every_enabled_probe_plans_runs_on_the_probe_case(slug):
     g = Grading(slug)
     for name in g.plan.probes:

@@ -18,7 +18,8 @@ UNRUNNABLE = {"infinite_loop.py", "dma_wait_before_start.py", "memory_hog.py", "
               "exits_at_import.py", "raises_in_kernel.py", "wrong_arity.py", "import_error.py",
               "syntax_error.py", "missing_function.py"}
 KERNELS = sorted([(p, p.parent.name) for p in CORPUS.glob("*/*.py") if p.name not in UNRUNNABLE] +
-                 [(REPO / "solutions" / f"{s}.py", s) for s in ("add", "matmul", "softmax", "dma_scale")] +
+                 [(REPO / "solutions" / f"{s}.py", s)
+                  for s in ("add", "matmul", "softmax", "dma_scale", "flash_attention")] +
                  [(REPO / "tests" / "hostile" / n, "add") for n in ("honest_add.py", "wrong_add.py")])
 
 
@@ -148,7 +149,7 @@ def test_every_corpus_kernel_and_solution_round_trips_bit_for_bit():
             else:
                 np.testing.assert_array_equal(got, want, err_msg=f"{path.name} on {which}")
         checked.append(path.name)
-    assert len(checked) == len(KERNELS) == 41
+    assert len(checked) == len(KERNELS) == 42
 
 
 @jax_only
@@ -171,7 +172,7 @@ def test_work_outside_the_kernel_is_anything_but_layout():
 
 
 @jax_only
-def test_gather_scatter_and_window_reductions_round_trip():
+def test_gather_scatter_window_reductions_and_stop_gradient_round_trip():
     import jax
     import jax.numpy as jnp
     import numpy as np
@@ -180,7 +181,8 @@ def test_gather_scatter_and_window_reductions_round_trip():
 
     def f(x, i):
         window = jax.lax.reduce_window(x, 0.0, jax.lax.add, (1, 2), (1, 1), "SAME")
-        return x[i].sum(0) + x.at[i].add(1.0)[0] + window[0]
+        # jax.nn.softmax holds a stop_gradient (an identity when nothing is differentiated).
+        return x[i].sum(0) + x.at[i].add(1.0)[0] + window[0] + jax.nn.softmax(x, axis=-1)[0]
 
     x, i = jnp.arange(12.0).reshape(3, 4), jnp.array([2, 0])
     traced = rung.trace(f, [x, i])

@@ -24,7 +24,7 @@ def test_bundled_assignments_load():
 
 
 def test_unknown_assignment_lists_valid_ones():
-    with pytest.raises(LookupError, match="valid: add, dma_scale, matmul, softmax"):
+    with pytest.raises(LookupError, match="valid: add, dma_scale, flash_attention, matmul, softmax"):
         spec.find("nope")
 
 

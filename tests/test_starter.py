@@ -6,7 +6,7 @@ from conftest import REPO
 
 from autograder import public_spec, spec, starter, toml_text
 
-SLUGS = ["add", "matmul", "softmax", "dma_scale"]
+SLUGS = ["add", "matmul", "softmax", "dma_scale", "flash_attention"]
 
 
 @pytest.mark.parametrize("slug", SLUGS)

@@ -33,7 +33,7 @@ def _primitives() -> dict[str, jax_core.Primitive]:
                  "jax._src.lax.control_flow.loops", "jax._src.lax.control_flow.conditionals",
                  "jax._src.state.primitives", "jax._src.pallas.primitives",
                  "jax._src.pallas.mosaic.primitives", "jax._src.pallas.pallas_call",
-                 "jax._src.debugging"):
+                 "jax._src.debugging", "jax._src.ad_util"):
         for v in vars(importlib.import_module(name)).values():
             if isinstance(v, jax_core.Primitive) and v.name in schema.PRIMITIVES:
                 found.setdefault(v.name, v)

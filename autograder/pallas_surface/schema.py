@@ -48,7 +48,7 @@ get swap addupdate
 program_id num_programs multiple_of masked_load masked_swap semaphore_signal semaphore_wait
 semaphore_read delay reciprocal debug_print
 dma_start dma_wait bitcast roll stochastic_round prng_seed prng_random_bits pack_elementwise
-unpack_elementwise
+unpack_elementwise stop_gradient
 """.split())
 # Rebound with their sub-programs rebuilt first.
 HIGHER_ORDER = frozenset({"cond", "while", "scan", "run_scoped", "pallas_call"})
