@@ -6,7 +6,13 @@ assignment folder, its solution, and assignment.txt naming the slug.
 """
 from __future__ import annotations
 
+import json
+import os
+import shutil
 import stat
+import subprocess
+import sys
+import tempfile
 import zipfile
 from pathlib import Path
 
@@ -31,11 +37,65 @@ def _tree(folder: Path):
             yield p
 
 
-def build(assignment: Assignment, output: Path) -> Path:
+def build(assignment: Assignment, output: Path, self_test: bool = True, rate_limit=None) -> Path:
+    """Write the zip; with ``self_test``, only after it graded the solution to
+    full marks from a temporary Gradescope root (raises SelfTestFailed). With
+    ``rate_limit`` (a ``rate_limit.Limit``), the zip refuses submissions beyond it."""
+    output = Path(output)
+    with tempfile.TemporaryDirectory(prefix="pallas-build-") as tmp:
+        staged = _write(assignment, Path(tmp) / output.name, rate_limit)
+        if self_test:
+            self_test_zip(staged, assignment)
+        output.parent.mkdir(parents=True, exist_ok=True)
+        shutil.move(staged, output)
+    return output
+
+
+def solution_path(assignment: Assignment) -> Path:
+    """solutions/<slug>.py beside the assignments folder."""
+    return assignment.folder.parent.parent / "solutions" / f"{assignment.slug}.py"
+
+
+class SelfTestFailed(RuntimeError):
+    """The zip, installed into a temporary root, did not give the solution full marks."""
+
+
+def self_test_zip(zip_path: Path, assignment: Assignment, timeout_s: float = 900) -> dict:
+    """Unpack the zip as Gradescope does, with this Python's environment as its
+    venv (the zip pins the same requirements), and grade the solution through
+    its run_autograder. Returns the results document."""
+    solution = solution_path(assignment)
+    if not solution.is_file():
+        raise SelfTestFailed(f"no solution at {solution} to grade")
+    with tempfile.TemporaryDirectory(prefix="pallas-selftest-") as tmp:
+        root = Path(tmp) / "autograder"
+        with zipfile.ZipFile(zip_path) as zf:
+            zf.extractall(root / "source")
+        for name in EXECUTABLE:
+            os.chmod(root / "source" / name, 0o755)   # Gradescope keeps the modes; extractall does not
+        (root / "source" / ".venv").symlink_to(Path(sys.prefix))
+        (root / "submission").mkdir(parents=True)
+        shutil.copy(solution, root / "submission" / assignment.entry_file)
+        proc = subprocess.run([str(root / "source" / "run_autograder")], capture_output=True, text=True,
+                              timeout=timeout_s, env={**os.environ, "AUTOGRADER_ROOT": str(root)})
+        try:
+            doc = json.loads((root / "results" / "results.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError) as e:
+            raise SelfTestFailed(f"run_autograder left no readable results.json ({e}); "
+                                 f"stderr: {proc.stderr[-1500:]}") from None
+    most = sum(t.get("max_score", 0) for t in doc.get("tests", []))
+    failed = [t.get("name") for t in doc.get("tests", []) if t.get("status") == "failed"]
+    if failed or doc.get("score") != most or most == 0:
+        raise SelfTestFailed(f"the solution got {doc.get('score')}/{most} from the zip; failed: {failed[:5]}; "
+                             f"stderr: {proc.stderr[-800:]}")
+    return doc
+
+
+def _write(assignment: Assignment, output: Path, rate_limit=None) -> Path:
     missing = [f for f in ROOT_FILES if not (REPO / f).is_file()]
     if missing:
         raise FileNotFoundError(f"build needs a checkout of pallas-autograder; missing {missing} in {REPO}")
-    solution = REPO / "solutions" / f"{assignment.slug}.py"
+    solution = solution_path(assignment)
     output = Path(output)
     output.parent.mkdir(parents=True, exist_ok=True)
     with zipfile.ZipFile(output, "w") as zf:
@@ -52,4 +112,9 @@ def build(assignment: Assignment, output: Path) -> Path:
         info = zipfile.ZipInfo("assignment.txt", date_time=(2026, 1, 1, 0, 0, 0))
         info.external_attr = (stat.S_IFREG | 0o644) << 16
         zf.writestr(info, assignment.slug + "\n")
+        if rate_limit is not None:
+            info = zipfile.ZipInfo("rate_limit.json", date_time=(2026, 1, 1, 0, 0, 0))
+            info.external_attr = (stat.S_IFREG | 0o644) << 16
+            zf.writestr(info, json.dumps({"submissions": rate_limit.submissions,
+                                          "window_hours": rate_limit.window_hours}) + "\n")
     return output

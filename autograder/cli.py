@@ -38,6 +38,11 @@ def _parser() -> argparse.ArgumentParser:
     b.add_argument("slug")
     b.add_argument("-o", "--output", type=Path, required=True, help="zip file to write")
     b.add_argument("--assignments", type=Path, help="folder of assignment folders (default: bundled)")
+    b.add_argument("--rate-limit", type=int, metavar="N",
+                   help="grade at most N submissions per student per window (see --rate-window-hours)")
+    b.add_argument("--rate-window-hours", type=float, default=24.0, help="the rate limit's window (default 24)")
+    b.add_argument("--no-self-test", action="store_true",
+                   help="skip installing the zip into a temporary root and grading the solution with it")
 
     gs = sub.add_parser("gradescope", help="grade as Gradescope does (what run_autograder calls)")
     gs.add_argument("--root", type=Path, help="the /autograder root (default $AUTOGRADER_ROOT or /autograder)")
@@ -155,8 +160,18 @@ def _main(argv: list[str] | None = None) -> int:
             # A zip that cannot grade would show every student "autograder error".
             parser.exit(1, f"pallas-autograder build: not writing {args.output}: the assignment "
                         f"cannot grade\n{check.table(rows)}\n")
-        path = build.build(assignment, args.output)
-        print(f"wrote {path}: upload it as the autograder of a Gradescope programming assignment")
+        from . import rate_limit
+        try:
+            limit = (rate_limit.Limit(args.rate_limit, args.rate_window_hours)
+                     if args.rate_limit is not None else None)
+        except ValueError as e:
+            parser.error(str(e))
+        try:
+            path = build.build(assignment, args.output, self_test=not args.no_self_test, rate_limit=limit)
+        except build.SelfTestFailed as e:
+            parser.exit(1, f"pallas-autograder build: not writing {args.output}: self-test failed: {e}\n")
+        tested = "" if args.no_self_test else " (self-test: the solution got full marks from the zip)"
+        print(f"wrote {path}{tested}: upload it as the autograder of a Gradescope programming assignment")
         return 0
     return _grade(args, parser)
 

@@ -31,6 +31,25 @@ def root_dir() -> Path:
     return Path(os.environ.get("AUTOGRADER_ROOT", "/autograder"))
 
 
+def _rate_limited(root: Path, source: Path) -> dict | None:
+    """The results of a submission the zip's rate limit refuses, or None to grade it.
+    Read before the layout is closed (the metadata is the grader's, not the student's)."""
+    import json
+
+    from . import rate_limit
+    config = source / rate_limit.FILE
+    if not config.is_file():
+        return None
+    raw = json.loads(config.read_text(encoding="utf-8"))
+    limit = rate_limit.Limit(raw["submissions"], raw["window_hours"])
+    try:
+        metadata = json.loads((root / "submission_metadata.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None        # no metadata (a local run): nothing to count
+    verdict = rate_limit.judge(limit, metadata if isinstance(metadata, dict) else {})
+    return None if verdict.allowed else rate_limit.refused_results(limit, verdict)
+
+
 def run_gradescope(root: Path | None = None, slug: str | None = None) -> int:
     """Grade ``root/submission`` into ``root/results/results.json``. Never raises."""
     root = root or root_dir()
@@ -46,6 +65,12 @@ def run_gradescope(root: Path | None = None, slug: str | None = None) -> int:
         source = root / "source"
         slug = slug or (source / "assignment.txt").read_text(encoding="utf-8").strip()
         assignment = spec.find(slug, source / "assignments" if (source / "assignments").is_dir() else None)
+        refused = _rate_limited(root, source)
+        if refused is not None:
+            _clear_results(results.parent, keep=results.name)
+            gradescope.write(refused, results)
+            print(f"not graded (rate limit): kept score {refused['score']:g}")
+            return 0
         if (source / "setup.sh").is_file():   # a Gradescope layout, not a developer checkout
             confinement.protect_layout(root, source)
         report = grade.grade(assignment, root / "submission")

@@ -18,6 +18,7 @@ def test_zip_holds_one_assignment_and_the_package(tmp_path):
     zpath = tmp_path / "add.zip"
     proc = run_cli("build", "add", "-o", str(zpath))
     assert proc.returncode == 0, proc.stderr
+    assert "self-test: the solution got full marks from the zip" in proc.stdout
     with zipfile.ZipFile(zpath) as zf:
         names = set(zf.namelist())
     assert {"setup.sh", "run_autograder", "requirements.txt", "assignment.txt",
@@ -77,3 +78,17 @@ def test_a_grader_crash_still_writes_valid_results(autograder_root):
     assert proc.returncode != 0
     assert doc["tests"][0]["name"].startswith("Autograder error")
     assert "seed" in doc["tests"][1]["output"] and doc["tests"][1]["visibility"] == "hidden"
+
+
+def test_a_rate_limited_submission_keeps_its_previous_score(autograder_root):
+    # What `build --rate-limit 1` puts in the zip, and Gradescope's metadata: one graded
+    # submission an hour ago. The new one is not graded and keeps that score.
+    (autograder_root / "source" / "rate_limit.json").write_text('{"submissions": 1, "window_hours": 24}\n')
+    (autograder_root / "submission_metadata.json").write_text(json.dumps({
+        "id": 2, "created_at": "2026-12-03T12:00:00-08:00",
+        "previous_submissions": [{"submission_time": "2026-12-03T11:00:00-08:00", "score": 6.5,
+                                  "results": {"score": 6.5, "tests": []}}]}))
+    proc, doc = _run(autograder_root, CORPUS / "add" / "wrong_formula.py")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert doc["score"] == 6.5 and doc["tests"][0]["tags"] == ["rate-limited"]
+    assert "graded from 2026-12-04T11:00-08:00" in doc["output"]

@@ -72,3 +72,9 @@ def test_new_then_check_passes_end_to_end(tmp_path):
                   "fits Gradescope's default container", "corpus grid_one_step_too_long.py"):
         assert claim in proc.stdout
     assert "8 of 8 hold" in proc.stdout
+    # A solution that is wrong: build's self-test grades it from the zip and refuses.
+    solution = tmp_path / "solutions" / "relu.py"
+    solution.write_text(solution.read_text().replace("jnp.maximum(x_ref[...], 0.0)", "x_ref[...]"))
+    zip_path = tmp_path / "relu.zip"
+    build = run_cli("build", "relu", "-o", str(zip_path), "--assignments", str(root))
+    assert build.returncode == 1 and "self-test failed" in build.stderr and not zip_path.exists()
