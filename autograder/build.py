@@ -7,6 +7,7 @@ assignment folder, its solution, and assignment.txt naming the slug.
 from __future__ import annotations
 
 import json
+import math
 import os
 import shutil
 import stat
@@ -73,11 +74,19 @@ def self_test_zip(zip_path: Path, assignment: Assignment, timeout_s: float = 900
             zf.extractall(root / "source")
         for name in EXECUTABLE:
             os.chmod(root / "source" / name, 0o755)   # Gradescope keeps the modes; extractall does not
-        (root / "source" / ".venv").symlink_to(Path(sys.prefix))
+        venv = root / "source" / ".venv"
+        if (Path(sys.prefix) / "bin" / "python").exists():
+            venv.symlink_to(Path(sys.prefix))
+        else:                         # a system Python with only python3: link the interpreter itself
+            (venv / "bin").mkdir(parents=True)
+            (venv / "bin" / "python").symlink_to(sys.executable)
         (root / "submission").mkdir(parents=True)
         shutil.copy(solution, root / "submission" / assignment.entry_file)
-        proc = subprocess.run([str(root / "source" / "run_autograder")], capture_output=True, text=True,
-                              timeout=timeout_s, env={**os.environ, "AUTOGRADER_ROOT": str(root)})
+        try:
+            proc = subprocess.run([str(root / "source" / "run_autograder")], capture_output=True, text=True,
+                                  timeout=timeout_s, env={**os.environ, "AUTOGRADER_ROOT": str(root)})
+        except subprocess.TimeoutExpired:
+            raise SelfTestFailed(f"grading the solution from the zip took longer than {timeout_s:g} s") from None
         try:
             doc = json.loads((root / "results" / "results.json").read_text(encoding="utf-8"))
         except (OSError, ValueError) as e:
@@ -85,7 +94,7 @@ def self_test_zip(zip_path: Path, assignment: Assignment, timeout_s: float = 900
                                  f"stderr: {proc.stderr[-1500:]}") from None
     most = sum(t.get("max_score", 0) for t in doc.get("tests", []))
     failed = [t.get("name") for t in doc.get("tests", []) if t.get("status") == "failed"]
-    if failed or doc.get("score") != most or most == 0:
+    if failed or most == 0 or not math.isclose(float(doc.get("score", 0)), most, abs_tol=1e-6):
         raise SelfTestFailed(f"the solution got {doc.get('score')}/{most} from the zip; failed: {failed[:5]}; "
                              f"stderr: {proc.stderr[-800:]}")
     return doc

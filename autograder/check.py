@@ -56,7 +56,7 @@ def corpus_folder(a: Assignment) -> Path | None:
 def _reference_row(a: Assignment) -> Row:
     try:
         fn = load_reference(a)
-    except (OSError, AttributeError, SyntaxError, ImportError) as e:
+    except Exception as e:  # noqa: BLE001 - the instructor's reference failed to import: say how
         return Row("reference resolves", False, f"{a.reference}: {type(e).__name__}: {e}")
     case = a.cases[0]
     args = [x.array.astype(np.float64) if x.kind == "array" else x.value for x in inputs.make(a, case)]
@@ -74,7 +74,10 @@ def _solution_rows(a: Assignment) -> list[Row]:
     path = solution_path(a)
     if not path.is_file():
         return [Row("solution defines the entry function", False, f"no solution at {path}")]
-    tree = ast.parse(path.read_text(encoding="utf-8"))
+    try:
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+    except SyntaxError as e:
+        return [Row("solution defines the entry function", False, f"{path.name}: line {e.lineno}: {e.msg}")]
     names = {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
     rows = [Row("solution defines the entry function", a.entry_function in names,
                 f"{path.name} defines {a.entry_function}" if a.entry_function in names else

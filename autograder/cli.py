@@ -128,11 +128,11 @@ def _main(argv: list[str] | None = None) -> int:
               f"start-up {summary['startup_s']:.2f} s")
         return 0
     if args.verb == "handout":
-        from . import handout, starter
+        from . import handout, spec, starter
         assignment = _assignment(args.slug, args.assignments, parser)
         try:
             files = handout.write(assignment, args.output)
-        except (handout.HandoutError, starter.StarterError) as e:
+        except (handout.HandoutError, starter.StarterError, spec.SpecError, RuntimeError, OSError) as e:
             parser.exit(1, f"pallas-autograder handout: {e}\n")
         print(f"wrote {len(files)} files to {args.output}: {assignment.entry_file} (the starter), README.md, "
               f"{assignment.slug}.ipynb, and the local grader (python -m autograder grade "

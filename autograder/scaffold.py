@@ -13,7 +13,11 @@ Nothing is ever overwritten.
 """
 from __future__ import annotations
 
+import importlib.util
+import keyword
 import re
+import shutil
+import sys
 from pathlib import Path
 
 from .spec import SpecError, load, search_path
@@ -182,14 +186,29 @@ class ScaffoldError(RuntimeError):
     """`new` cannot write: says what exists or what is wrong."""
 
 
+def _shadows(slug: str) -> bool:
+    """A standard or installed module of that name (the grader imports jax, numpy, ...);
+    a file of the instructor's own in the current folder does not count."""
+    if slug in sys.stdlib_module_names:
+        return True
+    found = importlib.util.find_spec(slug)
+    origin = getattr(found, "origin", None) or ""
+    mine = origin.startswith(str(Path.cwd())) and "site-packages" not in origin and \
+        not origin.startswith(str(Path(__file__).resolve().parent))
+    return found is not None and not mine
+
+
 def _title(slug: str) -> str:
     return slug.replace("_", " ").capitalize() + " with a grid of blocks"
 
 
 def new(slug: str, assignments: Path, like: str | None = None) -> list[Path]:
-    if not slug.isidentifier() or not re.fullmatch(r"[a-z][a-z0-9_]*", slug):
-        raise ScaffoldError(f"the slug must be a lowercase Python identifier (it names the file and "
-                            f"the function); got {slug!r}")
+    if not re.fullmatch(r"[a-z][a-z0-9_]*", slug) or keyword.iskeyword(slug):
+        raise ScaffoldError(f"the slug must be a lowercase Python identifier, not a keyword (it names "
+                            f"the file and the function); got {slug!r}")
+    if _shadows(slug):
+        raise ScaffoldError(f"the slug {slug!r} is an importable module here: a student's {slug}.py "
+                            "would shadow it; choose another name")
     folder = assignments / slug
     solution = assignments.resolve().parent / "solutions" / f"{slug}.py"
     for path in (folder, solution):
@@ -203,16 +222,22 @@ def new(slug: str, assignments: Path, like: str | None = None) -> list[Path]:
     if like is None:
         files[folder / "spec.toml"] = SPEC
     made = []
-    for path, template in files.items():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(template.format(**values), encoding="utf-8")
-        made.append(path)
-    if source is not None:
-        made.append(_like(source, folder, slug))
     try:
-        load(folder)
-    except SpecError as e:
-        raise ScaffoldError(f"the new spec does not load: {e}") from None
+        for path, template in files.items():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(template.format(**values), encoding="utf-8")
+            made.append(path)
+        if source is not None:
+            made.append(_like(source, folder, slug))
+        a = load(folder)
+        if (a.entry_function, a.reference) != (slug, f"reference.py:{slug}"):
+            raise ScaffoldError(f"--like: the spec of {source.name} names its entry or reference in a form "
+                                "new cannot rewrite; edit entry_file, entry_function and reference by hand")
+    except (SpecError, ScaffoldError) as e:
+        # Nothing half-made is left behind: a second try would find it and refuse.
+        shutil.rmtree(folder, ignore_errors=True)
+        solution.unlink(missing_ok=True)
+        raise ScaffoldError(f"the new spec does not load: {e}" if isinstance(e, SpecError) else str(e)) from None
     return made
 
 

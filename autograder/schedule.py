@@ -47,7 +47,7 @@ class Schedule:
             run = self._queue[0]
             if run.in_order and run not in self.outcomes and not self._hung_on_its_case(run):
                 self.outcomes[run] = Outcome("settled", reason="not needed: the case's own run in TPU "
-                                             "interpret mode did not hang")
+                                             "interpret mode did not hang (or was not run)")
             if run not in self.outcomes:
                 return run
             self._queue.pop(0)

@@ -215,7 +215,9 @@ def _gated(plan: Plan, tests: list[TestResult]) -> list[TestResult]:
     tests it gates while its check fails (e.g. no correctness points for work
     done outside the kernel). The gating finding is the root cause there."""
     out = list(tests)
-    for gate in (t for t in tests if t.probe is not None and _gates(t.finding)):
+    # A check that kept its points (its finding charged elsewhere, or borrowed from the
+    # test that stopped it) gates nothing: its own check did not fail.
+    for gate in (t for t in tests if t.probe is not None and t.charged_in is None and _gates(t.finding)):
         targets = set(plan.assignment.probe(gate.probe).gates)
         for i, t in enumerate(out):
             group = "correctness" if t.probe is None else t.probe

@@ -14,15 +14,16 @@ import re
 from pathlib import Path
 
 BEGIN, END = "# BEGIN SOLUTION", "# END SOLUTION"
-_STUB = re.compile(r"^(\s*)# STUB:(?: (.*))?$")
+_STUB = re.compile(r"^(\s*)# STUB:(?: ?)(.*)$")
 DEFAULT_STUB = 'raise NotImplementedError("write this part")'
 
 
 class StarterError(ValueError):
     """A solution whose regions cannot make a starter: names the file, the line and the rule."""
 
-    def __init__(self, file: Path | str, line: int, rule: str, seen: str):
-        super().__init__(f"{file}: line {line}: {rule}; got {seen!r}")
+    def __init__(self, file: Path | str, line: int | None, rule: str, seen: str):
+        where = f"{file}: line {line}" if line else f"{file}"
+        super().__init__(f"{where}: {rule}; got {seen!r}")
 
 
 def _marker(line: str) -> str | None:
@@ -67,8 +68,9 @@ def starter_text(solution: str, file: Path | str = "<solution>") -> str:
     try:
         ast.parse(text)
     except SyntaxError as e:
-        raise StarterError(file, e.lineno or 0, "the starter left after removing the regions must be "
-                           "valid Python (add '# STUB:' lines)", e.msg) from None
+        line = (e.text or "").strip()
+        raise StarterError(file, None, f"the starter left after removing the regions must be valid Python "
+                           f"(add '# STUB:' lines); at the starter's line {e.lineno}, {line!r}", e.msg) from None
     return text
 
 

@@ -18,8 +18,12 @@ def _secrets(slug):
     shown = starter.starter_for(REPO / "solutions" / f"{slug}.py")
     lines = [ln for ln in starter.solution_lines(solution) if len(ln) >= 12 and ln not in shown]
     hidden = [c for c in a.cases if not c.visible]
-    visible_dims = {c.dims for c in a.cases if c.visible}
-    shapes = ["x".join(str(v) for _k, v in c.dims) for c in hidden if c.dims not in visible_dims]
+
+    def shapes_of(case):
+        return {a.shape(i.shape, case) for i in a.inputs if i.kind == "array"} | {a.output_shape(case)}
+    shown = set().union(*(shapes_of(c) for c in a.cases if c.visible))
+    secret = set().union(*(shapes_of(c) for c in hidden)) - shown
+    shapes = [f(s) for s in secret for f in (str, lambda s: "x".join(map(str, s)))]
     return lines, [c.name for c in hidden], shapes, [str(c.seed) for c in hidden]
 
 

@@ -22,6 +22,8 @@ def test_new_scaffolds_an_assignment_that_loads_and_never_overwrites(tmp_path):
     assert again.returncode == 1 and "already exists: new never overwrites" in again.stderr
     bad = run_cli("new", "Relu-2", "--assignments", str(root))
     assert bad.returncode == 1 and "lowercase Python identifier" in bad.stderr
+    shadow = run_cli("new", "numpy", "--assignments", str(root))
+    assert shadow.returncode == 1 and "would shadow it" in shadow.stderr and not (root / "numpy").exists()
 
 
 def test_new_like_an_existing_assignment_takes_its_spec(tmp_path):

@@ -126,7 +126,7 @@ def test_cross_step_prefetch_on_a_parallel_axis_is_grid_order_not_dma(grade_cli)
     assert tags(doc) == [[], [], [], ["grid-order-dependence"], [], ["grid-order-dependence"],
                          [], ["grid-order-dependence"]]
     _charged_once(doc, "grid-order-dependence")
-    assert "Every axis 'arbitrary' (in order, one core): right" in out
+    assert "Every axis 'arbitrary' (in order, one core): finishes, and is right" in out
     assert 'mark it "arbitrary" in pltpu.CompilerParams(dimension_semantics=...)' in " ".join(out.split())
     assert "a DMA wait that nothing satisfies" not in out
 

@@ -44,3 +44,14 @@ def test_unreadable_metadata_never_refuses():
     assert rate_limit.judge(LIMIT, _meta(now="not a time")).allowed
     with pytest.raises(ValueError, match="submissions must be an integer >= 1; got 0"):
         rate_limit.Limit(0, 24)
+
+
+def test_gradescope_shapes_of_the_metadata_are_read():
+    # A score written as a string, a top-level autograder_error, a time without a zone.
+    err = {**_prev("2026-12-03T10:00:00-08:00", 0.0), "autograder_error": True}
+    v = rate_limit.judge(rate_limit.Limit(1, 24), _meta(err, {**_prev("2026-12-03T19:30:00", 0), "score": "7.5"}))
+    assert not v.allowed and v.used == 1 and v.previous_score == 7.5
+    unreadable = {**_prev("2026-12-03T11:00:00-08:00", 0), "score": "n/a"}
+    assert rate_limit.judge(rate_limit.Limit(1, 24), _meta(unreadable)).allowed, "never a score of 0 instead"
+    with pytest.raises(ValueError, match="window_hours"):
+        rate_limit.Limit(1, float("inf"))

@@ -53,13 +53,17 @@ def _hang(r: ProbeResults) -> Finding | None:
     if on_wait.phase == "trace":
         return None
     within = f" (no result within {on_wait.limit_s:g} s)" if on_wait.limit_s else ""
-    if r.passes(r.outcomes.get("in-order"), r.runs.get("in-order")):
+    in_order = r.outcomes.get("in-order")
+    if in_order is not None and in_order.ok:
+        right = r.passes(in_order, r.runs.get("in-order"))
         return r.finding("grid-order-dependence",
                          f"TPU interpret mode hung{within}, and with every grid axis 'arbitrary' (run in "
-                         "order) the same case is right: a grid step waits for work another step does "
-                         "(a DMA started in one step and waited in the next), along an axis marked "
-                         "'parallel', which TPU interpret mode runs in a shuffled order",
-                         variant="in-order", problem="hang", limit_s=on_wait.limit_s, interpret_params={})
+                         f"order) the same case finishes{' and is right' if right else ''}: a grid step "
+                         "waits for work another step does (a DMA started in one step and waited in the "
+                         "next), along an axis marked 'parallel', which TPU interpret mode runs in a "
+                         "shuffled order" + ("" if right else "; in order its result is wrong too"),
+                         variant="in-order", problem="hang", limit_s=on_wait.limit_s, interpret_params={},
+                         right_in_order=bool(right))
     return r.finding("dma-protocol", f"TPU interpret mode hung with dma_execution_mode='on_wait'{within}: "
                      "a DMA wait that nothing satisfies (waited before it was started, or more waits "
                      "than starts)", mode="on_wait", problem="hang", limit_s=on_wait.limit_s)

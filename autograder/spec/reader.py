@@ -34,6 +34,10 @@ def recording():
     del seen
 
 
+class Documented(str):
+    """A default described in words (it depends on the rest of the spec)."""
+
+
 class TableReader:
     """One TOML table and its key path (``cases[0].``) for error messages."""
 
@@ -46,9 +50,12 @@ class TableReader:
     def fail(self, name: str, rule: str, value: Any) -> SpecError:
         return SpecError(self.file, self.key(name), rule, value)
 
-    def get(self, name: str, types: type | tuple, rule: str, default: Any = ...) -> Any:
+    def get(self, name: str, types: type | tuple, rule: str, default: Any = ...,
+            documented: str | None = None) -> Any:
+        """``documented``: the default in words, for the reference page, when it
+        depends on the rest of the spec (the value passed is this spec's)."""
         if _RECORD is not None:
-            _RECORD.append((self.key(name), rule, default))
+            _RECORD.append((self.key(name), rule, Documented(documented) if documented else default))
         if name not in self.table:
             if default is ...:
                 raise self.fail(name, f"is required ({rule})", None)
@@ -80,8 +87,8 @@ class TableReader:
             raise self.fail(name, "must be a Python identifier", value)
         return value
 
-    def sub(self, name: str, default: Any = ...) -> "TableReader":
-        table = self.get(name, dict, "must be a table", {} if default is not ... else ...)
+    def sub(self, name: str, default: Any = ..., documented: str | None = None) -> "TableReader":
+        table = self.get(name, dict, "must be a table", {} if default is not ... else ..., documented)
         return TableReader(self.file, table, f"{self.key(name)}.")
 
     def table_of(self, name: str, value: Any, example: str) -> "TableReader":

@@ -34,6 +34,8 @@ def _normal(key: str) -> str:
 
 
 def _default(value) -> str:
+    if isinstance(value, reader.Documented):
+        return str(value)
     if value is ...:
         return "required"
     if value is None:

@@ -179,7 +179,8 @@ def read_case(cr: TableReader, ctx: SpecContext) -> Case:
             raise cr.fail(f"scale.{k}", "must map an input name to a positive number", v)
     visibility = cr.choice("visibility", VISIBILITIES, "visible")
     # A test hidden from the student keeps its data secret too, unless the spec says otherwise.
-    secret = cr.get("secret", bool, "must be true or false", visibility == "hidden")
+    secret = cr.get("secret", bool, "must be true or false", visibility == "hidden",
+                    documented="true when visibility is 'hidden', else false")
     return Case(name=name, dims=dims, dtype=dtype, seed=seed, points=float(cr.positive("points")),
                 visibility=visibility, secret=secret,
                 params=tuple(sorted((k, float(v)) for k, v in params.items())),
@@ -235,7 +236,7 @@ def read_probes(r: TableReader, ctx: SpecContext) -> tuple[ProbeRubric, ...]:
 def read_probe_cases(r: TableReader, cases: tuple[Case, ...]) -> tuple[str, ...]:
     names = [c.name for c in cases]
     probe_cases = r.get("probe_cases", list, "must be a list of case names",
-                        [c.name for c in cases if c.visible])
+                        [c.name for c in cases if c.visible], documented="every visible case")
     for i, n in enumerate(probe_cases):
         if n not in names:
             raise SpecError(r.file, f"probe_cases[{i}]", f"must name a case ({names})", n)
@@ -245,7 +246,7 @@ def read_probe_cases(r: TableReader, cases: tuple[Case, ...]) -> tuple[str, ...]
 def read_production(r: TableReader, dims: tuple[DimRule, ...]) -> Production | None:
     if "production" not in r.table:
         return None
-    pd = r.sub("production")
+    pd = r.sub("production", documented="none (required when [probes.vmem] is enabled)")
     pd.unknown({"dims", "dtype", "vmem_limit_mib", "chip"})
     pdims = pd.get("dims", dict, "must be a table of dimension sizes")
     for rule in dims:
