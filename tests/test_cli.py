@@ -20,6 +20,9 @@ def _all(doc, tag_list):
 
 @pytest.mark.parametrize("path,slug", [
     (ADD / "nested_control_flow.py", "add"),
+    # Index maps read a scalar-prefetched order table (built with jnp.arange outside the
+    # kernel: bookkeeping, not work); a run_scoped buffer inside.
+    (ADD / "scalar_prefetch_order.py", "add"),
     (ADD / "colab_notebook.ipynb", "add"),
     (MATMUL / "accumulate_in_output.py", "matmul"),
     # Traced as for a TPU (emit_pipeline reads the chip's tiling while tracing), then graded.

@@ -282,22 +282,30 @@ def structure(traced: Traced) -> dict:
                 for sub in sub_jaxprs(v):
                     walk_kernel(sub)
 
-    def walk(jaxpr):
+    def walk(jaxpr, tainted: bool):
+        """``tainted``: the jaxpr's inputs carry the student's input data (or may)."""
+        data = set(jaxpr.invars) if tainted else set()
         for eqn in jaxpr.eqns:
             name = eqn.primitive.name
+            ins = [v for v in eqn.invars if not isinstance(v, jax_core.Literal)]
+            fed = any(v in data for v in ins)
+            if fed:
+                data.update(eqn.outvars)
             if name == release.PALLAS_CALL:
                 walk_kernel(eqn.params["jaxpr"])
                 continue
             subs = [s for v in eqn.params.values() for s in sub_jaxprs(v)]
             if subs:
                 for s in subs:
-                    walk(s)
+                    walk(s, fed)
                 continue
-            if name not in LAYOUT_OUTSIDE and any(getattr(v.aval, "size", 1) > 1 for v in eqn.invars
-                                                  if hasattr(v, "aval")):
+            # Only arithmetic on the inputs' data is work: an index table built from
+            # iota (a scalar-prefetch order) is bookkeeping, whatever its size.
+            if fed and name not in LAYOUT_OUTSIDE and any(getattr(v.aval, "size", 1) > 1 for v in ins
+                                                          if v in data):
                 outside[name] = outside.get(name, 0) + 1
 
-    walk(traced.closed.jaxpr)
+    walk(traced.closed.jaxpr, True)
     return {"pallas_calls": traced.pallas_calls, "outside": outside,
             "manual_dma": any(p in inside for p in release.DMA_PRIMITIVES),
             "kernel_primitives": sorted(inside)}
