@@ -162,18 +162,20 @@ def test_fills_are_read_at_run_time_by_one_executable_on_both_interpreters(which
     assert executables.compiled == 2
 
 
+def _copy_on_a_parallel_axis(a):
+    """Eight (8, 128) blocks copied over a grid axis marked "parallel"."""
+    def kernel(x_ref, o_ref):
+        o_ref[...] = x_ref[...]
+    return pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct(a.shape, a.dtype), grid=(8,),
+                          in_specs=[pl.BlockSpec((8, 128), lambda i: (i, 0))],
+                          out_specs=pl.BlockSpec((8, 128), lambda i: (i, 0)),
+                          compiler_params=pltpu.CompilerParams(dimension_semantics=("parallel",)))(a)
+
+
 def test_grid_point_recorder_signature_and_parallel_shuffle():
     x = jnp.zeros((64, 128), jnp.float32)
 
-    def f(a):
-        def kernel(x_ref, o_ref):
-            o_ref[...] = x_ref[...]
-        return pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct(a.shape, a.dtype), grid=(8,),
-                              in_specs=[pl.BlockSpec((8, 128), lambda i: (i, 0))],
-                              out_specs=pl.BlockSpec((8, 128), lambda i: (i, 0)),
-                              compiler_params=pltpu.CompilerParams(dimension_semantics=("parallel",)))(a)
-
-    traced = rung.trace(f, [x])
+    traced = rung.trace(_copy_on_a_parallel_axis, [x])
     order = []
     rung.run(traced, [x], "tpu-interpret", {"random_seed": 1, "num_cores_or_threads": 2,
                                           "grid_point_recorder": hooks.order_recorder(order)})
@@ -188,15 +190,7 @@ def test_parallel_axes_are_shuffled_without_a_seed_and_in_order_undoes_it():
     # grader's plain TPU interpret run is shuffled too, and its in-order rerun is not.
     x = jnp.zeros((64, 128), jnp.float32)
 
-    def f(a):
-        def kernel(x_ref, o_ref):
-            o_ref[...] = x_ref[...]
-        return pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct(a.shape, a.dtype), grid=(8,),
-                              in_specs=[pl.BlockSpec((8, 128), lambda i: (i, 0))],
-                              out_specs=pl.BlockSpec((8, 128), lambda i: (i, 0)),
-                              compiler_params=pltpu.CompilerParams(dimension_semantics=("parallel",)))(a)
-
-    traced = rung.trace(f, [x])
+    traced = rung.trace(_copy_on_a_parallel_axis, [x])
     assert analysis.shuffled_axes(traced) == 1
     orders = []
     for in_order in (False, True):
