@@ -17,6 +17,7 @@ import tempfile
 import zipfile
 from pathlib import Path
 
+from .calibrate import solution_path
 from .spec import Assignment
 
 REPO = Path(__file__).resolve().parent.parent
@@ -50,11 +51,6 @@ def build(assignment: Assignment, output: Path, self_test: bool = True, rate_lim
         output.parent.mkdir(parents=True, exist_ok=True)
         shutil.move(staged, output)
     return output
-
-
-def solution_path(assignment: Assignment) -> Path:
-    """solutions/<slug>.py beside the assignments folder."""
-    return assignment.folder.parent.parent / "solutions" / f"{assignment.slug}.py"
 
 
 class SelfTestFailed(RuntimeError):

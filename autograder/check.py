@@ -22,6 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from . import grade, inputs, starter
+from .calibrate import solution_path
 from .draws import load_reference
 from .spec import Assignment, ProbeRubric
 
@@ -39,10 +40,6 @@ class Row:
     ok: bool
     detail: str
     seconds: float = 0.0
-
-
-def solution_path(a: Assignment) -> Path:
-    return a.folder.parent.parent / "solutions" / f"{a.slug}.py"
 
 
 def corpus_folder(a: Assignment) -> Path | None:

@@ -18,6 +18,7 @@ import tempfile
 from pathlib import Path
 
 from . import notebook, public_spec, starter
+from .calibrate import solution_path
 from .spec import Assignment
 
 REPO = Path(__file__).resolve().parent.parent
@@ -26,10 +27,6 @@ PACKAGE = Path(__file__).resolve().parent
 
 class HandoutError(RuntimeError):
     """The handout could not be written (or would have leaked): says what and where."""
-
-
-def solution_path(assignment: Assignment) -> Path:
-    return assignment.folder.parent.parent / "solutions" / f"{assignment.slug}.py"
 
 
 # Instructor-only modules left out of the student kit: `new`'s template is a
