@@ -8,12 +8,16 @@ clean on every rung and probe; every case exposes what a tiling bug needs
 (on the solution's own grid: at least 2 blocks on each grid axis, at least 3
 on a reduction axis); every corpus file gets the finding its expectations file
 declares; the grading fits the spec's budget in Gradescope's default container
-(the measured time times CONTAINER_FACTOR, see below).
+(measured there with cgroups when this machine allows, as root; else the
+measured time times CONTAINER_FACTOR, see below).
 """
 from __future__ import annotations
 
 import ast
+import json
+import subprocess
 import sys
+import tempfile
 import time
 import tomllib
 from dataclasses import dataclass, replace
@@ -21,8 +25,9 @@ from pathlib import Path
 
 import numpy as np
 
-from . import grade, inputs, starter
+from . import container, grade, inputs, starter
 from .calibrate import solution_path
+from .confinement import python_command
 from .draws import load_reference
 from .spec import Assignment, ProbeRubric
 
@@ -89,10 +94,26 @@ def _solution_rows(a: Assignment) -> list[Row]:
     return rows
 
 
+def _checks_row(a: Assignment) -> list[Row]:
+    """The custom checks import and list their tests (in a process of their own)."""
+    if a.checks is None:
+        return []
+    proc = subprocess.run(python_command("autograder.check_suite", str(a.folder), a.checks.file),
+                          capture_output=True, text=True, timeout=120)
+    if proc.returncode != 0:
+        last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+        return [Row("custom checks load", False, f"{a.checks.file}: {last}")]
+    tests = json.loads(proc.stdout)
+    points = sum(t["weight"] or 0 for t in tests)
+    said = f"{len(tests)} test{'' if len(tests) == 1 else 's'}, {points:g} point{'' if points == 1 else 's'}"
+    return [Row("custom checks load", bool(tests),
+                f"{a.checks.file}: {said}" if tests else f"{a.checks.file} holds no unittest test")]
+
+
 def quick(a: Assignment) -> list[Row]:
     """What build runs before writing a zip: no grading."""
     return [Row("spec is valid", True, f"{len(a.cases)} cases, rungs {', '.join(a.rungs)}"),
-            _reference_row(a), *_solution_rows(a)]
+            _reference_row(a), *_solution_rows(a), *_checks_row(a)]
 
 
 def _graded(a: Assignment, path: Path) -> grade.Report:
@@ -115,19 +136,27 @@ def _exposure_row(a: Assignment) -> Row:
     scan = next((p for p in a.probes if p.name == "index-maps"), ProbeRubric("index-maps", 1.0))
     every = replace(a, probes=(scan,), probe_cases=tuple(c.name for c in a.cases))
     report = _graded(every, solution_path(a))
-    short = []
+    short, partial = [], []
     for run, outcome in report.outcomes.items():
         if run.analysis != "index-maps" or not outcome.ok:
             continue
-        for call in (outcome.facts or {}).get("calls", []):
+        calls = (outcome.facts or {}).get("calls", [])
+        for call in calls:
             reduction = {a for op in call.get("operands", []) for a in op.get("reduction_axes", [])}
             for axis, n in enumerate(call["grid"]):
                 need = 3 if axis in reduction else 2
                 if n < need:
                     short.append(f"{run.case.name}: grid axis {axis} has {n} block(s), needs >= {need}")
+        if run.case.partial_edge_block:
+            partial.append(run.case.name)
+            if not any(op.get("partial_count", 0) for call in calls for op in call.get("operands", [])):
+                short.append(f"{run.case.name}: the spec claims a partial edge block, but the solution's "
+                             "blocks divide every array")
+    detail = "every grid axis has >= 2 blocks (>= 3 on a reduction axis) on every case"
+    if partial:
+        detail += f"; a partial edge block where claimed ({len(partial)} case{'s' if len(partial) > 1 else ''})"
     return Row("every case exposes tiling bugs", not short,
-               "; ".join(short[:4]) if short else "every grid axis has >= 2 blocks (>= 3 on a reduction "
-               "axis) on every case, for the solution's tiling")
+               "; ".join(short[:4]) if short else detail + ", for the solution's tiling")
 
 
 def _corpus_rows(a: Assignment) -> list[Row]:
@@ -146,7 +175,29 @@ def _corpus_rows(a: Assignment) -> list[Row]:
     return rows
 
 
-def run(a: Assignment, quick_only: bool = False, progress: bool = False) -> list[Row]:
+def _container_row(a: Assignment) -> Row:
+    """The solution graded by the real CLI inside the emulated container: its
+    wall time against the spec's budget, and full marks under the memory cap."""
+    with tempfile.TemporaryDirectory() as tmp:
+        results = Path(tmp) / "results.json"
+        cmd = python_command("autograder", "grade", str(solution_path(a)), "-a", a.slug, "--assignments",
+                             str(a.folder.parent), "--run-key", "1", "--results", str(results))
+        with container.Container() as box:
+            t0 = time.monotonic()
+            proc = subprocess.run(cmd, preexec_fn=box.enter, capture_output=True, text=True,
+                                  timeout=a.limits.gradescope_timeout_s + 60)
+            wall, peak, ooms = time.monotonic() - t0, box.peak_mb, box.oom_kills
+        doc = json.loads(results.read_text()) if results.is_file() else {}
+    full = proc.returncode == 0 and doc.get("score") == sum(t.get("max_score", 0) for t in doc.get("tests", []))
+    ok = full and wall <= a.limits.total_s and not ooms
+    detail = (f"measured: {wall:.0f} s at 0.5 CPU, peak {peak:.0f} of {container.MEMORY_MB} MB; budget "
+              f"{a.limits.total_s:g} s" + ("" if full else f"; the grading there did not give full marks "
+                                           f"(exit {proc.returncode}, OOM kills {ooms})"))
+    return Row("fits Gradescope's default container", ok, detail, wall)
+
+
+def run(a: Assignment, quick_only: bool = False, progress: bool = False,
+        estimate_only: bool = False) -> list[Row]:
     rows = quick(a)
     if quick_only or not all(r.ok for r in rows):
         return rows
@@ -154,10 +205,15 @@ def run(a: Assignment, quick_only: bool = False, progress: bool = False) -> list
     say("grading the solution ...")
     clean, seconds = _clean_row(a)
     rows.append(clean)
-    est = seconds * CONTAINER_FACTOR
-    rows.append(Row("fits Gradescope's default container", est <= a.limits.total_s,
-                    f"{seconds:.0f} s here x {CONTAINER_FACTOR:g} = about {est:.0f} s at 0.5 CPU; budget "
-                    f"{a.limits.total_s:g} s"))
+    if container.available() is None and not estimate_only:
+        say("grading the solution again in Gradescope's default container (0.5 CPU, 768 MB) ...")
+        rows.append(_container_row(a))
+    else:
+        est = seconds * CONTAINER_FACTOR
+        why = "--estimate-container" if estimate_only else container.available()
+        rows.append(Row("fits Gradescope's default container", est <= a.limits.total_s,
+                        f"{seconds:.0f} s here x {CONTAINER_FACTOR:g} = about {est:.0f} s at 0.5 CPU, "
+                        f"estimated (not measured: {why}); budget {a.limits.total_s:g} s"))
     say("scanning every case's grid ...")
     rows.append(_exposure_row(a))
     say("grading the corpus ...")

@@ -47,6 +47,8 @@ def _parser() -> argparse.ArgumentParser:
     gs = sub.add_parser("gradescope", help="grade as Gradescope does (what run_autograder calls)")
     gs.add_argument("--root", type=Path, help="the /autograder root (default $AUTOGRADER_ROOT or /autograder)")
     gs.add_argument("--assignment", help="slug (default: source/assignment.txt)")
+    gs.add_argument("--staff-report", type=Path, help="also write the staff's report (secret cases' "
+                    "evidence included) to this file, outside the results folder (used by `review`)")
 
     c = sub.add_parser("calibrate", help="measure the instructor solution's time per run "
                        "(writes <assignment>/calibration.json; run limits derive from it)")
@@ -61,6 +63,21 @@ def _parser() -> argparse.ArgumentParser:
     h.add_argument("-o", "--output", type=Path, required=True, help="a new (or empty) folder to write")
     h.add_argument("--assignments", type=Path, help="folder of assignment folders (default: bundled)")
 
+    r = sub.add_parser("review", help="regrade a class (a Gradescope export, its zip, or a folder of "
+                       "submission folders) and write a static review site with CSV exports")
+    r.add_argument("submissions", type=Path, help="export folder or zip, or a folder of submission folders")
+    r.add_argument("--assignment", "-a", required=True, help="assignment slug (see `list`)")
+    r.add_argument("-o", "--output", type=Path, required=True, help="the site's folder (kept between runs: "
+                   "gradings are stored there and reused while nothing changed)")
+    r.add_argument("--jobs", "-j", type=int, help="gradings at once (default: what the cores and free "
+                   "memory allow, about 0.5 GB each)")
+    r.add_argument("--dask", metavar="ADDRESS", help="send the gradings to this Dask scheduler instead "
+                   "(needs the [dask] extra)")
+    r.add_argument("--force", action="store_true", help="regrade even what is stored")
+    r.add_argument("--timeout", type=float, help="seconds one grading may take (default: the spec's "
+                   "Gradescope timeout + 60)")
+    r.add_argument("--assignments", type=Path, help="folder of assignment folders (default: bundled)")
+
     n = sub.add_parser("new", help="scaffold a new assignment: spec, reference, README, corpus, solution")
     n.add_argument("slug", help="a Python identifier: the folder, entry file and function name")
     n.add_argument("--like", help="copy this existing assignment's spec instead of the template")
@@ -71,6 +88,9 @@ def _parser() -> argparse.ArgumentParser:
     k.add_argument("slug")
     k.add_argument("--assignments", type=Path, help="folder of assignment folders (default: bundled)")
     k.add_argument("--quick", action="store_true", help="only what build checks: the spec and what it names")
+    k.add_argument("--estimate-container", action="store_true",
+                   help="estimate the time at 0.5 CPU from this machine's (x3.0) instead of measuring "
+                        "it under cgroups (measured by default where this machine allows, as root)")
 
     ls = sub.add_parser("list", help="list the available assignments")
     ls.add_argument("--assignments", type=Path, help="folder of assignment folders")
@@ -116,7 +136,17 @@ def _main(argv: list[str] | None = None) -> int:
         return 0 if slugs else 1
     if args.verb == "gradescope":
         from . import harness
-        return harness.run_gradescope(args.root, args.assignment)
+        return harness.run_gradescope(args.root, args.assignment, args.staff_report)
+    if args.verb == "review":
+        from .review import ExportError, command
+        assignment = _assignment(args.assignment, args.assignments, parser)
+        if args.jobs is not None and args.jobs < 1:
+            parser.error(f"--jobs must be at least 1; got {args.jobs}")
+        try:
+            return command.main(assignment, command.Options(args.submissions, args.output, args.jobs,
+                                                            args.dask, args.force, args.timeout))
+        except ExportError as e:
+            parser.exit(1, f"pallas-autograder review: {e}\n")
     if args.verb == "calibrate":
         from . import calibrate
         assignment = _assignment(args.slug, args.assignments, parser)
@@ -149,7 +179,8 @@ def _main(argv: list[str] | None = None) -> int:
     if args.verb == "check":
         from . import check
         assignment = _assignment(args.slug, args.assignments, parser)
-        rows = check.run(assignment, quick_only=args.quick, progress=sys.stderr.isatty())
+        rows = check.run(assignment, quick_only=args.quick, progress=sys.stderr.isatty(),
+                         estimate_only=args.estimate_container)
         print(check.table(rows))
         return 0 if all(r.ok for r in rows) else 1
     if args.verb == "build":

@@ -13,7 +13,7 @@ import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from . import channel
+from . import channel, custom_checks
 from .outcome import LoadError, Outcome
 from .plan import Run
 from .sandbox import ChildSpec, Discard, Reply, Stats, Supervisor, Tail
@@ -35,11 +35,13 @@ class Execution:
     tampered: str = ""                 # why an event channel was judged forged
     startup_s: float = 0.0             # the tracer's start-up (JAX and the student's file)
     stats: list[Stats] = field(default_factory=list)
+    custom: custom_checks.CheckSuite | None = None   # the instructor's checks, when planned
 
     @classmethod
-    def of(cls, outcomes: dict, stats: list[Stats], shown: Tail) -> "Execution":
+    def of(cls, outcomes: dict, stats: list[Stats], shown: Tail,
+           custom: custom_checks.CheckSuite | None = None) -> "Execution":
         tracer = stats[0] if stats else Stats()
-        return cls(outcomes, load_error=next((s.load_error for s in stats if s.load_error), None),
+        return cls(outcomes, custom=custom, load_error=next((s.load_error for s in stats if s.load_error), None),
                    jax_version=next((s.jax_version for s in stats if s.jax_version), None),
                    stdout_tail=shown.text(), children=sum(s.children for s in stats),
                    peak_rss_mb=max((s.peak_rss_kb for s in stats), default=0) / 1024,
@@ -70,9 +72,28 @@ def _label(run) -> str:
     return f"{case} · {RUNGS.get(run.rung, run.rung)}{what}"
 
 
+def run_checks(child: Supervisor, plan, traces: dict[int, Trace], folder: str,
+               deadline: float) -> custom_checks.CheckSuite:
+    """The instructor's checks, last, on the kernels that traced (what they print
+    is not shown: it could quote the checks' expected values)."""
+    checks = plan.checks
+    # Sent even when nothing traced: every check is then listed, and each call of
+    # the kernel on a signature that did not trace fails, saying so.
+    usable = frozenset(sig for sig, _arrays in checks.signatures
+                       if sig in traces and traces[sig].outcome.ran and traces[sig].program is not None)
+    if not child.ready():
+        return custom_checks.CheckSuite(problem="the grader's child could not start")
+    command = {"run": checks.to_child(folder, usable)}
+    limit = max(1.0, min(checks.limit_s, deadline - time.monotonic()))
+    reply = child.request("checks", command, limit, Discard())
+    return custom_checks.read(reply.done, reply.events.get("planned"), reply.failure)
+
+
 def run_all(schedule: Schedule, traces: dict[int, Trace], spec: ChildSpec, deadline: float,
-            shown: Tail, progress=None) -> Stats:
-    """Send every pending run whose signature traced; answer the others."""
+            shown: Tail, progress=None, checks_folder: str | None = None
+            ) -> tuple[Stats, custom_checks.CheckSuite | None]:
+    """Send every pending run whose signature traced; answer the others; then
+    the custom checks, when planned."""
     for sig, trace in traces.items():
         schedule.record_trace(sig, trace.outcome)
     hidden, out_dir = Discard(), Path(spec.job["out_dir"])
@@ -92,6 +113,11 @@ def run_all(schedule: Schedule, traces: dict[int, Trace], spec: ChildSpec, deadl
             reply = child.request(f"r{run.index}", command, run.limit_s,
                                   shown if run.case.visible else hidden, on_event)
             schedule.record(run, _outcome(reply, run, out_dir, schedule))
+        custom = None
+        if schedule.plan.checks is not None and checks_folder is not None:
+            if progress is not None:
+                progress("the instructor's checks", len(schedule.outcomes), len(schedule.plan.runs))
+            custom = run_checks(child, schedule.plan, traces, checks_folder, deadline)
     finally:
         child.stop()
     if child.stats.load_error is not None or child.stats.tampered:
@@ -99,4 +125,4 @@ def run_all(schedule: Schedule, traces: dict[int, Trace], spec: ChildSpec, deadl
         raise RuntimeError(f"the grader's child failed: {child.stats.load_error or child.stats.tampered}")
     for run in schedule.pending():
         schedule.record(run, Outcome("skipped", reason="budget"))
-    return child.stats
+    return child.stats, custom

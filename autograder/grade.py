@@ -19,6 +19,7 @@ from typing import Callable
 from . import (
     calibration,
     confinement,
+    custom_checks,
     diagnosis,
     execution,
     plan as planning,
@@ -67,6 +68,8 @@ class Report:
     student_uid: int | None = None     # the uid student code ran as (staff data)
     outcomes: dict[Run, Outcome] = field(default_factory=dict)   # for benchmarks and calibration
     startup_s: float = 0.0
+    custom: custom_checks.CheckSuite | None = None   # the instructor's checks (``[checks]``)
+    fingerprint: str = ""              # the first traced signature's structure (TA review)
 
     @property
     def run_key(self) -> int:
@@ -74,11 +77,11 @@ class Report:
 
     @property
     def score(self) -> float:
-        return sum(t.score for t in self.tests)
+        return sum(t.score for t in self.tests) + (self.custom.score if self.custom else 0.0)
 
     @property
     def max_score(self) -> float:
-        return sum(t.max_score for t in self.tests)
+        return sum(t.max_score for t in self.tests) + (self.custom.max_score if self.custom else 0.0)
 
     @property
     def wide_findings(self) -> list[Finding]:
@@ -193,20 +196,39 @@ def _execute(slot: confinement.Slot, plan: Plan, submission_path: Path, loc: sub
     shown = sandbox.Tail()
     traces, stats = tracing.trace_all(plan, tracer, store.abstract, workdir / "programs", deadline, shown,
                                       timing.trace_limit(), options.progress)
+    custom = None
     if not any(s.load_error or s.tampered for s in stats):
-        stats.append(execution.run_all(schedule, traces, child, deadline, shown, options.progress))
+        checks_folder = _checks_folder(plan, workdir)
+        child_stats, custom = execution.run_all(schedule, traces, child, deadline, shown, options.progress,
+                                                checks_folder)
+        stats.append(child_stats)
     for run in schedule.pending():
         load_error = any(s.load_error for s in stats)
         schedule.record(run, Outcome("load-error" if load_error else "skipped",
                                      reason="" if load_error else "budget"))
-    ex = execution.Execution.of(dict(schedule.outcomes), stats, shown)
+    ex = execution.Execution.of(dict(schedule.outcomes), stats, shown, custom)
     findings, check_notes = _diagnose(plan, ex, store, loc)
     report = _report(plan, submission_path, findings, check_notes, loc, t0, notes)
     report.jax_version, report.children = ex.jax_version, ex.children
     report.peak_child_rss_mb, report.student_output = ex.peak_rss_mb, ex.stdout_tail.strip()
     report.output_bytes, report.leftovers_killed = ex.output_bytes, ex.leftovers_killed
     report.outcomes, report.startup_s = ex.outcomes, ex.startup_s
+    report.custom = ex.custom
+    report.fingerprint = next((t.fingerprint for _sig, t in sorted(traces.items()) if t.fingerprint), "")
     return report
+
+
+def _checks_folder(plan: Plan, workdir: Path) -> str | None:
+    """The assignment's Python files (the checks and what they import), where
+    only the grader's child can read them: never beside student code."""
+    if plan.checks is None:
+        return None
+    folder = workdir / "in" / "checks"
+    folder.mkdir(mode=0o755)
+    for path in sorted(plan.assignment.folder.glob("*.py")):
+        shutil.copyfile(path, folder / path.name)
+        (folder / path.name).chmod(0o644)
+    return str(folder)
 
 
 def _diagnose(plan: Plan, ex: execution.Execution, store: DrawStore,

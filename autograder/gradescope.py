@@ -171,6 +171,23 @@ def _finding_data(t) -> dict:
             "problem": t.finding.problem, "charged_in": t.charged_in}
 
 
+def _custom_entries(report, fmt: str) -> list[dict]:
+    """The instructor's checks, as gradescope-utils would list them (status
+    their own: an unweighted check can fail)."""
+    from . import render
+    if report.custom is None:
+        return []
+    out = []
+    for c, number in zip(report.custom.checks, render.custom_numbers(report.custom)):
+        entry = test_entry(name=c.name, number=number, score=c.score, max_score=c.max_score,
+                           output=render.render_custom(c, fmt), output_format=fmt,
+                           tags=list(c.tags), visibility=c.visibility,
+                           extra_data={"custom_check": True})
+        entry["status"] = c.status
+        out.append(entry)
+    return out
+
+
 def results_document(report, fmt: str = "md", view: dict | None = None) -> dict:
     """The whole results.json of a graded report, feedback rendered in ``fmt``
     (``view``: the report's ``render.report_view``, when the caller has it)."""
@@ -180,8 +197,12 @@ def results_document(report, fmt: str = "md", view: dict | None = None) -> dict:
                         output=render.render_test(tv, fmt), output_format=fmt, tags=t.tags,
                         visibility=t.visibility, extra_data=_finding_data(t))
              for t, tv in zip(report.tests, view["tests"])]
+    tests += _custom_entries(report, fmt)
+    board = [{"name": b.name, "value": b.value, "order": b.order}
+             for b in (report.custom.leaderboard if report.custom else ())]
     doc = document(score=report.score, execution_time=report.seconds,
-                   output=render.render_summary(view, fmt), output_format=fmt, tests=tests)
+                   output=render.render_summary(view, fmt), output_format=fmt, tests=tests,
+                   leaderboard=board)
     # For staff tools (Gradescope does not show top-level extra_data to students).
     doc["extra_data"] = {"run_key": report.run_key, "children": report.children,
                          "peak_child_rss_mb": round(report.peak_child_rss_mb, 1),
@@ -189,6 +210,7 @@ def results_document(report, fmt: str = "md", view: dict | None = None) -> dict:
                          "leftover_processes_killed": report.leftovers_killed,
                          "student_uid": report.student_uid, "startup_s": round(report.startup_s, 3),
                          "seconds_by_check": report.seconds_by_check(),
+                         "fingerprint": report.fingerprint,
                          "runs": {"planned": len(report.plan.runs),
                                   "ran": sum(o.ran for o in report.outcomes.values())}}
     return doc

@@ -50,8 +50,10 @@ def _rate_limited(root: Path, source: Path) -> dict | None:
     return None if verdict.allowed else rate_limit.refused_results(limit, verdict)
 
 
-def run_gradescope(root: Path | None = None, slug: str | None = None) -> int:
-    """Grade ``root/submission`` into ``root/results/results.json``. Never raises."""
+def run_gradescope(root: Path | None = None, slug: str | None = None, staff_report: Path | None = None) -> int:
+    """Grade ``root/submission`` into ``root/results/results.json``. Never raises.
+    ``staff_report``: also write the staff's report there (secret cases' evidence
+    included; `review` asks for it, Gradescope never does)."""
     root = root or root_dir()
     results = root / "results" / "results.json"
     t0 = time.monotonic()
@@ -77,6 +79,9 @@ def run_gradescope(root: Path | None = None, slug: str | None = None) -> int:
         doc = gradescope.results_document(report, "md")
         _clear_results(results.parent, keep=results.name)
         gradescope.write(doc, results)
+        if staff_report is not None:
+            from . import staff
+            Path(staff_report).write_text(staff.report_text(report), encoding="utf-8")
         print(f"graded {slug}: {report.score:g}/{report.max_score:g} in {time.monotonic() - t0:.1f} s")
         return 0
     except BaseException as exc:  # noqa: BLE001 - the one guard that always writes results

@@ -134,6 +134,27 @@ class Run:
 
 
 @dataclass(frozen=True)
+class ChecksRun:
+    """The instructor's custom checks (``[checks]``): one request to the grader's
+    child, after every run. The checks may call the kernel with arrays of any
+    graded case's shapes and dtypes; the child learns those signatures only
+    (never a case's name), each by its trace."""
+    file: str                                           # the checks file's name
+    signatures: tuple[tuple[int, tuple[tuple[tuple[int, ...], str], ...]], ...]
+    rungs: tuple[str, ...]
+    limit_s: float
+
+    def to_child(self, folder: str, traced: frozenset[int]) -> dict:
+        """``traced``: the signatures whose trace the parent checked (the others
+        fail each kernel call, saying so)."""
+        return {"id": "checks", "kind": "checks", "folder": folder, "file": self.file,
+                "rungs": list(self.rungs),
+                "signatures": [{"trace": f"t{sig}" if sig in traced else None,
+                                "inputs": [{"shape": list(shape), "dtype": dtype} for shape, dtype in arrays]}
+                               for sig, arrays in self.signatures]}
+
+
+@dataclass(frozen=True)
 class Plan:
     assignment: Assignment
     run_key: int
@@ -144,6 +165,7 @@ class Plan:
     draws: tuple[Draw, ...]
     # (probe, case name, variant) -> run index: a probe may share another's run
     asks: tuple[tuple[tuple[str, str, str], int], ...] = ()
+    checks: ChecksRun | None = None
 
     @cached_property
     def _tests(self) -> dict[tuple[str, str], Run]:
@@ -239,9 +261,22 @@ def build(assignment: Assignment, cases: tuple[Case, ...], rungs: tuple[str, ...
             b.add(Run(0, case, rung, b.draw(case, inputs.stream(assignment, case, rung))))
     for probe, case, v in [p for p in planned if p[2].rung != "static"]:
         _add_variant(b, probe, case, v)
+    checks = _checks(b, rungs) if with_probes and assignment.checks else None
     return Plan(assignment, run_key, tuple(cases), tuple(rungs),
                 tuple(dict.fromkeys(p.name for p, _c, _v in planned)), tuple(b.runs),
-                tuple(b.draws.values()), tuple(b.asks))
+                tuple(b.draws.values()), tuple(b.asks), checks)
+
+
+def _checks(b: _Builder, rungs: tuple[str, ...]) -> ChecksRun:
+    """The custom checks' run: every signature a correctness run traces."""
+    a = b.assignment
+    sigs: dict[int, tuple] = {}
+    for run in b.runs:
+        if run.probe is None and run.draw.signature not in sigs:
+            case = run.draw.case
+            sigs[run.draw.signature] = tuple((a.shape(i.shape, case), a.dtype_of(i.dtype, case))
+                                             for i in a.inputs if i.kind != "float")
+    return ChecksRun(a.checks.file, tuple(sigs.items()), rungs, a.checks.limit_s)
 
 
 def _add_variant(b: _Builder, probe: "Probe", case: Case, v: Variant) -> None:

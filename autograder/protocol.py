@@ -50,6 +50,8 @@ class Protocol:
             self.state = "idle"
         elif self.state == "requested" and kind == "start" and ours:
             self.state = "running"
+        elif self.state == "running" and kind == "planned" and ours:
+            pass                          # custom checks: the tests about to run
         elif self.state == "running" and kind == "traced" and ours:
             self.state = "traced"
         elif self.state in ("running", "traced") and kind == "done" and ours:

@@ -14,15 +14,17 @@ from . import calibration, toml_text
 from .spec import Assignment, load
 
 HEADER = ("The public spec of this assignment, written by `pallas-autograder handout`:\n"
-          "the graded cases whose data is not secret. Gradescope also grades secret cases.")
+          "the graded cases whose data is not secret. Gradescope also grades secret cases,\n"
+          "and runs the instructor's own checks, if any.")
 
 
 def public_data(assignment: Assignment) -> dict:
     """The spec's TOML data without its secret cases (and without probe_cases
-    naming them)."""
+    naming them), and without the instructor's checks."""
     data = tomllib.loads((assignment.folder / "spec.toml").read_text(encoding="utf-8"))
     shown = {c.name for c in assignment.cases if c.visible}
     data["cases"] = [c for c in data.get("cases", []) if c.get("name") in shown]
+    data.pop("checks", None)      # the instructor's checks hold expected values: Gradescope only
     if "probe_cases" in data:
         data["probe_cases"] = [n for n in data["probe_cases"] if n in shown]
     return data

@@ -199,7 +199,27 @@ def report_view(report) -> dict[str, Any]:
         "secret_cases": sum(1 for c in report.plan.cases if not c.visible),
         "student_output": report.student_output,   # already a capped tail (sandbox.Tail)
         "notes": list(report.notes),
+        "custom": custom_view(report),
     }
+
+
+def custom_view(report) -> list[dict[str, Any]]:
+    """The instructor's checks a student sees now (``visibility`` visible)."""
+    suite = report.custom
+    if suite is None:
+        return []
+    return [{"name": c.name, "number": number, "score": c.score, "max_score": c.max_score,
+             "passed": c.passed, "output": c.output}
+            for c, number in zip(suite.checks, custom_numbers(suite)) if c.visibility == "visible"]
+
+
+def custom_numbers(suite) -> list[str]:
+    """Each check's number: its own (``@number``), else C1, C2, ..."""
+    return [c.number or f"C{i}" for i, c in enumerate(suite.checks, 1)]
+
+
+def render_custom(check, fmt: str) -> str:
+    return render("custom.j2", fmt, check={"output": check.output, "passed": check.passed})
 
 
 def render(template: str, fmt: str, **data: Any) -> str:

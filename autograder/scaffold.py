@@ -3,6 +3,7 @@
 assignments/<slug>/spec.toml            every top-level key present, each commented
 assignments/<slug>/reference.py         the float64 numpy reference
 assignments/<slug>/README.md            the student handout
+assignments/<slug>/checks.py            custom checks (unittest, gradescope-utils decorators)
 assignments/<slug>/corpus/              known-wrong submissions and expectations.toml
 solutions/<slug>.py                     the instructor solution, regions marked for the starter
 
@@ -18,6 +19,7 @@ import keyword
 import re
 import shutil
 import sys
+import tomllib
 from pathlib import Path
 
 from .spec import SpecError, load, search_path
@@ -95,6 +97,38 @@ points = 1
 points = 1
 [probes.races]
 points = 1
+
+# Custom checks: unittest cases written with gradescope-utils' decorators, run against the
+# kernel the grader rebuilt, in a process that never ran student code (README, "Custom checks").
+# Gradescope only: the student kit leaves them out (they hold expected values). Delete to drop.
+[checks]
+file = "checks.py"
+limit_s = 120                      # the whole suite's wall clock
+'''
+
+CHECKS = '''"""Custom checks for `{slug}`: unittest cases with gradescope-utils' decorators.
+
+Each runs on Gradescope against the student's kernel as the grader rebuilt it
+(student code never runs here). ``self.kernel(*arrays, rung=...)`` takes arrays
+with the shapes and dtypes of a graded case (``self.signatures``) and returns
+the kernel's output; it raises KernelError (a failure) when the kernel raised.
+"""
+import numpy as np
+from gradescope_utils.autograder_utils.decorators import number, weight
+
+from autograder.check_suite import KernelTestCase
+
+
+class {check_class}(KernelTestCase):
+    @weight(1)
+    @number("C1")
+    def test_negative_inputs_give_zeros(self):
+        """All-negative input gives all zeros, on both interpreters"""
+        shape, dtype = self.signatures[0][0]
+        x = (-1.0 - np.abs(np.random.default_rng(0).standard_normal(shape))).astype(dtype)
+        for rung in self.rungs:
+            with self.subTest(rung=rung):
+                np.testing.assert_array_equal(self.kernel(x, rung=rung), 0.0)
 '''
 
 REFERENCE = '''"""Reference for `{slug}`: float64 numpy, run by the grader (never by the student's process)."""
@@ -215,12 +249,14 @@ def new(slug: str, assignments: Path, like: str | None = None) -> list[Path]:
         if path.exists():
             raise ScaffoldError(f"{path} already exists: new never overwrites")
     source = _source(like, assignments) if like is not None else None
-    values = {"slug": slug, "title": _title(slug)}
+    values = {"slug": slug, "title": _title(slug),
+              "check_class": "".join(w.capitalize() for w in slug.split("_")) + "Checks"}
     files = {folder / "reference.py": REFERENCE, folder / "README.md": README,
              folder / "corpus" / "expectations.toml": EXPECTATIONS,
              folder / "corpus" / "grid_one_step_too_long.py": WRONG, solution: SOLUTION}
     if like is None:
         files[folder / "spec.toml"] = SPEC
+        files[folder / "checks.py"] = CHECKS
     made = []
     try:
         for path, template in files.items():
@@ -264,6 +300,10 @@ def _like(source: Path, folder: Path, slug: str) -> Path:
     if (source / "README.md").is_file():
         readme = (source / "README.md").read_text(encoding="utf-8")
         (folder / "README.md").write_text(re.sub(rf"\b{re.escape(old)}\b", slug, readme), encoding="utf-8")
+    checks = tomllib.loads(text).get("checks")
+    if isinstance(checks, dict) and (source / checks.get("file", "checks.py")).is_file():
+        name = checks.get("file", "checks.py")
+        (folder / name).write_text((source / name).read_text(encoding="utf-8"), encoding="utf-8")
     out = folder / "spec.toml"
     out.write_text(text, encoding="utf-8")
     return out

@@ -28,8 +28,8 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
-sys.path.insert(0, str(HERE))
-import container  # noqa: E402
+sys.path.insert(0, str(REPO))
+from autograder import container  # noqa: E402
 
 SOLUTIONS = ("add", "matmul", "softmax", "dma_scale")
 RUN_KEY = 12345

@@ -6,7 +6,7 @@ import re
 import pytest
 from conftest import REPO, run_cli
 
-from autograder import notebook, spec, starter
+from autograder import check, container, notebook, spec, starter
 
 pytestmark = pytest.mark.jax
 
@@ -70,12 +70,17 @@ def test_new_then_check_passes_end_to_end(tmp_path):
     # solution is clean, its cases expose tiling bugs, its corpus file is caught.
     root = tmp_path / "assignments"
     assert run_cli("new", "relu", "--assignments", str(root)).returncode == 0
-    proc = run_cli("check", "relu", "--assignments", str(root))
+    proc = run_cli("check", "relu", "--assignments", str(root), "--estimate-container")
     assert proc.returncode == 0, proc.stdout + proc.stderr[-2000:]
     for claim in ("solution clean on every rung and probe", "every case exposes tiling bugs",
                   "fits Gradescope's default container", "corpus grid_one_step_too_long.py"):
         assert claim in proc.stdout
-    assert "8 of 8 hold" in proc.stdout
+    assert "9 of 9 hold" in proc.stdout
+    assert "estimated (not measured: --estimate-container)" in proc.stdout
+    # Measured in the emulated container where this machine allows it (as root).
+    if container.available() is None:
+        row = check._container_row(spec.load(root / "relu"))
+        assert row.ok and row.detail.startswith("measured: ") and "of 768 MB" in row.detail, row
     # A solution that is wrong: build's self-test grades it from the zip and refuses.
     solution = tmp_path / "solutions" / "relu.py"
     solution.write_text(solution.read_text().replace("jnp.maximum(x_ref[...], 0.0)", "x_ref[...]"))

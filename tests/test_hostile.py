@@ -41,6 +41,7 @@ MARKERS = {
     "hidden spec": "HIDDEN-CASE-MARKER",
     "environment": "ENV-SECRET-55d0",
     "hidden case shape": "SHAPE-(40, 384)",
+    "custom checks": "CHECKS-SECRET-4d1e",
 }
 
 
@@ -108,6 +109,9 @@ EXPECT = {
     "deep_expression.py": Expect(0.0, ("syntax-error",)),
     "deep_notebook": Expect(0.0, ("bad-notebook",)),
     "markdown_names": Expect(0.0, ("file-missing",), never=("\n#### Score", "\n```\n#### ")),
+    # The checks are copied for the grader's child only after every trace, into a
+    # folder the student user cannot enter; the source is closed to it.
+    "read_checks.py": Expect(FULL, root_only=True, says="Instructor checks: 1 of 1 passed."),
 }
 
 

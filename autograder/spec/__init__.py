@@ -17,6 +17,7 @@ from .model import (
     VISIBILITIES,
     Assignment,
     Case,
+    Checks,
     DimRule,
     InputSpec,
     Limits,
@@ -31,7 +32,7 @@ from .tables import SpecContext, load
 
 ENV = "PALLAS_AUTOGRADER_ASSIGNMENTS"
 
-__all__ = ["Assignment", "Case", "CPU_RUNGS", "DTYPES", "DimRule", "InputSpec", "Limits",
+__all__ = ["Assignment", "Case", "Checks", "CPU_RUNGS", "DTYPES", "DimRule", "InputSpec", "Limits",
            "OutputSpec", "ProbeRubric", "Production", "SpecContext", "SpecError", "Structure",
            "TableReader", "Tolerance", "VISIBILITIES", "assignments_root", "available", "find",
            "load", "search_path"]

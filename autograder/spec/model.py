@@ -94,6 +94,14 @@ class Structure:
 
 
 @dataclass(frozen=True)
+class Checks:
+    """The instructor's own unittest checks (gradescope-utils decorators), run
+    in the grader's child against the rebuilt kernel, never beside student code."""
+    file: str                         # a .py file in the assignment folder
+    limit_s: float = 120.0            # the whole suite's wall clock
+
+
+@dataclass(frozen=True)
 class Case:
     name: str
     dims: tuple[tuple[str, int], ...]
@@ -104,6 +112,7 @@ class Case:
     params: tuple[tuple[str, float], ...] = ()
     scale: tuple[tuple[str, float], ...] = ()   # per-input overrides of InputSpec.scale
     secret: bool = False              # its data (shapes, seed, values) is never shown
+    partial_edge_block: bool = False  # claimed: a partial block at an edge (`check` verifies)
 
     @property
     def dim_map(self) -> dict[str, int]:
@@ -139,6 +148,7 @@ class Assignment:
     structure: Structure = Structure()
     stdout_visibility: str = "hidden"  # Gradescope's: who sees the grader's own stdout
     numerics_hint: str = ""           # the assignment's own advice for a precision problem
+    checks: Checks | None = None      # custom checks (``[checks]``), Gradescope-style tests
 
     def probe(self, name: str) -> ProbeRubric | None:
         return next((p for p in self.probes if p.name == name), None)

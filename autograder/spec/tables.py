@@ -20,6 +20,7 @@ from .model import (
     VISIBILITIES,
     Assignment,
     Case,
+    Checks,
     DimRule,
     InputSpec,
     Limits,
@@ -34,7 +35,7 @@ from .reader import SpecError, TableReader
 TOP_KEYS = frozenset({"title", "entry_file", "entry_function", "reference", "inputs", "output",
                       "dims", "tolerance", "numerics_bound", "reduction_dim", "rungs", "cases",
                       "limits", "snippet_reference", "probes", "probe_cases", "production",
-                      "structure", "stdout_visibility", "numerics_hint"})
+                      "structure", "stdout_visibility", "numerics_hint", "checks"})
 PROBE_KEYS = frozenset({"points", "visibility", "gates"})   # every probe's; each adds its own
 GATED = ("correctness",)     # what a probe may gate besides other probes
 
@@ -157,7 +158,8 @@ def _case_dims(cr: TableReader, dims: tuple[DimRule, ...]) -> tuple[tuple[str, i
 
 
 def read_case(cr: TableReader, ctx: SpecContext) -> Case:
-    cr.unknown({"name", "dims", "dtype", "seed", "points", "visibility", "secret", "params", "scale"})
+    cr.unknown({"name", "dims", "dtype", "seed", "points", "visibility", "secret", "params", "scale",
+                "partial_edge_block"})
     name = cr.get("name", str, "must be a non-empty name")
     if not name.strip():
         raise cr.fail("name", "must be a non-empty name", name)
@@ -181,8 +183,11 @@ def read_case(cr: TableReader, ctx: SpecContext) -> Case:
     # A test hidden from the student keeps its data secret too, unless the spec says otherwise.
     secret = cr.get("secret", bool, "must be true or false", visibility == "hidden",
                     documented="true when visibility is 'hidden', else false")
+    # A claim `check` verifies on the solution's own tiling (the grader does not use it).
+    partial = cr.get("partial_edge_block", bool, "must be true or false: whether the case leaves the "
+                     "solution's tiling a partial block at an array's edge", False)
     return Case(name=name, dims=dims, dtype=dtype, seed=seed, points=float(cr.positive("points")),
-                visibility=visibility, secret=secret,
+                visibility=visibility, secret=secret, partial_edge_block=partial,
                 params=tuple(sorted((k, float(v)) for k, v in params.items())),
                 scale=tuple(sorted((k, float(v)) for k, v in scale.items())))
 
@@ -270,6 +275,18 @@ def read_structure(r: TableReader) -> Structure:
     return Structure(tuple(str(a) for a in allow), tuple(require))
 
 
+def read_checks(r: TableReader, folder: Path) -> Checks | None:
+    if "checks" not in r.table:
+        return None
+    cr = r.sub("checks", documented="none (no custom checks)")
+    cr.unknown({"file", "limit_s"})
+    name = cr.get("file", str, "must name a .py file of unittest checks in the assignment folder",
+                  "checks.py")
+    if not name.endswith(".py") or "/" in name or "\\" in name or not (folder / name).is_file():
+        raise cr.fail("file", "must name a .py file of unittest checks in the assignment folder", name)
+    return Checks(name, float(cr.positive("limit_s", Checks.limit_s)))
+
+
 def _toml(file: Path) -> dict:
     try:
         return tomllib.loads(file.read_text(encoding="utf-8"))
@@ -310,4 +327,5 @@ def load(folder: Path | str) -> Assignment:
         probe_cases=read_probe_cases(r, cases), production=production,
         structure=read_structure(r),
         stdout_visibility=r.choice("stdout_visibility", VISIBILITIES, "hidden"),
-        numerics_hint=r.get("numerics_hint", str, "must be a sentence of advice", ""))
+        numerics_hint=r.get("numerics_hint", str, "must be a sentence of advice", ""),
+        checks=read_checks(r, folder))

@@ -1,4 +1,5 @@
-"""Gradescope's default container, emulated with cgroups: half a CPU, 768 MB.
+"""Gradescope's default container, emulated with cgroups: half a CPU, 768 MB
+(`check` measures the solution's grading in it; the benchmarks too).
 
     with Container() as box:          # None when cgroups cannot be written here
         subprocess.run(cmd, preexec_fn=box.enter)
@@ -96,7 +97,7 @@ class Container:
 
 
 def main(argv: list[str]) -> int:
-    """``python benchmarks/container.py CMD ...``: run one command in the
+    """``python -m autograder.container CMD ...``: run one command in the
     emulated container; print its wall time, CPU time and peak memory."""
     import subprocess
     import sys

@@ -1,0 +1,248 @@
+"""The review site: plain data from the stored gradings, rendered by jinja2
+templates into static files that open from file:// (no server, no CDN), and
+the CSV exports.
+
+index.html     overview (score histogram, findings per ID, failed gradings,
+               the rung where bugs were first caught), structural clusters,
+               and a sortable, filterable table of submissions
+s/<id>.html    one page per submission: the feedback the student saw, as
+               Gradescope renders it, then the staff-only part
+grades.csv     one row per student; findings.csv one row per submission and finding
+"""
+from __future__ import annotations
+
+import csv
+import re
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import jinja2
+
+from .batch import Graded
+from .export import Submission
+
+TEMPLATES = Path(__file__).resolve().parent.parent / "templates" / "review"
+RUNG_ORDER = ("static", "generic", "tpu-interpret")
+RUNG_NAMES = {"static": "static analysis (nothing runs)", "generic": "generic interpreter",
+              "tpu-interpret": "TPU interpret mode"}
+
+
+@dataclass(frozen=True)
+class Lost:
+    number: str
+    name: str
+    finding: str
+    rung: str
+    points: float
+
+
+@dataclass(frozen=True)
+class Row:
+    sub: Submission
+    graded: Graded | None
+    score: float | None
+    max_score: float | None
+    lost: tuple[Lost, ...]
+
+    @property
+    def status(self) -> str:
+        if self.graded is None:
+            return "not graded"
+        if self.graded.status != "graded":
+            return self.graded.status              # crashed or timed out
+        return "autograder error" if self.autograder_error or self.score is None else "graded"
+
+    @property
+    def autograder_error(self) -> bool:
+        tests = (self.graded.results or {}).get("tests", []) if self.graded else []
+        return any("autograder-error" in (t.get("tags") or []) for t in tests)
+
+    @property
+    def primary(self) -> str:
+        by_id = Counter()
+        for lost in self.lost:
+            by_id[lost.finding] += lost.points
+        return max(by_id, key=lambda k: (by_id[k], -list(by_id).index(k))) if by_id else ""
+
+    @property
+    def first_rung(self) -> str:
+        rungs = [lost.rung for lost in self.lost if lost.rung in RUNG_ORDER]
+        return min(rungs, key=RUNG_ORDER.index) if rungs else ""
+
+    @property
+    def differs(self) -> bool:
+        gs = self.sub.gradescope_score
+        return gs is not None and self.score is not None and abs(gs - self.score) > 1e-6
+
+    @property
+    def extra(self) -> dict:
+        return ((self.graded.results or {}).get("extra_data") or {}) if self.graded else {}
+
+    @property
+    def page(self) -> str:
+        return f"s/{slug_of(self.sub.id)}.html"
+
+
+def slug_of(text: str) -> str:
+    """A file name for a submission id (ids come from the export: never trusted as paths)."""
+    safe = re.sub(r"[^A-Za-z0-9_.-]", "_", text)[:80].lstrip(".")
+    return safe or "submission"
+
+
+def row(sub: Submission, graded: Graded | None) -> Row:
+    # A grading stopped by its limit left only the grader's placeholder results.
+    doc = graded.results if graded and graded.status != "timeout" else None
+    if not isinstance(doc, dict):
+        return Row(sub, graded, None, None, ())
+    lost = []
+    tests = [t for t in doc.get("tests", []) if isinstance(t, dict)]
+    for t in tests:
+        missing = float(t.get("max_score", 0) or 0) - float(t.get("score", 0) or 0)
+        if t.get("status") == "failed" and t.get("tags"):
+            data = t.get("extra_data") or {}
+            lost.append(Lost(str(t.get("number", "")), str(t.get("name", "")), str(t["tags"][0]),
+                             str(data.get("rung", "")), max(missing, 0.0)))
+    max_score = sum(float(t.get("max_score", 0) or 0) for t in tests)
+    return Row(sub, graded, float(doc.get("score", 0.0)), max_score, tuple(lost))
+
+
+def histogram(rows: list[Row], bins: int = 10) -> dict[str, Any]:
+    """Bars of the score distribution, as fractions of the best possible score."""
+    scored = [r for r in rows if r.score is not None and r.max_score]
+    top = max((r.max_score for r in scored), default=1.0) or 1.0
+    counts = [0] * bins
+    for r in scored:
+        counts[min(int(r.score / top * bins), bins - 1)] += 1
+    peak = max(counts, default=0) or 1
+    bars = [{"label": f"{top * i / bins:g}–{top * (i + 1) / bins:g}", "count": c,
+             "x": 10 + i * 46, "h": round(140 * c / peak), "y": 150 - round(140 * c / peak)}
+            for i, c in enumerate(counts)]
+    return {"bars": bars, "width": 10 + bins * 46, "top": top}
+
+
+def finding_chart(rows: list[Row]) -> list[dict[str, Any]]:
+    """How many submissions hit each finding ID, largest first (horizontal bars)."""
+    hits = Counter(fid for r in rows for fid in {lost.finding for lost in r.lost})
+    peak = max(hits.values(), default=1)
+    return [{"id": fid, "count": n, "y": 4 + i * 22, "w": round(300 * n / peak)}
+            for i, (fid, n) in enumerate(sorted(hits.items(), key=lambda kv: (-kv[1], kv[0])))]
+
+
+def clusters(rows: list[Row]) -> list[dict[str, Any]]:
+    """Submissions whose traced kernels are structurally identical, largest groups first."""
+    groups: dict[str, list[Row]] = {}
+    for r in rows:
+        fp = r.extra.get("fingerprint")
+        if isinstance(fp, str) and fp:
+            groups.setdefault(fp, []).append(r)
+    out = [{"fingerprint": fp, "size": len(members),
+            "members": [{"id": m.sub.id, "names": m.sub.names, "page": m.page,
+                         "score": m.score} for m in members]}
+           for fp, members in groups.items() if len(members) > 1]
+    return sorted(out, key=lambda c: (-c["size"], c["fingerprint"]))
+
+
+def _md() -> Any:
+    from markdown_it import MarkdownIt
+    # Raw HTML off: what the student controls is shown as text, never as markup.
+    return MarkdownIt("commonmark", {"html": False}).enable("table")
+
+
+def _env() -> jinja2.Environment:
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), autoescape=True,
+                             undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+    md = _md()
+    env.filters["markdown"] = lambda text: jinja2.utils.markupsafe.Markup(md.render(text or ""))
+    env.filters["num"] = lambda v: "" if v is None else f"{v:g}"
+    return env
+
+
+def _table_row(r: Row) -> dict[str, Any]:
+    return {"id": r.sub.id, "names": r.sub.names, "emails": ", ".join(s.email for s in r.sub.submitters),
+            "score": r.score, "max_score": r.max_score, "gradescope": r.sub.gradescope_score,
+            "differs": r.differs, "primary": r.primary, "run_key": r.extra.get("run_key", ""),
+            "seconds": r.graded.seconds if r.graded else None, "status": r.status, "page": r.page,
+            "rung": RUNG_NAMES.get(r.first_rung, "")}
+
+
+def overview(rows: list[Row], title: str) -> dict[str, Any]:
+    statuses = Counter(r.status for r in rows)
+    rungs = Counter(r.first_rung for r in rows if r.first_rung)
+    return {"title": title, "count": len(rows), "statuses": sorted(statuses.items()),
+            "failed": sum(n for s, n in statuses.items() if s != "graded"),
+            "timeouts": statuses.get("timeout", 0), "histogram": histogram(rows),
+            "findings": finding_chart(rows), "clusters": clusters(rows),
+            "rungs": [{"rung": RUNG_NAMES[k], "count": rungs[k]} for k in RUNG_ORDER if rungs.get(k)],
+            "rows": [_table_row(r) for r in rows],
+            "differs": sum(r.differs for r in rows)}
+
+
+def _student_tests(doc: dict) -> tuple[list[dict], list[dict]]:
+    shown, staff = [], []
+    for t in doc.get("tests", []):
+        entry = {"number": str(t.get("number", "")), "name": str(t.get("name", "")),
+                 "score": t.get("score"), "max_score": t.get("max_score"),
+                 "passed": t.get("status") == "passed", "output": str(t.get("output", "")),
+                 "visibility": t.get("visibility", "visible")}
+        (staff if entry["visibility"] == "hidden" else shown).append(entry)
+    return shown, staff
+
+
+def page_data(r: Row, slug: str) -> dict[str, Any]:
+    doc = (r.graded.results if r.graded else None) or {}
+    shown, staff = _student_tests(doc)
+    entry = r.extra.get("run_key")
+    return {"row": _table_row(r), "summary": str(doc.get("output", "")), "tests": shown,
+            "staff_tests": staff, "stdout": r.graded.stdout if r.graded else "",
+            "stderr": r.graded.stderr if r.graded else "", "extra": r.extra,
+            "staff_report": r.graded.staff if r.graded else "",
+            "command": (f"pallas-autograder grade <{r.sub.id}'s file> -a {slug} --run-key {entry}"
+                        if entry not in (None, "") else ""),
+            "submitters": [{"name": s.name, "email": s.email, "sid": s.sid} for s in r.sub.submitters]}
+
+
+def write(rows: list[Row], out: Path, title: str, slug: str) -> list[Path]:
+    env = _env()
+    (out / "s").mkdir(parents=True, exist_ok=True)
+    written = [out / "index.html"]
+    (out / "index.html").write_text(env.get_template("index.html.j2").render(site=overview(rows, title)),
+                                    encoding="utf-8")
+    for r in rows:
+        path = out / r.page
+        path.write_text(env.get_template("submission.html.j2").render(p=page_data(r, slug), title=title),
+                        encoding="utf-8")
+        written.append(path)
+    written += write_csv(rows, out)
+    return written
+
+
+def write_csv(rows: list[Row], out: Path) -> list[Path]:
+    grades, findings = out / "grades.csv", out / "findings.csv"
+    with open(grades, "w", newline="", encoding="utf-8") as f:
+        w = csv.writer(f)
+        w.writerow(["name", "email", "sid", "submission_id", "score", "max_score", "gradescope_score",
+                    "status"])
+        for r in rows:
+            for s in r.sub.submitters or (None,):
+                w.writerow([_text(s.name) if s else "", _text(s.email) if s else "", _text(s.sid) if s else "",
+                            _text(r.sub.id),
+                            _cell(r.score), _cell(r.max_score), _cell(r.sub.gradescope_score), r.status])
+    with open(findings, "w", newline="", encoding="utf-8") as f:
+        w = csv.writer(f)
+        w.writerow(["submission_id", "test", "test_name", "finding", "rung", "points_lost"])
+        for r in rows:
+            for lost in r.lost:
+                w.writerow([_text(r.sub.id), lost.number, _text(lost.name), lost.finding, lost.rung,
+                            f"{lost.points:g}"])
+    return [grades, findings]
+
+
+def _text(v: str) -> str:
+    """A cell a spreadsheet will not run as a formula (names come from the roster)."""
+    return "'" + v if v[:1] in ("=", "+", "-", "@", "\t", "\r") else v
+
+
+def _cell(v: float | None) -> str:
+    return "" if v is None else f"{v:g}"

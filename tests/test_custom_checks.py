@@ -1,0 +1,274 @@
+"""Custom checks (``[checks]``): the result class that keeps what gradescope-utils
+drops, the parent's reading of what the child sent (no JAX), and the checks
+run for real against rebuilt kernels through the CLI (jax)."""
+import json
+import shutil
+import textwrap
+from pathlib import Path
+
+import pytest
+from conftest import CORPUS, REPO, run_cli
+from gradescope_utils.autograder_utils.json_test_runner import JSONTestRunner
+
+from autograder import check_suite, custom_checks, spec
+from autograder.gradescope import validate
+
+SUITE = '''
+import unittest
+from gradescope_utils.autograder_utils.decorators import (
+    hide_errors, leaderboard, number, partial_credit, tags, visibility, weight)
+
+
+class Plain(unittest.TestCase):
+    @weight(2)
+    @number("7.1")
+    def test_pass(self):
+        """passes"""
+        print("said something")
+
+    @weight(1)
+    @tags("rows")
+    def test_subtests(self):
+        """each row"""
+        for i in range(3):
+            with self.subTest(row=i):
+                self.assertLess(i, 1)
+
+    @weight(1)
+    @unittest.skip("not today")
+    def test_skipped(self):
+        pass
+
+    @partial_credit(4)
+    def test_partial(self, set_score=None):
+        set_score(2.5)
+
+    @leaderboard("speed", "asc")
+    def test_board(self, set_leaderboard_value=None):
+        set_leaderboard_value(3.5)
+
+    @weight(1)
+    @visibility("after_due_date")
+    @hide_errors("hidden reason")
+    def test_hidden_error(self):
+        self.assertEqual(1, 2)
+
+    @weight(1)
+    @unittest.expectedFailure
+    def test_expected_failure(self):
+        self.assertEqual(1, 2)
+
+    @weight(1)
+    @unittest.expectedFailure
+    def test_unexpected_success(self):
+        pass
+
+    @weight(1)
+    def test_raises(self):
+        raise KeyError("boom")
+
+
+class Broken(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        raise RuntimeError("no setup")
+
+    @weight(3)
+    def test_never(self):
+        pass
+'''
+
+
+@pytest.fixture
+def suite_folder(tmp_path):
+    (tmp_path / "checks.py").write_text(SUITE)
+    return tmp_path
+
+
+def _by_name(entries):
+    return {e["name"]: e for e in entries}
+
+
+def test_every_test_gets_one_entry_saying_what_gradescope_utils_would_drop(suite_folder):
+    suite = check_suite.load(suite_folder, "checks.py")
+    tests = check_suite.flatten(suite)
+    results, board = check_suite.run(suite, tests)
+    got = _by_name(results)
+    assert len(results) == len(tests) - 1 == 9        # every test but the leaderboard column
+    assert board == [{"name": "speed", "value": 3.5, "order": "asc"}]
+    assert (got["passes"]["score"], got["passes"]["status"], got["passes"]["number"]) == (2, "passed", "7.1")
+    assert "said something" in got["passes"]["output"]
+    sub = got["each row"]
+    assert (sub["score"], sub["max_score"], sub["status"], sub["tags"]) == (0.0, 1, "failed", ("rows",))
+    assert "subTest (row=1) failed" in sub["output"] and "subTest (row=2) failed" in sub["output"]
+    skipped = got["Plain.test_skipped"]
+    assert (skipped["score"], skipped["max_score"], skipped["status"]) == (0.0, 1, "failed")
+    assert "Skipped: not today" in skipped["output"]
+    assert (got["Plain.test_partial"]["score"], got["Plain.test_partial"]["status"]) == (2.5, "failed")
+    hidden = got["Plain.test_hidden_error"]
+    assert hidden["visibility"] == "after_due_date" and hidden["output"] == "hidden reason"
+    assert got["Plain.test_expected_failure"]["status"] == "passed"
+    unexpected = got["Plain.test_unexpected_success"]
+    assert unexpected["status"] == "failed" and "expectedFailure, but it passed" in unexpected["output"]
+    assert got["Plain.test_raises"]["status"] == "failed" and "KeyError" not in got["Plain.test_raises"].get(
+        "tags", ()) and "'boom'" in got["Plain.test_raises"]["output"]
+    never = got["Broken.test_never"]
+    assert (never["score"], never["max_score"], never["status"]) == (0.0, 3, "failed")
+    assert "setUpClass (assignment_checks.Broken) raised RuntimeError: no setup" in never["output"]
+
+
+def test_gradescope_utils_own_runner_does_drop_them(suite_folder, capsys):
+    """The reason the result class exists: upstream loses the subTest failure and
+    the skip, and crashes on the setUpClass error. If this starts failing,
+    upstream changed: reread check_suite.GradingResult."""
+    suite = check_suite.load(suite_folder, "checks.py")
+    broken = [t for t in check_suite.flatten(suite) if type(t).__name__ == "Broken"]
+    plain = [t for t in check_suite.flatten(suite) if type(t).__name__ == "Plain"]
+    import io
+    out = io.StringIO()
+    JSONTestRunner(stream=out).run(__import__("unittest").TestSuite(plain))
+    names = {t["name"] for t in json.loads(out.getvalue())["tests"]}
+    assert "each row" not in names and not any("skipped" in n for n in names)
+    with pytest.raises(AttributeError):
+        JSONTestRunner(stream=io.StringIO()).run(__import__("unittest").TestSuite(broken))
+
+
+def test_the_parent_bounds_and_types_what_the_child_sent():
+    done = {"status": "ok", "checks": [
+        {"name": "a", "score": 7, "max_score": 2, "status": "passed", "visibility": "nope", "number": "1"},
+        {"name": "b", "score": float("nan"), "max_score": -1, "status": "weird", "output": "x" * 50_000},
+        {"name": 3}, "junk", {"name": "c", "tags": ["t", 4], "visibility": "hidden"}],
+        "leaderboard": [{"name": "speed", "value": "fast"}, {"name": "n", "value": float("inf")}, 7]}
+    suite = custom_checks.read(done, None, None)
+    a, b, c = suite.checks
+    assert (a.score, a.max_score, a.passed, a.visibility) == (2.0, 2.0, True, "visible")
+    assert (b.score, b.max_score, b.status, len(b.output)) == (0.0, 0.0, "failed", custom_checks.MAX_TEXT)
+    assert (c.tags, c.visibility) == (("t",), "hidden")
+    assert suite.leaderboard == (custom_checks.LeaderboardEntry("speed", "fast", "desc"),)
+    assert (suite.score, suite.max_score) == (2.0, 2.0)
+
+
+def test_a_suite_that_did_not_finish_lists_its_planned_tests_as_failed():
+    planned = {"tests": [{"name": "one", "number": "", "weight": 2, "visibility": "visible", "leaderboard": False},
+                         {"name": "col", "weight": None, "leaderboard": True}]}
+    suite = custom_checks.read(None, planned, "timeout")
+    assert [(c.name, c.score, c.max_score, c.status) for c in suite.checks] == [("one", 0.0, 2.0, "failed")]
+    assert suite.checks[0].output == "Not finished: the checks ran out of time." and suite.problem
+
+
+def test_a_check_file_that_does_not_load_is_the_graders_error_not_the_students():
+    suite = custom_checks.read({"status": "error", "type": "ImportError", "message": "no module x"}, None, None)
+    shown, staff = suite.checks
+    assert suite.max_score == 0 and "not your fault" in shown.name and shown.visibility == "visible"
+    assert staff.visibility == "hidden" and "ImportError: no module x" in staff.output
+
+
+def test_a_checks_table_must_name_a_file_in_the_assignment_folder(tmp_path):
+    folder = tmp_path / "add"
+    shutil.copytree(REPO / "assignments" / "add", folder)
+    with open(folder / "spec.toml", "a") as f:
+        f.write('\n[checks]\nfile = "../checks.py"\n')
+    with pytest.raises(spec.SpecError, match=r"key 'checks.file': must name a \.py file"):
+        spec.load(folder)
+
+
+# --- real gradings (jax) --------------------------------------------------------------------
+
+CHECKS = '''
+import numpy as np
+from gradescope_utils.autograder_utils.decorators import leaderboard, number, visibility, weight
+
+from autograder.check_suite import KernelTestCase
+from reference import add as expected_add
+
+
+class AddChecks(KernelTestCase):
+    @weight(2)
+    @number("C1")
+    def test_matches_the_reference_on_both_rungs(self):
+        """ones plus twos, on both interpreters"""
+        (shape, dtype), _ = self.signatures[0]
+        x, y = np.ones(shape, dtype), np.full(shape, 2.0, dtype)
+        for rung in self.rungs:
+            with self.subTest(rung=rung):
+                np.testing.assert_allclose(self.kernel(x, y, rung=rung), expected_add(x, y))
+
+    @weight(1)
+    @number("C2")
+    @visibility("hidden")
+    def test_a_shape_no_case_has(self):
+        x = np.ones((8, 8), np.float32)
+        self.kernel(x, x)
+
+    @leaderboard("checks ran")
+    def test_board(self, set_leaderboard_value=None):
+        set_leaderboard_value(1)
+'''
+
+
+@pytest.fixture
+def with_checks(tmp_path):
+    """`add` with one visible case, no probes, and a check file (fast gradings)."""
+    root = tmp_path / "assignments"
+    folder = root / "add"
+    shutil.copytree(REPO / "assignments" / "add", folder)
+    text = (folder / "spec.toml").read_text()
+    text = text[:text.index("[[cases]]")] + textwrap.dedent('''
+        [[cases]]
+        name = "small"
+        dims = { M = 16, N = 256 }
+        seed = 101
+        points = 2
+
+        [checks]
+        file = "checks.py"
+        limit_s = 60
+        ''')
+    (folder / "spec.toml").write_text(text.replace('probe_cases = ["odd-rows"]\n', ""))
+    (folder / "calibration.json").unlink()
+    (folder / "checks.py").write_text(CHECKS)
+    return root
+
+
+def _grade(root: Path, submission: Path, tmp_path: Path) -> tuple[dict, str]:
+    results = tmp_path / "results.json"
+    proc = run_cli("grade", str(submission), "-a", "add", "--assignments", str(root), "--results", str(results))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    doc = json.loads(results.read_text())
+    assert validate(doc) == []
+    return doc, proc.stdout
+
+
+@pytest.mark.jax
+def test_checks_run_against_the_rebuilt_kernel_and_merge_into_results(with_checks, tmp_path):
+    doc, out = _grade(with_checks, REPO / "solutions" / "add.py", tmp_path)
+    custom = {t["number"]: t for t in doc["tests"] if t.get("extra_data", {}).get("custom_check")}
+    assert (custom["C1"]["score"], custom["C1"]["status"]) == (2.0, "passed")
+    # A shape no graded case has: the kernel call fails, and the message names no case shape.
+    assert (custom["C2"]["score"], custom["C2"]["visibility"]) == (0.0, "hidden")
+    assert "no traced program takes inputs" in custom["C2"]["output"] and "16, 256" not in custom["C2"]["output"]
+    assert doc["leaderboard"] == [{"name": "checks ran", "value": 1.0, "order": "desc"}]
+    assert doc["score"] == 2.0 + 2.0 and "Instructor checks: 1 of 1 passed." in out
+
+    wrong, out = _grade(with_checks, CORPUS / "add" / "wrong_formula.py", tmp_path)
+    c1 = next(t for t in wrong["tests"] if t["number"] == "C1")
+    assert (c1["score"], c1["status"]) == (0.0, "failed")
+    assert "subTest (rung='generic') failed" in c1["output"]
+    assert "subTest (rung='tpu-interpret') failed" in c1["output"]
+    assert "[FAIL] C1 ones plus twos, on both interpreters (0/2)" in out
+
+
+@pytest.mark.jax
+def test_a_kernel_that_raises_fails_the_checks_that_call_it(with_checks, tmp_path):
+    # Clamped by the generic interpreter, an IndexError in TPU interpret mode.
+    doc, _ = _grade(with_checks, CORPUS / "add" / "grid_one_step_too_long.py", tmp_path)
+    c1 = next(t for t in doc["tests"] if t["number"] == "C1")
+    assert (c1["score"], c1["max_score"], c1["status"]) == (0.0, 2.0, "failed")
+    assert "subTest (rung='tpu-interpret') failed: the kernel raised IndexError" in c1["output"]
+    assert "Traceback" not in c1["output"]
+    assert "rung=generic" not in c1["output"]
+    # Nothing traced: every check is still listed, and fails saying why.
+    doc, _ = _grade(with_checks, CORPUS / "add" / "raises_in_kernel.py", tmp_path)
+    c1 = next(t for t in doc["tests"] if t["number"] == "C1")
+    assert (c1["score"], c1["status"]) == (0.0, "failed")
+    assert "did not trace on this graded case's inputs" in c1["output"]

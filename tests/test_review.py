@@ -1,0 +1,325 @@
+"""`review`: reading exports, the stored batch, the site and its CSVs (no JAX),
+then a real class regraded through the CLI, resumed, on a local Dask cluster,
+and its site in a real browser (jax)."""
+import csv
+import io
+import json
+import shutil
+import subprocess
+import textwrap
+import zipfile
+from pathlib import Path
+
+import pytest
+from conftest import CORPUS, REPO, run_cli
+
+from autograder.review import ExportError, batch, read_submissions, site
+from autograder.review.export import Submission, Submitter
+from autograder.review.progress import Progress
+
+METADATA = textwrap.dedent('''\
+    submission_101:
+      :submitters:
+      - :name: Ada Lovelace
+        :sid: '1001'
+        :email: ada@example.edu
+      :created_at: 2026-11-30 10:00:00.000000000 -08:00
+      :score: 2.0
+    submission_102:
+      :submitters:
+      - :name: Alan Turing
+        :sid: '1002'
+        :email: alan@example.edu
+      - :name: "=HYPERLINK(\\"http://x\\")"
+        :sid: '1006'
+        :email: eve@example.edu
+      :score: 2.0
+    submission_103:
+      :submitters:
+      - :name: Grace Hopper
+        :sid: '1003'
+        :email: grace@example.edu
+      :score: 2.0
+    submission_104:
+      :submitters:
+      - :name: "<script>window.hacked = 1</script>"
+        :sid: '1004'
+        :email: edsger@example.edu
+      :score: 1.0
+    submission_105:
+      :submitters:
+      - :name: Barbara Liskov
+        :sid: '1005'
+        :email: barbara@example.edu
+    ''')
+
+
+def _renamed_solution() -> str:
+    """The add solution with every name changed: the same kernel structure."""
+    text = (REPO / "solutions" / "add.py").read_text()
+    for old, new in (("add_kernel", "my_kernel"), ("x_ref", "a_ref"), ("y_ref", "b_ref"),
+                     ("o_ref", "out_ref"), ("BLOCK", "BS")):
+        text = text.replace(old, new)
+    return text
+
+
+def make_export(folder: Path) -> Path:
+    """A Gradescope export: metadata and five submission folders."""
+    files = {"submission_101": (REPO / "solutions" / "add.py").read_text(),
+             "submission_102": _renamed_solution(),
+             "submission_103": (CORPUS / "add" / "wrong_formula.py").read_text(),
+             "submission_104": (CORPUS / "add" / "grid_one_step_too_long.py").read_text(),
+             "submission_105": (CORPUS / "add" / "syntax_error.py").read_text()}
+    for name, text in files.items():
+        (folder / name).mkdir(parents=True)
+        (folder / name / "add.py").write_text(text)
+    (folder / "submission_metadata.yml").write_text(METADATA)
+    return folder
+
+
+# --- without JAX ----------------------------------------------------------------------------
+
+def test_a_gradescope_export_is_read_with_its_ruby_symbol_keys(tmp_path):
+    subs = read_submissions(make_export(tmp_path / "export"), tmp_path / "unpacked")
+    assert [s.id for s in subs] == [f"submission_10{i}" for i in range(1, 6)]
+    assert subs[0].submitters == (Submitter("Ada Lovelace", "ada@example.edu", "1001"),)
+    assert subs[0].created_at.startswith("2026-11-30") and subs[0].gradescope_score == 2.0
+    assert [s.name for s in subs[1].submitters] == ["Alan Turing", '=HYPERLINK("http://x")']
+    assert subs[4].gradescope_score is None
+
+
+def test_an_export_zip_with_its_top_folder_and_a_plain_folder_of_folders(tmp_path):
+    export = make_export(tmp_path / "assignment_7_export")
+    zpath = tmp_path / "export.zip"
+    with zipfile.ZipFile(zpath, "w") as zf:
+        for p in export.rglob("*"):
+            zf.write(p, p.relative_to(tmp_path))
+    subs = read_submissions(zpath, tmp_path / "unpacked")
+    assert len(subs) == 5 and subs[2].submitters[0].name == "Grace Hopper"
+    plain = tmp_path / "plain"
+    for i in (1, 2):
+        (plain / f"student{i}").mkdir(parents=True)
+        (plain / f"student{i}" / "add.py").write_text("x = 1\n")
+    assert [(s.id, s.submitters) for s in read_submissions(plain, tmp_path / "u2")] == \
+        [("student1", ()), ("student2", ())]
+
+
+def test_a_zip_member_outside_the_export_and_bad_metadata_are_refused(tmp_path):
+    zpath = tmp_path / "evil.zip"
+    with zipfile.ZipFile(zpath, "w") as zf:
+        zf.writestr("../../escaped.py", "x = 1\n")
+    with pytest.raises(ExportError, match="would be written outside the export"):
+        read_submissions(zpath, tmp_path / "unpacked")
+    assert not (tmp_path / "escaped.py").exists()
+    bad = tmp_path / "bad"
+    (bad / "submission_1").mkdir(parents=True)
+    (bad / "submission_metadata.yml").write_text("- just\n- a list\n")
+    with pytest.raises(ExportError, match="must map submission ids"):
+        read_submissions(bad, tmp_path / "u")
+
+
+def _graded(sid: str, score: float, tests: list[dict], fp: str = "", status: str = "graded") -> batch.Graded:
+    doc = {"score": score, "output": "summary **bold** <b>raw</b>", "tests": tests,
+           "extra_data": {"run_key": 42, "fingerprint": fp}}
+    return batch.Graded(f"k{sid}", sid, status, 3.5, doc, "grader said hi", "Traceback: boom", 0)
+
+
+def _test(number: str, score: float, max_score: float, finding: str = "", rung: str = "",
+          visibility: str = "visible") -> dict:
+    return {"number": number, "name": f"test {number}", "score": score, "max_score": max_score,
+            "status": "passed" if score >= max_score else "failed", "tags": [finding] if finding else [],
+            "output": f"output of {number}", "visibility": visibility,
+            "extra_data": {"finding": finding, "rung": rung} if finding else {}}
+
+
+def _rows(tmp_path):
+    subs = [Submission(f"s{i}", tmp_path, (Submitter(name, f"{i}@x.edu", str(i)),), gs)
+            for i, (name, gs) in enumerate([("Ann", 4.0), ("=cmd|' /C calc'!A0", 2.0), ("Cy", None),
+                                            ("<img src=x onerror=alert(1)>", 4.0)])]
+    graded = [_graded("s0", 4.0, [_test("1.1", 2, 2), _test("1.2", 2, 2)], "fpA"),
+              _graded("s1", 1.0, [_test("1.1", 1, 2, "wrong-result", "generic"),
+                                  _test("1.2", 0, 2, "out-of-bounds", "tpu-interpret"),
+                                  _test("P1", 0, 1, "out-of-bounds", "static", "hidden")], "fpB"),
+              None,
+              _graded("s3", 4.0, [_test("1.1", 2, 2), _test("1.2", 2, 2)], "fpA")]
+    return [site.row(s, g) for s, g in zip(subs, graded)]
+
+
+def test_rows_know_the_primary_finding_the_first_rung_and_a_score_that_differs(tmp_path):
+    rows = _rows(tmp_path)
+    assert [r.status for r in rows] == ["graded", "graded", "not graded", "graded"]
+    assert rows[1].primary == "out-of-bounds" and rows[1].first_rung == "static"
+    assert [r.differs for r in rows] == [False, True, False, False]
+    assert site.clusters(rows) == [{"fingerprint": "fpA", "size": 2, "members": [
+        {"id": "s0", "names": "Ann", "page": "s/s0.html", "score": 4.0},
+        {"id": "s3", "names": "<img src=x onerror=alert(1)>", "page": "s/s3.html", "score": 4.0}]}]
+    assert [(f["id"], f["count"]) for f in site.finding_chart(rows)] == [("out-of-bounds", 1), ("wrong-result", 1)]
+    hist = site.histogram(rows)
+    assert [b["count"] for b in hist["bars"]] == [0, 0, 1, 0, 0, 0, 0, 0, 2, 0]
+
+
+def test_the_site_escapes_names_and_feedback_and_the_csv_escapes_formulas(tmp_path):
+    rows = _rows(tmp_path)
+    out = tmp_path / "site"
+    written = site.write(rows, out, "Add", "add")
+    assert {p.name for p in written} == {"index.html", "s0.html", "s1.html", "s2.html", "s3.html",
+                                         "grades.csv", "findings.csv"}
+    index = (out / "index.html").read_text()
+    assert "<img src=x" not in index and "&lt;img src=x onerror=alert(1)&gt;" in index
+    page = (out / "s" / "s1.html").read_text()
+    assert "<strong>bold</strong>" in page and "<b>raw</b>" not in page and "&lt;b&gt;raw&lt;/b&gt;" in page
+    staff = page[page.index('id="staff"'):]
+    assert "test P1" in staff and "test P1" not in page[:page.index('id="staff"')]
+    assert "--run-key 42" in staff and "Traceback: boom" in staff and "grader said hi" in staff
+    grades = list(csv.reader(io.StringIO((out / "grades.csv").read_text())))
+    assert grades[0] == ["name", "email", "sid", "submission_id", "score", "max_score", "gradescope_score",
+                         "status"]
+    assert grades[2][0] == "'=cmd|' /C calc'!A0" and grades[3][4:] == ["", "", "", "not graded"]
+    findings = list(csv.reader(io.StringIO((out / "findings.csv").read_text())))
+    assert findings[1:] == [["s1", "1.1", "test 1.1", "wrong-result", "generic", "1"],
+                            ["s1", "1.2", "test 1.2", "out-of-bounds", "tpu-interpret", "2"],
+                            ["s1", "P1", "test P1", "out-of-bounds", "static", "1"]]
+
+
+def test_stored_gradings_are_keyed_by_content_spec_and_grader(tmp_path):
+    folder = tmp_path / "sub"
+    folder.mkdir()
+    (folder / "add.py").write_text("a = 1\n")
+    sub = Submission("s", folder)
+    key = batch.job_key(sub, "spec1", "grader1")
+    assert key == batch.job_key(sub, "spec1", "grader1")
+    assert len({key, batch.job_key(sub, "spec2", "grader1"), batch.job_key(sub, "spec1", "grader2")}) == 3
+    (folder / "add.py").write_text("a = 2\n")
+    assert batch.job_key(sub, "spec1", "grader1") != key
+    store = batch.Store(tmp_path / "store")
+    g = _graded("s", 1.0, [])
+    store.put(g)
+    assert store.get(g.key) == g and store.get("nope") is None
+    (tmp_path / "store" / "broken.json").write_text("{")
+    assert store.get("broken") is None and batch.default_jobs() >= 1
+
+
+def test_progress_prints_plain_lines_off_a_terminal():
+    out = io.StringIO()
+    p = Progress(4, cached=1, stream=out)
+    p.update("a", True)
+    p.update("b", False)
+    lines = out.getvalue().splitlines()
+    assert lines[0].startswith("graded a: 1 graded, 0 failed, 2 remaining, 1 stored")
+    assert lines[1].startswith("FAILED b: 1 graded, 1 failed, 1 remaining, 1 stored") and "ETA" in lines[1]
+
+
+# --- real gradings (jax) --------------------------------------------------------------------
+
+@pytest.fixture
+def quick_add(tmp_path):
+    """`add` with one visible and one secret case and no probes: 4 points a submission."""
+    root = tmp_path / "assignments"
+    folder = root / "add"
+    shutil.copytree(REPO / "assignments" / "add", folder)
+    text = (folder / "spec.toml").read_text()
+    text = text[:text.index("[[cases]]")] + '[[cases]]\nname = "small"\ndims = { M = 16, N = 256 }\n' \
+        'seed = 101\npoints = 2\n\n[[cases]]\nname = "hidden-wide"\ndims = { M = 40, N = 640 }\n' \
+        'seed = 303\npoints = 2\nsecret = true\n'
+    (folder / "spec.toml").write_text(text.replace('probe_cases = ["odd-rows"]\n', ""))
+    (folder / "calibration.json").unlink()
+    return root
+
+
+def _review(export: Path, root: Path, out: Path, *extra: str) -> subprocess.CompletedProcess:
+    proc = run_cli("review", str(export), "-a", "add", "--assignments", str(root), "-o", str(out), *extra)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return proc
+
+
+def _scores(out: Path) -> dict[str, str]:
+    rows = list(csv.DictReader(io.StringIO((out / "grades.csv").read_text())))
+    return {r["submission_id"]: (r["score"], r["status"]) for r in rows}
+
+
+EXPECTED = {"submission_101": ("4", "graded"), "submission_102": ("4", "graded"),
+            "submission_103": ("0", "graded"), "submission_104": ("2", "graded"),
+            "submission_105": ("0", "graded")}
+
+
+@pytest.mark.jax
+def test_a_class_is_regraded_resumed_and_clustered(quick_add, tmp_path):
+    export, out = make_export(tmp_path / "export"), tmp_path / "site"
+    first = _review(export, quick_add, out, "--jobs", "2")
+    assert "5 graded now, 0 unchanged" in first.stdout and "graded submission_101" in first.stderr
+    assert _scores(out) == EXPECTED
+    index = (out / "index.html").read_text()
+    # The two solutions (one with every name changed) are one structural cluster.
+    cluster = index[index.index('id="clusters"'):index.index('id="submissions"')]
+    assert "2 submissions" in cluster and "Ada Lovelace" in cluster and "Alan Turing" in cluster
+    findings = list(csv.DictReader(io.StringIO((out / "findings.csv").read_text())))
+    assert {(f["submission_id"], f["finding"]) for f in findings} == {
+        ("submission_103", "wrong-result"), ("submission_104", "out-of-bounds"),
+        ("submission_105", "submission-error")}
+    page = (out / "s" / "submission_104.html").read_text()
+    key = json.loads(next((out / ".review-cache").glob("*.json")).read_text())["results"]["extra_data"]["run_key"]
+    assert isinstance(key, int) and "--run-key " in page and "Out-of-bounds access" in page
+    # The secret case is for the staff only: its name (and the command that replays
+    # it) is in the staff's report, never in what the student saw.
+    seen, staff = page.split('id="staff"')
+    assert "hidden-wide" not in seen and "--case hidden-wide --rung tpu-interpret" in staff
+    _browse(out)
+    # Resumed: nothing changed, nothing regraded; one changed file, one grading.
+    again = _review(export, quick_add, out)
+    assert "0 graded now, 5 unchanged" in again.stdout
+    (export / "submission_103" / "add.py").write_text((REPO / "solutions" / "add.py").read_text())
+    changed = _review(export, quick_add, out)
+    assert "1 graded now, 4 unchanged" in changed.stdout and _scores(out)["submission_103"] == ("4", "graded")
+
+
+@pytest.mark.jax
+def test_a_grading_that_hangs_is_recorded_and_the_batch_goes_on(quick_add, tmp_path):
+    export = tmp_path / "export"
+    (export / "fine").mkdir(parents=True)
+    shutil.copy(REPO / "solutions" / "add.py", export / "fine" / "add.py")
+    # Sleeps at import for longer than the grading's limit (the spec allows 120 s to import).
+    (export / "slow").mkdir()
+    (export / "slow" / "add.py").write_text("import time\ntime.sleep(600)\n\n\ndef add(x, y):\n    return x\n")
+    proc = _review(export, quick_add, tmp_path / "site", "--timeout", "45")
+    assert "1 failed" in proc.stdout
+    assert _scores(tmp_path / "site") == {"fine": ("4", "graded"), "slow": ("", "timeout")}
+
+
+@pytest.mark.jax
+def test_the_same_gradings_on_a_local_dask_cluster_of_two_workers(quick_add, tmp_path):
+    distributed = pytest.importorskip("distributed", reason="the [dask] extra is not installed")
+    export, out = make_export(tmp_path / "export"), tmp_path / "site"
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  dashboard_address=None) as cluster:
+        proc = _review(export, quick_add, out, "--dask", cluster.scheduler_address)
+    assert "5 graded now" in proc.stdout and _scores(out) == EXPECTED
+
+
+def _browse(out: Path) -> None:
+    """The site in a real browser (Debian's Chromium through Playwright), from file://."""
+    from test_html import _chromium
+    chromium = _chromium()
+    sync_api = pytest.importorskip("playwright.sync_api", reason="the test extras (playwright) are not installed")
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=chromium, args=["--no-sandbox"])
+        page = browser.new_page()
+        errors = []
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.on("request", lambda r: errors.append(f"request {r.url}") if not r.url.startswith("file:") else None)
+        page.goto((out / "index.html").as_uri())
+        assert page.locator("#histogram rect").count() == 10 and page.locator("#findings rect").count() == 3
+        assert page.evaluate("window.hacked") is None          # a name is text, never markup
+        page.locator("#table th", has_text="Score").click()
+        scores = page.locator("#table tbody tr td:nth-child(3)").all_inner_texts()
+        assert [s.split(" /")[0] for s in scores] == ["0", "0", "2", "4", "4"]
+        page.locator("#table th", has_text="Score").click()
+        first = page.locator("#table tbody tr td:nth-child(3)").all_inner_texts()[0]
+        assert first.split(" /")[0] == "4"
+        page.fill("#filter", "out-of-bounds")
+        visible = page.locator("#table tbody tr:visible td:first-child").all_inner_texts()
+        assert visible == ["<script>window.hacked = 1</script>"]
+        page.fill("#filter", "")
+        page.locator("#table a", has_text="Grace Hopper").click()
+        assert "What the student saw" in page.content() and page.locator("h3.fail").count() >= 1
+        browser.close()
+    assert errors == []
