@@ -147,16 +147,45 @@ def _exposure_row(a: Assignment) -> Row:
                 need = 3 if axis in reduction else 2
                 if n < need:
                     short.append(f"{run.case.name}: grid axis {axis} has {n} block(s), needs >= {need}")
+        short += _repeated_blocks(a, run.case, calls)
         if run.case.partial_edge_block:
             partial.append(run.case.name)
             if not any(op.get("partial_count", 0) for call in calls for op in call.get("operands", [])):
                 short.append(f"{run.case.name}: the spec claims a partial edge block, but the solution's "
                              "blocks divide every array")
-    detail = "every grid axis has >= 2 blocks (>= 3 on a reduction axis) on every case"
+    detail = ("every grid axis has >= 2 blocks (>= 3 on a reduction axis) on every case; no input "
+              "repeats a block")
     if partial:
         detail += f"; a partial edge block where claimed ({len(partial)} case{'s' if len(partial) > 1 else ''})"
     return Row("every case exposes tiling bugs", not short,
                "; ".join(short[:4]) if short else detail + ", for the solution's tiling")
+
+
+def _repeated_blocks(a: Assignment, case, calls: list[dict]) -> list[str]:
+    """Non-periodic data: no two of an input's blocks (the solution's tiling) are
+    equal, or a kernel that reads the wrong block could still pass."""
+    ops = [op for call in calls for op in call.get("operands", []) if not op.get("is_output")]
+    found = []
+    for value in inputs.make(a, case):
+        if value.kind != "array":
+            continue
+        arr = np.asarray(value.array)
+        op = next((o for o in ops if tuple(o.get("array_shape", ())) == arr.shape), None)
+        if op is None or len(op.get("block_shape", ())) != arr.ndim:
+            continue
+        block = [max(int(b), 1) for b in op["block_shape"]]
+        counts = [s // b for s, b in zip(arr.shape, block)]
+        if int(np.prod(counts)) < 2 or int(np.prod(counts)) > 4096:
+            continue
+        seen = set()
+        for at in np.ndindex(*counts):
+            piece = arr[tuple(slice(i * b, (i + 1) * b) for i, b in zip(at, block))].tobytes()
+            if piece in seen:
+                found.append(f"{case.name}: input {value.name} repeats a {tuple(block)} block (periodic data "
+                             "lets a kernel that reads the wrong block pass)")
+                break
+            seen.add(piece)
+    return found
 
 
 def _corpus_rows(a: Assignment) -> list[Row]:

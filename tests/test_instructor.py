@@ -84,3 +84,19 @@ def test_every_bundled_assignment_passes_the_quick_check_and_builds(slug, tmp_pa
     assert not any("/corpus/" in n for n in names), "the corpus is the instructor's, not the grader's"
     if spec.find(slug).checks is not None:
         assert f"assignments/{slug}/checks.py" in names     # the custom checks run on Gradescope
+
+
+def test_check_finds_input_data_that_repeats_a_block():
+    """Non-periodic data: random inputs never repeat one of the solution's blocks;
+    integers drawn with a scale that rounds to zero do, and `check` says which input."""
+    from dataclasses import replace
+
+    from autograder import check
+    a = spec.find("add")
+    calls = [{"operands": [{"is_output": False, "array_shape": [16, 256], "block_shape": [8, 128]},
+                           {"is_output": True, "array_shape": [16, 256], "block_shape": [8, 128]}]}]
+    assert check._repeated_blocks(a, a.cases[0], calls) == []
+    coarse = replace(a, inputs=tuple(replace(i, dtype="int32", scale=0.001) for i in a.inputs))
+    assert check._repeated_blocks(coarse, a.cases[0], calls) == [
+        f"small: input {name} repeats a (8, 128) block (periodic data lets a kernel that reads the wrong "
+        "block pass)" for name in ("x", "y")]
