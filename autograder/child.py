@@ -73,6 +73,9 @@ def _analysis(name: str, traced, arrays) -> dict:
         return analysis.vmem_budget(traced)
     if name == "structure":
         return analysis.structure(traced)
+    if name.startswith("speed:"):
+        from .pallas_surface import cost
+        return cost.speed_facts(traced, name.split(":", 1)[1])
     raise ValueError(f"unknown analysis {name!r}")
 
 

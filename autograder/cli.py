@@ -78,6 +78,17 @@ def _parser() -> argparse.ArgumentParser:
                    "Gradescope timeout + 60)")
     r.add_argument("--assignments", type=Path, help="folder of assignment folders (default: bundled)")
 
+    e = sub.add_parser("estimate", help="estimate a kernel's time on a TPU from its schedule, on CPU "
+                       "(an estimate, not a measurement)")
+    e.add_argument("submission", type=Path, help="a .py or .ipynb file, or a folder")
+    e.add_argument("--assignment", "-a", required=True, help="assignment slug (see `list`)")
+    e.add_argument("--chip", default="v5e", help="TPU chip (v4, v5e, v5p, v6e; default v5e)")
+    e.add_argument("--size", help="dimension sizes, e.g. M=4096,K=4096,N=4096 (default: the spec's "
+                   "production size, else its largest case)")
+    e.add_argument("--dtype", help="input dtype (default: the production size's, else the case's)")
+    e.add_argument("--json", action="store_true", help="print one JSON object")
+    e.add_argument("--assignments", type=Path, help="folder of assignment folders (default: bundled)")
+
     n = sub.add_parser("new", help="scaffold a new assignment: spec, reference, README, corpus, solution")
     n.add_argument("slug", help="a Python identifier: the folder, entry file and function name")
     n.add_argument("--like", help="copy this existing assignment's spec instead of the template")
@@ -121,6 +132,28 @@ def main(argv: list[str] | None = None) -> int:
         return 0
 
 
+def _estimate(args, parser: argparse.ArgumentParser) -> int:
+    import json
+
+    from . import estimate, speed
+    assignment = _assignment(args.assignment, args.assignments, parser)
+    try:
+        size = estimate.parse_size(args.size) if args.size else None
+        result, why, case = estimate.run(assignment, args.submission, args.chip, size, args.dtype)
+    except estimate.EstimateError as e:
+        parser.exit(1, f"pallas-autograder estimate: {e}\n")
+    if result is None:
+        parser.exit(1, f"pallas-autograder estimate: no estimate: {why}\n")
+    where = {"dims": dict(case.dims), "dtype": case.dtype}
+    if args.json:
+        print(json.dumps({**result.to_json(), **where}))
+    else:
+        dims = ", ".join(f"{k}={v}" for k, v in case.dims)
+        print(f"{assignment.entry_function} at {dims}, {case.dtype}:")
+        print(speed.text(result))
+    return 0
+
+
 def _main(argv: list[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
@@ -147,6 +180,8 @@ def _main(argv: list[str] | None = None) -> int:
                                                             args.dask, args.force, args.timeout))
         except ExportError as e:
             parser.exit(1, f"pallas-autograder review: {e}\n")
+    if args.verb == "estimate":
+        return _estimate(args, parser)
     if args.verb == "calibrate":
         from . import calibrate
         assignment = _assignment(args.slug, args.assignments, parser)

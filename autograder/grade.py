@@ -117,11 +117,13 @@ def make_plan(assignment: Assignment, options: GradeOptions, timing: calibration
                           with_probes=not (options.cases or options.rungs), limit=timing.limit)
 
 
-def grade(assignment: Assignment, submission_path: Path, options: GradeOptions = GradeOptions()) -> Report:
+def grade(assignment: Assignment, submission_path: Path, options: GradeOptions = GradeOptions(),
+          plan: Plan | None = None) -> Report:
+    """``plan``: run these runs instead of the grading's own (`estimate` runs one analysis)."""
     with confinement.student_slot() as slot:
         confinement.make_reachable(slot.student)
         confinement.make_reachable(slot.grader)
-        report = _grade_as(slot, assignment, submission_path, options)
+        report = _grade_as(slot, assignment, submission_path, options, plan)
         report.student_uid = slot.student.uid
         return report
 
@@ -132,12 +134,12 @@ def _timing(assignment: Assignment, options: GradeOptions) -> calibration.Timing
 
 
 def _grade_as(slot: confinement.Slot, assignment: Assignment, submission_path: Path,
-              options: GradeOptions) -> Report:
+              options: GradeOptions, plan: Plan | None = None) -> Report:
     t0 = time.monotonic()
     # The children run in their own working directories: a relative path would not resolve there.
     submission_path = Path(submission_path).absolute()
     timing = _timing(assignment, options)
-    plan = make_plan(assignment, options, timing)
+    plan = plan or make_plan(assignment, options, timing)
     confinement.guard_grader()
     notes = [slot.student.note] if slot.student.note else []
     workdir = Path(tempfile.mkdtemp(prefix="pallas-grade-"))

@@ -283,3 +283,12 @@ def _add_variant(b: _Builder, probe: "Probe", case: Case, v: Variant) -> None:
     draw, stress = _variant_draw(b, case, v)
     b.add(Run(0, case, v.rung, draw, v.analysis, v.params, v.fill, v.record, v.races, v.capture,
               v.in_order, probe.name, v.name, stress), ask=(probe.name, case.name, v.name))
+
+
+def analysis_plan(assignment: Assignment, case: Case, analysis: str) -> Plan:
+    """One static analysis of the submission traced on ``case``'s shapes only
+    (abstract: no data), and nothing else (the `estimate` verb)."""
+    b = _Builder(assignment, 0, lambda run: assignment.limits.case_s)
+    draw = b.draw(case, inputs.PROBE_STREAM, abstract=True)
+    b.add(Run(0, case, "static", draw, analysis, probe="estimate", variant=analysis))
+    return Plan(assignment, 0, (case,), (), (), tuple(b.runs), tuple(b.draws.values()))

@@ -68,7 +68,8 @@ class Row:
 
     @property
     def first_rung(self) -> str:
-        rungs = [lost.rung for lost in self.lost if lost.rung in RUNG_ORDER]
+        """The earliest rung that caught a bug (a file that cannot be graded caught none)."""
+        rungs = [lost.rung for lost in self.lost if lost.rung in RUNG_ORDER and lost.finding != "submission-error"]
         return min(rungs, key=RUNG_ORDER.index) if rungs else ""
 
     @property
