@@ -83,3 +83,15 @@ def fresh_root(install: Path, base: Path) -> Path:
     (root / "source" / ".venv").symlink_to(install / "source" / ".venv")
     (root / "results").mkdir()
     return root
+
+
+def trimmed_add(root: Path, cases: str, extra: str = "") -> Path:
+    """A copy of `add` under ``root`` with only the given [[cases]] TOML, no
+    probes and no calibration (fast real gradings), plus ``extra`` tables."""
+    folder = root / "add"
+    shutil.copytree(REPO / "assignments" / "add", folder)
+    text = (folder / "spec.toml").read_text()
+    text = text[:text.index("[[cases]]")] + cases + extra
+    (folder / "spec.toml").write_text(text.replace('probe_cases = ["odd-rows"]\n', ""))
+    (folder / "calibration.json").unlink()
+    return folder

@@ -7,7 +7,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from conftest import CORPUS, REPO, run_cli
+from conftest import CORPUS, REPO, run_cli, trimmed_add
 from gradescope_utils.autograder_utils.json_test_runner import JSONTestRunner
 
 from autograder import check_suite, custom_checks, spec
@@ -209,25 +209,15 @@ class AddChecks(KernelTestCase):
 @pytest.fixture
 def with_checks(tmp_path):
     """`add` with one visible case, no probes, and a check file (fast gradings)."""
-    root = tmp_path / "assignments"
-    folder = root / "add"
-    shutil.copytree(REPO / "assignments" / "add", folder)
-    text = (folder / "spec.toml").read_text()
-    text = text[:text.index("[[cases]]")] + textwrap.dedent('''
+    folder = trimmed_add(tmp_path / "assignments", textwrap.dedent('''
         [[cases]]
         name = "small"
         dims = { M = 16, N = 256 }
         seed = 101
         points = 2
-
-        [checks]
-        file = "checks.py"
-        limit_s = 60
-        ''')
-    (folder / "spec.toml").write_text(text.replace('probe_cases = ["odd-rows"]\n', ""))
-    (folder / "calibration.json").unlink()
+        '''), '\n[checks]\nfile = "checks.py"\nlimit_s = 60\n')
     (folder / "checks.py").write_text(CHECKS)
-    return root
+    return folder.parent
 
 
 def _grade(root: Path, submission: Path, tmp_path: Path) -> tuple[dict, str]:

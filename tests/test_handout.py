@@ -6,7 +6,7 @@ import re
 import pytest
 from conftest import REPO, run_cli
 
-from autograder import check, container, notebook, spec, starter
+from autograder import notebook, spec, starter
 
 pytestmark = pytest.mark.jax
 
@@ -77,10 +77,6 @@ def test_new_then_check_passes_end_to_end(tmp_path):
         assert claim in proc.stdout
     assert "9 of 9 hold" in proc.stdout
     assert "estimated (not measured: --estimate-container)" in proc.stdout
-    # Measured in the emulated container where this machine allows it (as root).
-    if container.available() is None:
-        row = check._container_row(spec.load(root / "relu"))
-        assert row.ok and row.detail.startswith("measured: ") and "of 768 MB" in row.detail, row
     # A solution that is wrong: build's self-test grades it from the zip and refuses.
     solution = tmp_path / "solutions" / "relu.py"
     solution.write_text(solution.read_text().replace("jnp.maximum(x_ref[...], 0.0)", "x_ref[...]"))

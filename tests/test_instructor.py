@@ -3,7 +3,7 @@ and `build` refusing an assignment that cannot grade (through the real CLI)."""
 import shutil
 
 import pytest
-from conftest import REPO, run_cli
+from conftest import REPO, run_cli, trimmed_add
 
 from autograder import scaffold, spec
 from autograder.spec import reference_page
@@ -100,3 +100,19 @@ def test_check_finds_input_data_that_repeats_a_block():
     assert check._repeated_blocks(coarse, a.cases[0], calls) == [
         f"small: input {name} repeats a (8, 128) block (periodic data lets a kernel that reads the wrong "
         "block pass)" for name in ("x", "y")]
+
+
+@pytest.mark.jax
+def test_check_measures_the_grading_in_gradescopes_default_container(tmp_path):
+    """Where cgroups can be written (as root), `check` grades the solution again at
+    half a CPU and 768 MB and reports what it measured."""
+    from autograder import check, container
+    if container.available() is not None:
+        pytest.skip(f"no emulated container here: {container.available()}")
+    folder = trimmed_add(tmp_path / "assignments", '[[cases]]\nname = "small"\ndims = { M = 16, N = 256 }\n'
+                         'seed = 101\npoints = 2\n')
+    (tmp_path / "solutions").mkdir()
+    shutil.copy(REPO / "solutions" / "add.py", tmp_path / "solutions" / "add.py")
+    row = check._container_row(spec.load(folder))
+    assert row.ok and row.detail.startswith("measured: ") and "at 0.5 CPU, peak" in row.detail, row
+    assert "of 768 MB; budget 540 s" in row.detail and row.seconds > 0
