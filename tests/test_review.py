@@ -295,17 +295,24 @@ def test_the_same_gradings_on_a_local_dask_cluster_of_two_workers(quick_add, tmp
 
 
 def _browse(out: Path) -> None:
-    """The site in a real browser (Debian's Chromium through Playwright), from file://."""
+    """The site in a real browser (Debian's Chromium through Playwright), from
+    file://: every page loads without a console error or a request off the disk;
+    the table sorts and filters; a screenshot is saved."""
     from test_html import _chromium
     chromium = _chromium()
     sync_api = pytest.importorskip("playwright.sync_api", reason="the test extras (playwright) are not installed")
     with sync_api.sync_playwright() as p:
         browser = p.chromium.launch(executable_path=chromium, args=["--no-sandbox"])
-        page = browser.new_page()
+        page = browser.new_page(viewport={"width": 1200, "height": 900})
         errors = []
+        page.on("console", lambda m: errors.append(m.text) if m.type in ("error", "warning") else None)
         page.on("pageerror", lambda e: errors.append(str(e)))
         page.on("request", lambda r: errors.append(f"request {r.url}") if not r.url.startswith("file:") else None)
+        for sub in sorted((out / "s").glob("*.html")):
+            page.goto(sub.as_uri())
+            assert "What the student saw" in page.content() and page.locator("#staff").count() == 1
         page.goto((out / "index.html").as_uri())
+        page.screenshot(path=str(out / "screenshot.png"), full_page=True)
         assert page.locator("#histogram rect").count() == 10 and page.locator("#findings rect").count() == 3
         assert page.evaluate("window.hacked") is None          # a name is text, never markup
         page.locator("#table th", has_text="Score").click()
@@ -322,3 +329,5 @@ def _browse(out: Path) -> None:
         assert "What the student saw" in page.content() and page.locator("h3.fail").count() >= 1
         browser.close()
     assert errors == []
+    assert (out / "screenshot.png").stat().st_size > 10_000
+    print(f"screenshot: {out / 'screenshot.png'}")

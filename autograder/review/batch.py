@@ -18,6 +18,7 @@ import shutil
 import signal
 import subprocess
 import tempfile
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import asdict, dataclass
@@ -30,6 +31,8 @@ from ..spec import Assignment
 from .export import Submission
 
 GRADING_MB = 512            # what one grading needs (the design notes: about 0.5 GB)
+_RUNNING: set = set()       # gradings in progress here (killed when the batch is interrupted)
+_LOCK = threading.Lock()
 TAIL = 20_000               # characters of a grading's stdout/stderr kept
 Status = Literal["graded", "crashed", "timeout"]
 
@@ -101,13 +104,18 @@ def grade_one(job: Job) -> Graded:
         t0 = time.monotonic()
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
                                 start_new_session=True)
+        with _LOCK:
+            _RUNNING.add(proc)
         try:
             out, err = proc.communicate(timeout=job.timeout_s)
             status: Status = "graded" if proc.returncode == 0 else "crashed"
         except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
+            _kill(proc)
             out, err = proc.communicate()
             status = "timeout"
+        finally:
+            with _LOCK:
+                _RUNNING.discard(proc)
         seconds = time.monotonic() - t0
         try:
             results = json.loads((root / "results" / "results.json").read_text(encoding="utf-8"))
@@ -121,6 +129,20 @@ def grade_one(job: Job) -> Graded:
                       out[-TAIL:], err[-TAIL:], proc.returncode, staff)
     finally:
         shutil.rmtree(root, ignore_errors=True)
+
+
+def _kill(proc: subprocess.Popen) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
+def stop_running() -> None:
+    """Kill every grading in progress (an interrupted batch: what is stored stays)."""
+    with _LOCK:
+        for proc in list(_RUNNING):
+            _kill(proc)
 
 
 class Store:
@@ -153,9 +175,16 @@ def default_jobs() -> int:
 
 
 def run_local(jobs: list[Job], workers: int, done: Callable[[Graded], None]) -> None:
-    with ThreadPoolExecutor(max_workers=workers) as pool:
+    pool = ThreadPoolExecutor(max_workers=workers)
+    try:
         for future in as_completed([pool.submit(grade_one, j) for j in jobs]):
             done(future.result())
+    except BaseException:
+        # Interrupted (Ctrl-C): nothing more starts, what runs is stopped, what is stored stays.
+        pool.shutdown(wait=False, cancel_futures=True)
+        stop_running()
+        raise
+    pool.shutdown()
 
 
 def run_dask(jobs: list[Job], address: str, done: Callable[[Graded], None]) -> None:

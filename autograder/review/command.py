@@ -79,7 +79,13 @@ def main(a: Assignment, opts: Options) -> int:
     except ImportError as e:
         raise SystemExit(f"pallas-autograder review: needs the [review] extra ({e.name} is missing): "
                          "pip install 'pallas-autograder[review]'") from None
-    summary = run(a, opts)
+    try:
+        summary = run(a, opts)
+    except KeyboardInterrupt:
+        stored = len(list((opts.output / CACHE).glob("*.json")))
+        print(f"pallas-autograder review: interrupted; {stored} gradings are stored in {opts.output / CACHE}: "
+              "run the same command again to continue", file=sys.stderr)
+        return 130
     print(f"{summary.graded} graded now, {summary.stored} unchanged since the last run, "
           f"{summary.failed} failed; open {summary.index}", file=sys.stdout)
     return 0
