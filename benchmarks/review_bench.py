@@ -34,7 +34,7 @@ CORPUS = REPO / "tests" / "corpus" / "add"
 HOSTILE = REPO / "tests" / "hostile" / "attacks"
 RENAMES = (("add_kernel", "k"), ("x_ref", "a"), ("y_ref", "b"), ("o_ref", "c"), ("BLOCK", "TILE"))
 BLOCKS = ((16, 128), (8, 256), (32, 128), (8, 384), (40, 128), (8, 640), (16, 256), (24, 128),
-          (8, 512), (64, 128), (16, 384), (48, 128))
+          (8, 512), (64, 128), (16, 384), (48, 128), (32, 256))
 HOSTILE_PICK = ("deep_expression.py", "exit_at_import.py", "forge_events.py", "lying_output_object.py",
                 "nan_wildcard.py", "fallback_to_jnp.py")
 
@@ -56,13 +56,16 @@ def make_class(export: Path) -> dict[str, str]:
 
     solution = (REPO / "solutions" / "add.py").read_text()
     wrong = (CORPUS / "wrong_formula.py").read_text()
-    for p in sorted(CORPUS.iterdir()):
-        if p.suffix in (".py", ".ipynb"):
-            put(f"corpus_{p.stem}", p.read_bytes(), f"corpus {p.name}", "add.py" if p.suffix == ".py" else p.name)
+    # The corpus's Colab notebook holds the solution's kernel: it would make a third,
+    # legitimate member of pair A, so it stays out of a class meant to hold exactly two pairs.
+    for p in sorted(CORPUS.glob("*.py")):
+        put(f"corpus_{p.stem}", p.read_bytes(), f"corpus {p.name}")
     put("solution", solution, "the solution")
     put("pair_a_renamed_solution", _renamed(solution), "pair A: the solution renamed")
-    put("pair_b_renamed_wrong", _renamed(wrong, (("kernel", "body"), ("x_ref", "p"), ("y_ref", "q"),
-                                                 ("o_ref", "r"), ("spec", "bs"))), "pair B: wrong_formula renamed")
+    pair_b = (("def kernel(", "def body("), ("pallas_call(kernel", "pallas_call(body"), ("x_ref", "p"),
+              ("y_ref", "q"), ("o_ref", "r"), ("spec = ", "bs = "), ("[spec, spec]", "[bs, bs]"),
+              ("out_specs=spec", "out_specs=bs"))
+    put("pair_b_renamed_wrong", _renamed(wrong, pair_b), "pair B: wrong_formula renamed")
     for bm, bn in BLOCKS:
         put(f"blocks_{bm}x{bn}", solution.replace("BLOCK = (8, 128)", f"BLOCK = ({bm}, {bn})"),
             f"solution with ({bm}, {bn}) blocks")
@@ -83,9 +86,11 @@ def review(export: Path, site: Path, *extra: str) -> tuple[float, str]:
 
 
 def interrupted(export: Path, site: Path) -> dict:
+    # A background job of a non-interactive shell starts with SIGINT ignored: restore it,
+    # as a terminal's Ctrl-C would find it.
     proc = subprocess.Popen([sys.executable, "-m", "autograder", "review", str(export), "-a", "add", "-o",
                              str(site), "--jobs", "2"], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
+                            text=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     cache = site / ".review-cache"
     while len(list(cache.glob("*.json"))) < 10:
         time.sleep(0.5)
@@ -135,6 +140,7 @@ def main() -> int:
     p.add_argument("--out", type=Path, default=Path("/tmp/review-bench"))
     p.add_argument("--skip-dask", action="store_true")
     p.add_argument("--skip-singles", action="store_true")
+    p.add_argument("--skip-throughput", action="store_true", help="grade once at --jobs 2 only")
     args = p.parse_args()
     shutil.rmtree(args.out, ignore_errors=True)
     export = args.out / "export"
@@ -142,12 +148,12 @@ def main() -> int:
     n = len(made)
     print(f"class: {n} submissions in {export}")
     report = {"submissions": n}
-    for jobs in ("1", "2"):
+    for jobs in ("2",) if args.skip_throughput else ("1", "2"):
         site = args.out / f"site-j{jobs}"
         seconds, said = review(export, site, "--jobs", jobs)
         report[f"jobs{jobs}"] = {"seconds": round(seconds, 1), "per_minute": round(60 * n / seconds, 1), "said": said}
         print(f"--jobs {jobs}: {seconds:.0f} s, {60 * n / seconds:.1f} submissions/min ({said})")
-    if not args.skip_dask:
+    if not args.skip_dask and not args.skip_throughput:
         from distributed import LocalCluster
         with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
             seconds, said = review(export, args.out / "site-dask", "--dask", cluster.scheduler_address)
@@ -161,10 +167,8 @@ def main() -> int:
         report["single_grade_differences"] = singles(export, args.out / "site-j2")
         print(f"single-grade differences: {report['single_grade_differences'] or 'none'}")
     (args.out / "report.json").write_text(json.dumps(report, indent=1))
-    ok = report["clusters"] == [["pair_a_renamed_solution", "solution"],
-                                ["corpus_wrong_formula", "pair_b_renamed_wrong"]] or \
-        sorted(report["clusters"]) == sorted([["pair_a_renamed_solution", "solution"],
-                                              ["corpus_wrong_formula", "pair_b_renamed_wrong"]])
+    ok = report["clusters"] == [["corpus_wrong_formula", "pair_b_renamed_wrong"],
+                                ["pair_a_renamed_solution", "solution"]]
     print("clusters are exactly the two pairs" if ok else "CLUSTERS DIFFER FROM THE TWO PAIRS")
     return 0 if ok and not report.get("single_grade_differences") else 1
 

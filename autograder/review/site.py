@@ -117,7 +117,7 @@ def histogram(rows: list[Row], bins: int = 10) -> dict[str, Any]:
     for r in scored:
         counts[min(int(r.score / top * bins), bins - 1)] += 1
     peak = max(counts, default=0) or 1
-    bars = [{"label": f"{top * i / bins:g}–{top * (i + 1) / bins:g}", "count": c,
+    bars = [{"label": f"{top * i / bins:g}–{top * (i + 1) / bins:g}", "tick": f"{top * i / bins:.3g}", "count": c,
              "x": 10 + i * 46, "h": round(140 * c / peak), "y": 150 - round(140 * c / peak)}
             for i, c in enumerate(counts)]
     return {"bars": bars, "width": 10 + bins * 46, "top": top}
