@@ -17,7 +17,6 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import fingerprint
 from .channel import open_plain
 from .outcome import Outcome
 from .pallas_surface import schema
@@ -32,7 +31,6 @@ class Trace:
     """One signature's trace: its outcome, and the checked program's file."""
     outcome: Outcome
     program: Path | None = None
-    fingerprint: str = ""              # the program's structure (``fingerprint``), for TA review
 
 
 def _read_program(name: object, folder: Path) -> dict | str:
@@ -68,8 +66,7 @@ def _outcome(reply: Reply, folder: Path, programs: Path, signature: int) -> Trac
     path = programs / f"t{signature}.json"
     path.write_text(json.dumps(doc), encoding="utf-8")
     path.chmod(0o644)
-    return Trace(Outcome("ok", seconds=reply.seconds, phase="trace", traced=True), path,
-                 fingerprint.of(doc))
+    return Trace(Outcome("ok", seconds=reply.seconds, phase="trace", traced=True), path)
 
 
 def signatures(plan: Plan) -> list[tuple[Draw, bool]]:
