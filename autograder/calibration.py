@@ -19,7 +19,7 @@ from __future__ import annotations
 import hashlib
 import json
 import platform
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from .pallas_surface.release import PINNED_JAX
@@ -50,6 +50,8 @@ class Calibration:
     machine: str
     startup_s: float
     runs: tuple[tuple[tuple[str, str, str], Measured], ...]
+    # The solution's schedule facts per [speed] size: the speed estimate's yardstick.
+    speed: dict = field(default_factory=dict, compare=False)
 
     def measured(self, run: Run) -> Measured | None:
         return dict(self.runs).get(run_id(run))
@@ -68,7 +70,7 @@ def load(assignment: Assignment) -> Calibration | None:
         cal = Calibration(raw["spec_sha256"], raw["jax"], raw["machine"], float(raw["startup_s"]),
                           tuple(((r["case"], r["probe"], r["run"]),
                                  Measured(float(r["seconds"]), int(r["grid_steps"])))
-                                for r in raw["runs"]))
+                                for r in raw["runs"]), dict(raw.get("speed") or {}))
     except (OSError, ValueError, KeyError, TypeError):
         return None
     if cal.spec_sha256 != spec_hash(assignment) or cal.jax != PINNED_JAX:
@@ -76,13 +78,15 @@ def load(assignment: Assignment) -> Calibration | None:
     return cal
 
 
-def save(assignment: Assignment, startup_s: float, measured: dict[Run, Measured]) -> Path:
+def save(assignment: Assignment, startup_s: float, measured: dict[Run, Measured],
+         speed: dict | None = None) -> Path:
     path = assignment.folder / FILE
     rows = [{"case": c, "probe": p, "run": v, "seconds": round(m.seconds, 3), "grid_steps": m.grid_steps}
             for (c, p, v), m in sorted((run_id(r), m) for r, m in measured.items())]
     doc = {"spec_sha256": spec_hash(assignment), "jax": PINNED_JAX,
            "machine": f"{platform.machine()}, {platform.python_implementation()} {platform.python_version()}",
-           "startup_s": round(startup_s, 3), "margin": MARGIN, "min_run_s": MIN_RUN_S, "runs": rows}
+           "startup_s": round(startup_s, 3), "margin": MARGIN, "min_run_s": MIN_RUN_S, "runs": rows,
+           "speed": speed or {}}
     path.write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
     return path
 

@@ -127,8 +127,17 @@ def _clean_row(a: Assignment) -> tuple[Row, float]:
     found = sorted({t.finding.id for t in report.tests if t.finding is not None})
     ok = report.score == report.max_score and not found
     return Row("solution clean on every rung and probe", ok,
-               f"{report.score:g}/{report.max_score:g}" + (f"; findings {found}" if found else ""),
-               seconds), seconds
+               f"{report.score:g}/{report.max_score:g}" + (f"; findings {found}" if found else "")
+               + _estimate_note(report), seconds), seconds
+
+
+def _estimate_note(report: grade.Report) -> str:
+    """The speed estimate of a graded kernel, per [speed] size (the estimate runs on every kernel)."""
+    if report.speed is None:
+        return ""
+    parts = [f"{s.estimate.seconds * 1e3:.3g} ms {s.estimate.bound}" if s.estimate else f"no estimate ({s.problem[:80]})"
+             for s in report.speed.sizes]
+    return f"; estimate on {report.speed.chip}: " + ", ".join(parts)
 
 
 def _exposure_row(a: Assignment) -> Row:
@@ -200,7 +209,8 @@ def _corpus_rows(a: Assignment) -> list[Row]:
         ids = sorted({t.finding.id for t in report.tests if t.finding is not None})
         ok = (not ids and report.score == report.max_score) if want == "clean" else want in ids
         rows.append(Row(f"corpus {name}", ok, f"expected {want}; got {', '.join(ids) or 'clean'} "
-                        f"({report.score:g}/{report.max_score:g})", time.monotonic() - t0))
+                        f"({report.score:g}/{report.max_score:g})" + _estimate_note(report),
+                        time.monotonic() - t0))
     return rows
 
 

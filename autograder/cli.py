@@ -49,6 +49,8 @@ def _parser() -> argparse.ArgumentParser:
     gs.add_argument("--assignment", help="slug (default: source/assignment.txt)")
     gs.add_argument("--staff-report", type=Path, help="also write the staff's report (secret cases' "
                     "evidence included) to this file, outside the results folder (used by `review`)")
+    gs.add_argument("--programs", type=Path, help="also write the checked programs the TPU stage times "
+                    "(JSON: name -> program) to this file (used by `review`)")
 
     c = sub.add_parser("calibrate", help="measure the instructor solution's time per run "
                        "(writes <assignment>/calibration.json; run limits derive from it)")
@@ -88,6 +90,27 @@ def _parser() -> argparse.ArgumentParser:
     e.add_argument("--dtype", help="input dtype (default: the production size's, else the case's)")
     e.add_argument("--json", action="store_true", help="print one JSON object")
     e.add_argument("--assignments", type=Path, help="folder of assignment folders (default: bundled)")
+
+    sp = sub.add_parser("speed", help="time a class's passing kernels on a TPU (the rebuilt programs; "
+                        "the instructor solution timed in the same run) and merge the results")
+    sp.add_argument("submissions", type=Path, help="export folder or zip, or a folder of submission folders")
+    sp.add_argument("--assignment", "-a", required=True, help="assignment slug (see `list`)")
+    sp.add_argument("-o", "--output", type=Path, required=True, help="where speed.json and grades.csv go")
+    sp.add_argument("--review", type=Path, help="a review site holding these submissions' gradings (default "
+                    "OUT/review, graded here first); made elsewhere, no student code runs on this machine")
+    sp.add_argument("--device", choices=("tpu", "fake"), default="tpu",
+                    help="tpu (default), or fake: a dry run with scripted times, not measurements")
+    sp.add_argument("--solution", type=Path, help="the instructor solution (default solutions/SLUG.py)")
+    sp.add_argument("--jobs", "-j", type=int, help="interpreter gradings at once (see review)")
+    sp.add_argument("--assignments", type=Path, help="folder of assignment folders (default: bundled)")
+
+    mg = sub.add_parser("merge", help="merge a speed.json (the TPU stage's results) into a review site "
+                        "and per-submission results.json files")
+    mg.add_argument("speed_json", type=Path)
+    mg.add_argument("submissions", type=Path, help="the export the site was made from")
+    mg.add_argument("--assignment", "-a", required=True, help="assignment slug (see `list`)")
+    mg.add_argument("--review", type=Path, required=True, help="the review site to update")
+    mg.add_argument("--assignments", type=Path, help="folder of assignment folders (default: bundled)")
 
     n = sub.add_parser("new", help="scaffold a new assignment: spec, reference, README, corpus, solution")
     n.add_argument("slug", help="a Python identifier: the folder, entry file and function name")
@@ -169,7 +192,7 @@ def _main(argv: list[str] | None = None) -> int:
         return 0 if slugs else 1
     if args.verb == "gradescope":
         from . import harness
-        return harness.run_gradescope(args.root, args.assignment, args.staff_report)
+        return harness.run_gradescope(args.root, args.assignment, args.staff_report, args.programs)
     if args.verb == "review":
         from .review import ExportError, command
         assignment = _assignment(args.assignment, args.assignments, parser)
@@ -182,6 +205,17 @@ def _main(argv: list[str] | None = None) -> int:
             parser.exit(1, f"pallas-autograder review: {e}\n")
     if args.verb == "estimate":
         return _estimate(args, parser)
+    if args.verb == "speed":
+        from . import calibrate
+        from .tpu import command as speed_command
+        a = _assignment(args.assignment, args.assignments, parser)
+        return speed_command.main(a, speed_command.Options(args.submissions, args.output, args.review,
+                                                           args.device, jobs=args.jobs),
+                                  args.solution or calibrate.solution_path(a))
+    if args.verb == "merge":
+        from .tpu import merge
+        a = _assignment(args.assignment, args.assignments, parser)
+        return merge.main(a, args.speed_json, args.submissions, args.review)
     if args.verb == "calibrate":
         from . import calibrate
         assignment = _assignment(args.slug, args.assignments, parser)

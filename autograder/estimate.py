@@ -31,10 +31,11 @@ def parse_size(text: str) -> dict[str, int]:
 
 
 def target_case(a: Assignment, size: dict[str, int] | None, dtype: str | None) -> Case:
-    """The production size (else the largest case), with ``size`` and ``dtype`` applied."""
+    """The first [speed] size (else the largest case), with ``size`` and ``dtype`` applied."""
     base = max(a.cases, key=lambda c: sum(v for _k, v in c.dims))
-    dims = dict(a.production.dims) if a.production else base.dim_map
-    dtype = dtype or (a.production.dtype if a.production else base.dtype)
+    first = a.speed.sizes[0] if a.speed else None
+    dims = dict(first.dims) if first else base.dim_map
+    dtype = dtype or (first.dtype if first else base.dtype)
     for name, value in (size or {}).items():
         rule = next((r for r in a.dims if r.name == name), None)
         if rule is None:

@@ -28,6 +28,7 @@ from . import (
     probes,
     sandbox,
     scoring,
+    speed_grade,
     submission,
     tracing,
 )
@@ -47,6 +48,7 @@ class GradeOptions:
     startup_timeout_s: float | None = None
     run_key: int | None = None          # None: a fresh secret key (replay one with --run-key)
     use_calibration: bool = True        # False: every run gets the spec's ceiling (calibrate does)
+    keep_programs: bool = False         # keep the checked programs the TPU stage needs (Report.programs)
     # Told what is being run ("small · TPU interpret mode", done, total): the CLI's progress line.
     progress: Callable[[str, int, int], None] | None = field(default=None, compare=False)
 
@@ -72,6 +74,8 @@ class Report:
     startup_s: float = 0.0
     custom: custom_checks.CheckSuite | None = None   # the instructor's checks (``[checks]``)
     fingerprint: str = ""              # the first traced signature's structure (TA review)
+    speed: speed_grade.SpeedGrade | None = None   # the TPU time estimate ([speed])
+    programs: dict[str, bytes] = field(default_factory=dict)  # speed size -> its checked program (kept)
 
     @property
     def run_key(self) -> int:
@@ -79,11 +83,13 @@ class Report:
 
     @property
     def score(self) -> float:
-        return sum(t.score for t in self.tests) + (self.custom.score if self.custom else 0.0)
+        return sum(t.score for t in self.tests) + (self.custom.score if self.custom else 0.0) + \
+            (self.speed.score if self.speed else 0.0)
 
     @property
     def max_score(self) -> float:
-        return sum(t.max_score for t in self.tests) + (self.custom.max_score if self.custom else 0.0)
+        return sum(t.max_score for t in self.tests) + (self.custom.max_score if self.custom else 0.0) + \
+            (self.speed.max_score if self.speed else 0.0)
 
     @property
     def wide_findings(self) -> list[Finding]:
@@ -219,7 +225,32 @@ def _execute(slot: confinement.Slot, plan: Plan, submission_path: Path, loc: sub
     report.outcomes, report.startup_s = ex.outcomes, ex.startup_s
     report.custom = ex.custom
     report.fingerprint = _fingerprint(traces)
+    report.speed = _speed(plan, report)
+    report.programs = _kept_programs(plan, traces, options)
     return report
+
+
+def _speed(plan: Plan, report: Report) -> speed_grade.SpeedGrade | None:
+    cal = calibration.load(plan.assignment)
+    passed = all(t.passed for t in report.tests if t.probe is None)
+    return speed_grade.grade(plan, report.outcomes, cal.speed if cal else {}, passed)
+
+
+def _kept_programs(plan: Plan, traces: dict, options: GradeOptions) -> dict[str, bytes]:
+    """The checked programs of the speed sizes and of the first correctness case:
+    what the TPU stage rebuilds, so student code never runs where it times."""
+    if not options.keep_programs:
+        return {}
+    wanted = {r.variant: r.draw.signature for r in plan.speed_runs()}
+    first = plan.correctness()[0] if plan.correctness() else None
+    if first is not None:
+        wanted["check:" + first.case.name] = first.draw.signature
+    out = {}
+    for name, sig in wanted.items():
+        t = traces.get(sig)
+        if t is not None and t.program is not None:
+            out[name] = t.program.read_bytes()
+    return out
 
 
 def _fingerprint(traces: dict) -> str:

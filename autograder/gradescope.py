@@ -188,6 +188,21 @@ def _custom_entries(report, fmt: str) -> list[dict]:
     return out
 
 
+def _speed_entry(report, fmt: str) -> list[dict]:
+    """The speed estimate as a test of its own (0 points unless the spec scores it)."""
+    from . import render, speed_grade
+    g = report.speed
+    if g is None:
+        return []
+    scored = "" if g.max_score > 0 else ", not scored"
+    entry = test_entry(name=f"Speed estimate (TPU {g.chip}, from the schedule{scored})", number="S1",
+                       score=g.score, max_score=g.max_score,
+                       output=render.render_speed(speed_grade.view(g), fmt), output_format=fmt,
+                       tags=["speed-estimate"], visibility=g.visibility)
+    from .tpu import results as tpu_results
+    return [entry, tpu_results.entry(report.assignment.speed, None, None, None, fmt)]
+
+
 def results_document(report, fmt: str = "md", view: dict | None = None) -> dict:
     """The whole results.json of a graded report, feedback rendered in ``fmt``
     (``view``: the report's ``render.report_view``, when the caller has it)."""
@@ -197,9 +212,11 @@ def results_document(report, fmt: str = "md", view: dict | None = None) -> dict:
                         output=render.render_test(tv, fmt), output_format=fmt, tags=t.tags,
                         visibility=t.visibility, extra_data=_finding_data(t))
              for t, tv in zip(report.tests, view["tests"])]
-    tests += _custom_entries(report, fmt)
-    board = [{"name": b.name, "value": b.value, "order": b.order}
-             for b in (report.custom.leaderboard if report.custom else ())]
+    tests += _speed_entry(report, fmt) + _custom_entries(report, fmt)
+    from . import speed_grade
+    board = speed_grade.leaderboard(report.speed) + [
+        {"name": b.name, "value": b.value, "order": b.order}
+        for b in (report.custom.leaderboard if report.custom else ())]
     doc = document(score=report.score, execution_time=report.seconds,
                    output=render.render_summary(view, fmt), output_format=fmt, tests=tests,
                    leaderboard=board)
@@ -211,6 +228,7 @@ def results_document(report, fmt: str = "md", view: dict | None = None) -> dict:
                          "student_uid": report.student_uid, "startup_s": round(report.startup_s, 3),
                          "seconds_by_check": report.seconds_by_check(),
                          "fingerprint": report.fingerprint,
+                         "speed_estimate": speed_grade.extra_data(report.speed),
                          "runs": {"planned": len(report.plan.runs),
                                   "ran": sum(o.ran for o in report.outcomes.values())}}
     return doc

@@ -6,6 +6,7 @@ whatever happens. The document is built by ``gradescope.results_document``.
 """
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import sys
@@ -50,7 +51,8 @@ def _rate_limited(root: Path, source: Path) -> dict | None:
     return None if verdict.allowed else rate_limit.refused_results(limit, verdict)
 
 
-def run_gradescope(root: Path | None = None, slug: str | None = None, staff_report: Path | None = None) -> int:
+def run_gradescope(root: Path | None = None, slug: str | None = None, staff_report: Path | None = None,
+                   programs: Path | None = None) -> int:
     """Grade ``root/submission`` into ``root/results/results.json``. Never raises.
     ``staff_report``: also write the staff's report there (secret cases' evidence
     included; `review` asks for it, Gradescope never does)."""
@@ -75,13 +77,17 @@ def run_gradescope(root: Path | None = None, slug: str | None = None, staff_repo
             return 0
         if (source / "setup.sh").is_file():   # a Gradescope layout, not a developer checkout
             confinement.protect_layout(root, source)
-        report = grade.grade(assignment, root / "submission")
+        report = grade.grade(assignment, root / "submission",
+                             grade.GradeOptions(keep_programs=programs is not None))
         doc = gradescope.results_document(report, "md")
         _clear_results(results.parent, keep=results.name)
         gradescope.write(doc, results)
         if staff_report is not None:
             from . import staff
             Path(staff_report).write_text(staff.report_text(report), encoding="utf-8")
+        if programs is not None:
+            Path(programs).write_text(json.dumps({k: v.decode("utf-8") for k, v in report.programs.items()}),
+                                      encoding="utf-8")
         print(f"graded {slug}: {report.score:g}/{report.max_score:g} in {time.monotonic() - t0:.1f} s")
         return 0
     except BaseException as exc:  # noqa: BLE001 - the one guard that always writes results

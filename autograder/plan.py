@@ -28,6 +28,7 @@ if TYPE_CHECKING:
 
 Rung = Literal["generic", "tpu-interpret", "static"]
 PRODUCTION = "production"      # the draw of the VMEM budget: abstract shapes at the real size
+SPEED = "speed"                # the speed estimate's runs (not a probe: shown, scored by its curve)
 
 
 @dataclass(frozen=True)
@@ -192,6 +193,10 @@ class Plan:
         names = {c for (p, c) in self._asked if p == probe}
         return tuple(c for c in self.cases if c.name in names)
 
+    def speed_runs(self) -> tuple[Run, ...]:
+        """The speed estimate's static runs, one per ``[speed]`` size, in order."""
+        return tuple(r for r in self.runs if r.probe == SPEED)
+
     def askers(self, run: Run) -> list[tuple[str, str, str]]:
         """(probe, case, variant) of every probe that reads this run."""
         return [ask for ask, index in self.asks if index == run.index]
@@ -261,10 +266,28 @@ def build(assignment: Assignment, cases: tuple[Case, ...], rungs: tuple[str, ...
             b.add(Run(0, case, rung, b.draw(case, inputs.stream(assignment, case, rung))))
     for probe, case, v in [p for p in planned if p[2].rung != "static"]:
         _add_variant(b, probe, case, v)
+    if with_probes:
+        _speed(b)
     checks = _checks(b, rungs) if with_probes and assignment.checks else None
     return Plan(assignment, run_key, tuple(cases), tuple(rungs),
                 tuple(dict.fromkeys(p.name for p, _c, _v in planned)), tuple(b.runs),
                 tuple(b.draws.values()), tuple(b.asks), checks)
+
+
+def speed_case(a: Assignment, size) -> Case:
+    """The case a ``[speed]`` size is traced as (the production size's is the VMEM probe's)."""
+    if a.production is not None and size.dims == a.production.dims and size.dtype == a.production.dtype:
+        return _production_case(a)
+    return Case(size.name, size.dims, size.dtype, 0, 0.0, "hidden", a.cases[0].params)
+
+
+def _speed(b: _Builder) -> None:
+    """The speed estimate: the schedule's facts at each size (abstract shapes, last)."""
+    a = b.assignment
+    for size in a.speed.sizes if a.speed else ():
+        case = speed_case(a, size)
+        draw = b.draw(case, inputs.PROBE_STREAM, abstract=True)
+        b.add(Run(0, case, "static", draw, f"speed:{a.speed.chip}", probe=SPEED, variant=size.name))
 
 
 def _checks(b: _Builder, rungs: tuple[str, ...]) -> ChecksRun:
@@ -292,3 +315,14 @@ def analysis_plan(assignment: Assignment, case: Case, analysis: str) -> Plan:
     draw = b.draw(case, inputs.PROBE_STREAM, abstract=True)
     b.add(Run(0, case, "static", draw, analysis, probe="estimate", variant=analysis))
     return Plan(assignment, 0, (case,), (), (), tuple(b.runs), tuple(b.draws.values()))
+
+
+def speed_plan(assignment: Assignment) -> Plan:
+    """What the TPU stage needs of a kernel: its programs at every ``[speed]``
+    size (and their schedule facts), and at the first case, which it checks on
+    the chip; one correctness run there (the `speed` verb's solution)."""
+    b = _Builder(assignment, 0, lambda run: assignment.limits.case_s)
+    case, rung = assignment.cases[0], assignment.rungs[0]
+    b.add(Run(0, case, rung, b.draw(case, inputs.stream(assignment, case, rung))))
+    _speed(b)
+    return Plan(assignment, 0, (case,), (rung,), (), tuple(b.runs), tuple(b.draws.values()))

@@ -13,7 +13,7 @@ from typing import Any
 
 import jinja2
 
-from . import escaping, figures, repro
+from . import escaping, figures, repro, speed_grade
 from .findings import CATALOGUE, RUNGS, Finding, fix_line
 from .plan import Run
 from .problems import Problem, key_of, summarize
@@ -200,6 +200,8 @@ def report_view(report) -> dict[str, Any]:
         "student_output": report.student_output,   # already a capped tail (sandbox.Tail)
         "notes": list(report.notes),
         "custom": custom_view(report),
+        "speed": speed_grade.view(report.speed) if report.speed is None or report.speed.visibility == "visible"
+        else None,
     }
 
 
@@ -216,6 +218,10 @@ def custom_view(report) -> list[dict[str, Any]]:
 def custom_numbers(suite) -> list[str]:
     """Each check's number: its own (``@number``), else C1, C2, ..."""
     return [c.number or f"C{i}" for i, c in enumerate(suite.checks, 1)]
+
+
+def render_speed(view: dict, fmt: str) -> str:
+    return render("speed.j2", fmt, speed=view)
 
 
 def render_custom(check, fmt: str) -> str:

@@ -55,6 +55,7 @@ class Estimate:
     compute_seconds: float
     memory_seconds: float
     overhead_seconds: float
+    percent_of_bandwidth: float = 0.0     # HBM bytes moved / time, against the chip's bandwidth
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -118,8 +119,9 @@ def estimate(facts: dict) -> Estimate:
     bound: Bound = max((("compute", compute), ("memory", memory), ("per-step overhead", overhead)),
                        key=lambda kv: kv[1])[0]
     pct = 100.0 * flops / seconds / chip["bf16_flops_per_s"] if seconds else 0.0
+    bw_pct = 100.0 * moved / seconds / chip["hbm_bytes_per_s"] if seconds else 0.0
     return Estimate(seconds, bound, moved, minimum, flops, steps, chip["chip"], pct, floor,
-                    _advice(parts, bound, moved, minimum, steps), compute, memory, overhead)
+                    _advice(parts, bound, moved, minimum, steps), compute, memory, overhead, bw_pct)
 
 
 def text(e: Estimate) -> str:
@@ -128,7 +130,8 @@ def text(e: Estimate) -> str:
         return f"{s * 1e3:.3f} ms" if s < 1 else f"{s:.2f} s"
     return "\n".join([
         f"Estimated time on a TPU {e.chip}: {t(e.seconds)} ({e.bound}-bound; {e.percent_of_peak:.1f}% of the "
-        f"chip's bf16 matrix peak). An estimate from the kernel's schedule, not a measurement.",
+        f"chip's bf16 matrix peak, {e.percent_of_bandwidth:.1f}% of its HBM bandwidth). An estimate from the "
+        "kernel's schedule, not a measurement.",
         f"HBM traffic: {e.hbm_bytes / 1e6:,.1f} MB moved; the minimum (each input read once, each output "
         f"written once) is {e.min_hbm_bytes / 1e6:,.1f} MB.",
         f"Grid steps: {e.grid_steps:,}; matrix-unit work {e.flops / 1e9:,.2f} GFLOP; roofline floor "

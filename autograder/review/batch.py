@@ -59,6 +59,7 @@ class Graded:
     stderr: str = ""
     returncode: int | None = None
     staff: str = ""             # the staff's report (Markdown, secret cases' evidence included)
+    programs: dict | None = None  # checked programs the TPU stage times (name -> document text)
 
     def to_json(self) -> str:
         return json.dumps(asdict(self))
@@ -99,7 +100,7 @@ def grade_one(job: Job) -> Graded:
         shutil.copytree(job.folder, root / "submission", symlinks=True)
         (root / "results").mkdir()
         cmd = python_command("autograder", "gradescope", "--root", str(root), "--assignment", job.slug,
-                             "--staff-report", str(root / "staff.md"))
+                             "--staff-report", str(root / "staff.md"), "--programs", str(root / "programs.json"))
         env = {**os.environ, "PALLAS_AUTOGRADER_ASSIGNMENTS": job.assignments}
         t0 = time.monotonic()
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
@@ -125,8 +126,12 @@ def grade_one(job: Job) -> Graded:
             staff = (root / "staff.md").read_text(encoding="utf-8")[:200_000]
         except OSError:
             staff = ""
+        try:
+            programs = json.loads((root / "programs.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            programs = None
         return Graded(job.key, job.submission_id, status, round(seconds, 2), results,
-                      out[-TAIL:], err[-TAIL:], proc.returncode, staff)
+                      out[-TAIL:], err[-TAIL:], proc.returncode, staff, programs)
     finally:
         shutil.rmtree(root, ignore_errors=True)
 

@@ -24,6 +24,8 @@ from .model import (
     OutputSpec,
     ProbeRubric,
     Production,
+    Speed,
+    SpeedSize,
     Structure,
     Tolerance,
 )
@@ -33,7 +35,7 @@ from .tables import SpecContext, load
 ENV = "PALLAS_AUTOGRADER_ASSIGNMENTS"
 
 __all__ = ["Assignment", "Case", "Checks", "CPU_RUNGS", "DTYPES", "DimRule", "InputSpec", "Limits",
-           "OutputSpec", "ProbeRubric", "Production", "SpecContext", "SpecError", "Structure",
+           "OutputSpec", "ProbeRubric", "Production", "SpecContext", "SpecError", "Speed", "SpeedSize", "Structure",
            "TableReader", "Tolerance", "VISIBILITIES", "assignments_root", "available", "find",
            "load", "search_path"]
 

@@ -102,6 +102,43 @@ class Checks:
 
 
 @dataclass(frozen=True)
+class SpeedSize:
+    """One shape the kernel's speed is estimated (and timed on a TPU) at."""
+    name: str
+    dims: tuple[tuple[str, int], ...]
+    dtype: str
+
+
+Chip = Literal["v4", "v5e", "v5p", "v6e"]     # the names JAX's TPU table knows
+CHIPS: tuple[str, ...] = ("v4", "v5e", "v5p", "v6e")
+
+
+@dataclass(frozen=True)
+class Speed:
+    """``[speed]``: the TPU time estimate shown in every grading and the TPU
+    stage's timing. Both are scored against the instructor solution with one
+    curve: (speed relative to the solution, share of the points), linear in
+    between, flat outside; 0 points shows them without scoring."""
+    chip: Chip = "v5e"
+    sizes: tuple[SpeedSize, ...] = ()
+    points: float = 0.0                   # the estimate's (CPU grading)
+    tpu_points: float = 0.0               # the TPU stage's (``speed``, merged later)
+    curve: tuple[tuple[float, float], ...] = ((0.25, 0.0), (1.0, 1.0))
+    leaderboard: bool = False             # put the time on Gradescope's leaderboard
+    visibility: str = "visible"
+
+    def share(self, relative: float) -> float:
+        """The curve at ``relative`` (solution time / the kernel's time)."""
+        pts = self.curve
+        if relative <= pts[0][0]:
+            return pts[0][1]
+        for (x0, y0), (x1, y1) in zip(pts, pts[1:]):
+            if relative <= x1:
+                return y0 + (y1 - y0) * (relative - x0) / (x1 - x0)
+        return pts[-1][1]
+
+
+@dataclass(frozen=True)
 class Case:
     name: str
     dims: tuple[tuple[str, int], ...]
@@ -149,6 +186,7 @@ class Assignment:
     stdout_visibility: str = "hidden"  # Gradescope's: who sees the grader's own stdout
     numerics_hint: str = ""           # the assignment's own advice for a precision problem
     checks: Checks | None = None      # custom checks (``[checks]``), Gradescope-style tests
+    speed: Speed | None = None        # the speed estimate and TPU stage (``[speed]``)
 
     def probe(self, name: str) -> ProbeRubric | None:
         return next((p for p in self.probes if p.name == name), None)

@@ -25,8 +25,11 @@ from .model import (
     InputSpec,
     Limits,
     OutputSpec,
+    CHIPS,
     ProbeRubric,
     Production,
+    Speed,
+    SpeedSize,
     Structure,
     Tolerance,
 )
@@ -35,7 +38,7 @@ from .reader import SpecError, TableReader
 TOP_KEYS = frozenset({"title", "entry_file", "entry_function", "reference", "inputs", "output",
                       "dims", "tolerance", "numerics_bound", "reduction_dim", "rungs", "cases",
                       "limits", "snippet_reference", "probes", "probe_cases", "production",
-                      "structure", "stdout_visibility", "numerics_hint", "checks"})
+                      "structure", "stdout_visibility", "numerics_hint", "checks", "speed"})
 PROBE_KEYS = frozenset({"points", "visibility", "gates"})   # every probe's; each adds its own
 GATED = ("correctness",)     # what a probe may gate besides other probes
 
@@ -287,6 +290,59 @@ def read_checks(r: TableReader, folder: Path) -> Checks | None:
     return Checks(name, float(cr.positive("limit_s", Checks.limit_s)))
 
 
+def _speed_size(r: TableReader, dims: tuple, tolerances: dict) -> SpeedSize:
+    r.unknown({"name", "dims", "dtype"})
+    sdims = r.get("dims", dict, "must be a table of every dimension's size")
+    for rule in dims:
+        # Like the production size, a speed size may exceed the cases' max.
+        if not rule.admits(sdims.get(rule.name), check_max=False):
+            raise r.fail(f"dims.{rule.name}", rule.text, sdims.get(rule.name))
+    extra = sorted(set(sdims) - {d.name for d in dims})
+    if extra:
+        raise r.fail(f"dims.{extra[0]}", f"must be a dimension declared under [dims] ({[d.name for d in dims]})",
+                     sdims[extra[0]])
+    name = r.get("name", str, "must be a short name for the size")
+    return SpeedSize(name, tuple(sorted(sdims.items())), r.choice("dtype", tuple(tolerances)))
+
+
+def _curve(r: TableReader) -> tuple[tuple[float, float], ...]:
+    rule = ("must be a list of [speed relative to the solution, share of the points] pairs, "
+            "speeds increasing, shares in 0..1 and never decreasing")
+    raw = r.get("curve", list, rule, [list(p) for p in Speed.curve])
+    ok = len(raw) >= 1 and all(isinstance(p, list) and len(p) == 2 and all(
+        isinstance(v, (int, float)) and not isinstance(v, bool) for v in p) for p in raw)
+    pts = tuple((float(x), float(y)) for x, y in raw) if ok else ()
+    if not ok or any(x <= 0 or not 0 <= y <= 1 for x, y in pts) or any(
+            b[0] <= a[0] or b[1] < a[1] for a, b in zip(pts, pts[1:])):
+        raise r.fail("curve", rule, raw)
+    return pts
+
+
+def read_speed(r: TableReader, dims: tuple, tolerances: dict, production: Production | None) -> Speed | None:
+    """``[speed]``; without the table, an assignment with a production size gets
+    the estimate at that size, unscored."""
+    default = (SpeedSize("production", production.dims, production.dtype),) if production else ()
+    if "speed" not in r.table:
+        return Speed(sizes=default) if default else None
+    sr = r.sub("speed", documented="the estimate at the [production] size, unscored (none without one)")
+    sr.unknown({"chip", "sizes", "points", "tpu_points", "curve", "leaderboard", "visibility"})
+    sizes = tuple(_speed_size(s, dims, tolerances) for s in sr.items("sizes")) if "sizes" in sr.table else default
+    if not sizes:
+        raise sr.fail("sizes", "must list at least one size ([[speed.sizes]]) when there is no [production]", None)
+    names = [s.name for s in sizes]
+    if len(set(names)) != len(names):
+        raise sr.fail("sizes", "must have distinct names", names)
+
+    def points(key: str) -> float:
+        value = sr.get(key, (int, float), "must be a number of points >= 0", 0)
+        if value < 0:
+            raise sr.fail(key, "must be a number of points >= 0", value)
+        return float(value)
+    return Speed(sr.choice("chip", CHIPS, "v5e"), sizes, points("points"), points("tpu_points"), _curve(sr),
+                 sr.get("leaderboard", bool, "must be true or false", False),
+                 sr.choice("visibility", ("visible", "hidden", "after_due_date", "after_published"), "visible"))
+
+
 def _toml(file: Path) -> dict:
     try:
         return tomllib.loads(file.read_text(encoding="utf-8"))
@@ -328,4 +384,4 @@ def load(folder: Path | str) -> Assignment:
         structure=read_structure(r),
         stdout_visibility=r.choice("stdout_visibility", VISIBILITIES, "hidden"),
         numerics_hint=r.get("numerics_hint", str, "must be a sentence of advice", ""),
-        checks=read_checks(r, folder))
+        checks=read_checks(r, folder), speed=read_speed(r, dims, dict(tolerances), production))

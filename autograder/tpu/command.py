@@ -1,0 +1,143 @@
+"""`pallas-autograder speed SUBMISSIONS -a SLUG -o OUT`: time a class's passing
+kernels on a TPU.
+
+The submissions are first graded on the interpreters exactly as `review` does
+(into ``--review SITE``, default ``OUT/review``; what that site already holds
+is reused, so with a site made on another machine no student code runs here):
+each grading keeps the checked programs of its kernel, which this process
+rebuilds and compiles. Only submissions whose correctness tests all passed
+are queued. The instructor solution is timed in the same run on the same
+chip (its programs come from tracing it, the same way). Writes
+``OUT/speed.json`` (every result, the device, the rule) and ``OUT/grades.csv``.
+"""
+from __future__ import annotations
+
+import csv
+import json
+import re
+import secrets
+import sys
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+
+import numpy as np
+
+from ..spec import Assignment
+from . import results as tpu_results, stage, timing
+from .device import Device
+
+CORRECTNESS = re.compile(r"^\d+\.\d+$")      # results.json numbers of correctness tests (case.rung)
+
+
+@dataclass(frozen=True)
+class Options:
+    submissions: Path
+    output: Path
+    review: Path | None = None
+    device: str = "tpu"                     # "tpu", or "fake" (a dry run: scripted times, not measured)
+    rule: timing.Rule = timing.Rule()
+    jobs: int | None = None
+
+
+def open_device(name: str, a: Assignment) -> Device:
+    if name == "tpu":
+        from .real import TpuDevice
+        return TpuDevice()
+    if name == "fake":
+        from ..draws import load_reference
+        from .fake import FakeDevice, Script
+        ref = load_reference(a)
+        return FakeDevice(Script(compute=lambda *x: ref(*x), times=(1e-2, 1.01e-2, 0.99e-2)))
+    raise SystemExit(f"--device must be 'tpu' or 'fake'; got {name!r}")
+
+
+def passed_interpreters(results: dict | None) -> bool:
+    """Every correctness test (numbered case.rung) passed in the interpreter stage."""
+    tests = [t for t in (results or {}).get("tests", []) if CORRECTNESS.match(str(t.get("number", "")))]
+    return bool(tests) and all(t.get("status") == "passed" for t in tests)
+
+
+def solution_programs(a: Assignment, solution: Path) -> tuple[dict[str, bytes], dict[str, float]]:
+    """The solution's checked programs (traced as a submission's are) and its
+    work in flops per size (the roofline floor's)."""
+    from .. import grade, plan as planning
+    plan = planning.speed_plan(a)
+    report = grade.grade(a, solution, grade.GradeOptions(keep_programs=True), plan=plan)
+    flops = {s.size: s.estimate.flops for s in (report.speed.sizes if report.speed else ()) if s.estimate}
+    return report.programs, flops
+
+
+def _context(a: Assignment, device: Device, opts: Options, flops: dict[str, float]) -> stage.Context:
+    from ..draws import load_reference
+    from . import interpreter
+    info = device.info()
+    if info is None:
+        raise SystemExit("pallas-autograder speed: no TPU is visible here (jax.devices('tpu') is empty). Run it "
+                         "on a Cloud TPU VM with `pip install 'pallas-autograder[tpu]'`, or --device fake for a "
+                         "dry run with scripted times.")
+    ref = load_reference(a)
+    return stage.Context(a, device, info, lambda *x: np.asarray(ref(*x), np.float64), interpreter.generic,
+                         secrets.randbits(63), opts.rule, {}, flops)
+
+
+def _graded(a: Assignment, opts: Options) -> list:
+    """(submission, stored grading) for every submission, graded on the interpreters first."""
+    from ..review import batch, command as review
+    site = opts.review or opts.output / "review"
+    review.run(a, review.Options(opts.submissions, site, jobs=opts.jobs))
+    subs = review.read_submissions(opts.submissions, site / review.EXPORT)
+    store = batch.Store(site / review.CACHE)
+    a_hash, g_hash = batch.assignment_hash(a), batch.grader_hash()
+    return [(sub, store.get(batch.job_key(sub, a_hash, g_hash))) for sub in subs]
+
+
+def run(a: Assignment, opts: Options, solution: Path) -> dict:
+    if a.speed is None:
+        raise SystemExit(f"pallas-autograder speed: {a.slug} has no [speed] sizes (and no [production])")
+    graded = _graded(a, opts)
+    device = open_device(opts.device, a)
+    sol_programs, flops = solution_programs(a, solution)
+    ctx = _context(a, device, opts, flops)
+    sol = stage.run(ctx, "solution", sol_programs)
+    ctx = replace(ctx, solution={s.size: s.median_s for s in sol.sizes})
+    out = []
+    for sub, g in graded:
+        if g is None or not passed_interpreters(g.results) or not g.programs:
+            res = stage.StageResult(sub.id, "not-queued", "did not pass every correctness test on the interpreters")
+        else:
+            try:
+                res = stage.run(ctx, sub.id, {k: v.encode("utf-8") for k, v in g.programs.items()})
+            except Exception as e:  # noqa: BLE001 - one kernel's failure never stops the class
+                res = stage.StageResult(sub.id, "error", f"{type(e).__name__}: {e}"[:2000])
+        out.append(res.to_json())
+        print(f"{sub.id}: {res.status}" + (f" {res.seconds * 1e3:.4f} ms" if res.seconds else ""), file=sys.stderr)
+    doc = {"assignment": a.slug, "chip": ctx.info.chip, "device": asdict(ctx.info), "rule": asdict(opts.rule),
+           "solution": sol.to_json(), "results": out}
+    for r in out:
+        r["score"] = tpu_results.score(a.speed, r, doc["solution"]["seconds"])
+    return doc
+
+
+def write(doc: dict, out: Path) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "speed.json").write_text(json.dumps(doc, indent=1), encoding="utf-8")
+    with open(out / "grades.csv", "w", newline="", encoding="utf-8") as f:
+        w = csv.writer(f)
+        w.writerow(["submission_id", "status", "ms", "score", "holds"])
+        for r in doc["results"]:
+            sid = str(r["submission"])
+            w.writerow(["'" + sid if sid[:1] in "=+-@" else sid, r["status"],
+                        f"{r['seconds'] * 1e3:.4f}" if r.get("seconds") else "", r["score"],
+                        " | ".join(h.split(":")[0] for h in r.get("holds", []))])
+
+
+def main(a: Assignment, opts: Options, solution: Path) -> int:
+    from . import merge
+    doc = run(a, opts, solution)
+    write(doc, opts.output)
+    merge.into_site(a, doc, opts.submissions, opts.review or opts.output / "review")
+    timed = sum(r["status"] == "timed" for r in doc["results"])
+    held = sum(r["status"] == "held" for r in doc["results"])
+    print(f"{timed} timed, {held} held for review, {len(doc['results']) - timed - held} not timed; "
+          f"wrote {opts.output / 'speed.json'}")
+    return 0

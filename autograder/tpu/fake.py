@@ -1,0 +1,101 @@
+"""A scripted device: the TPU stage's tests, and a dry run where no TPU exists.
+
+It computes outputs with a function it is given (the assignment's float64
+reference, cast to the output dtype) and returns scripted times, and can be
+told to behave like a broken chip or a cheating kernel:
+
+- ``reject``: compiling raises ChipReject with this message;
+- ``diverge``: every output is off by this relative amount (a chip that
+  disagrees with the interpreters);
+- ``replay``: every call returns the first call's output (a kernel that
+  caches its answer);
+- ``stale``: every call returns the previous call's output;
+- ``times``: seconds per timed call, cycled (or a function of the call number).
+"""
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+from typing import Callable, Literal
+
+import numpy as np
+
+from ..inputs import _round_to
+from .device import ChipReject, Compiled, DeviceInfo, Kernel, Timed, digest_host
+
+Behaviour = Literal["honest", "replay", "stale"]
+
+
+@dataclass
+class Script:
+    compute: Callable[..., np.ndarray]                   # args (numpy) -> the correct output
+    times: tuple[float, ...] | Callable[[int], float] = (1e-3,)
+    reject: str = ""
+    diverge: float = 0.0
+    behaviour: Behaviour = "honest"
+    chip: str = "v5e"
+    hbm_bytes_per_s: float = 8.19e11                    # v5e's figures in JAX's table
+    bf16_flops_per_s: float = 1.97e14
+    compile_s: float = 0.5
+    present: bool = True
+    calls: list = field(default_factory=list)           # what was asked of it (for tests)
+
+
+class FakeDevice:
+    def __init__(self, script: Script):
+        self.script = script
+        self._first: dict[str, np.ndarray] = {}
+        self._last: dict[str, np.ndarray] = {}
+        self._timed = itertools.count()
+
+    def info(self) -> DeviceInfo | None:
+        s = self.script
+        return DeviceInfo("fake", s.chip, "fake", "fake", s.hbm_bytes_per_s, s.bf16_flops_per_s) \
+            if s.present else None
+
+    def compile(self, kernel: Kernel) -> Compiled:
+        self.script.calls.append(("compile", kernel.name))
+        if self.script.reject:
+            raise ChipReject(self.script.reject)
+        return Compiled(kernel, self.script.compile_s)
+
+    def inputs(self, compiled: Compiled, seed: int) -> list:
+        rng = np.random.default_rng([seed, 0x1A9])
+        out = []
+        for spec in compiled.kernel.inputs:
+            if spec.kind == "float":
+                out.append(spec.value)
+            elif spec.distribution == "uniform":
+                out.append(_round_to(rng.uniform(-spec.scale, spec.scale, spec.shape), spec.dtype))
+            else:
+                out.append(_round_to(rng.standard_normal(spec.shape) * spec.scale, spec.dtype))
+        return out
+
+    def run(self, compiled: Compiled, inputs: list) -> np.ndarray:
+        name = compiled.kernel.name
+        honest = np.asarray(self.script.compute(*inputs), dtype=np.float64)
+        if self.script.diverge:
+            honest = honest * (1 + self.script.diverge) + self.script.diverge
+        out = honest.astype(np.float32)
+        if self.script.behaviour == "replay":
+            out = self._first.setdefault(name, out)
+        elif self.script.behaviour == "stale":
+            previous = self._last.get(name, out)
+            self._last[name] = out
+            out = previous
+        self.script.calls.append(("run", name))
+        return out
+
+    def time(self, compiled: Compiled, inputs: list) -> Timed:
+        n = next(self._timed)
+        t = self.script.times
+        seconds = t(n) if callable(t) else t[n % len(t)]
+        return Timed(float(seconds), "profiler", self.run(compiled, inputs))
+
+    def digest(self, output: np.ndarray, key: int) -> np.ndarray:
+        return digest_host(output, key)
+
+    def fetch(self, value):
+        if isinstance(value, list):
+            return [v if isinstance(v, float) else np.asarray(v) for v in value]
+        return np.asarray(value)

@@ -1,0 +1,21 @@
+"""The interpreters' output for the TPU stage's check: the same rebuilt program
+on the same inputs, on CPU (the generic interpreter), in this process (which
+never runs student code: the program is a checked document)."""
+from __future__ import annotations
+
+import numpy as np
+
+
+def generic(program: bytes, args: list, dtypes: list[str]) -> np.ndarray:
+    """``args``: float32 arrays (values exact in ``dtypes``) and floats."""
+    import jax
+    import ml_dtypes
+    args = [a if isinstance(a, float) else np.asarray(a).astype(
+        ml_dtypes.bfloat16 if d == "bfloat16" else np.dtype(d)) for a, d in zip(args, dtypes)]
+    from ..pallas_surface import rebuild, rung, schema
+    fn = rebuild.load(schema.loads(program)).function()
+    with jax.default_device(jax.devices("cpu")[0]):
+        traced = rung.trace(fn, args)
+        out = rung.run(traced, args, "generic")
+    out = out[0] if isinstance(out, (list, tuple)) else out
+    return np.asarray(out, dtype=np.float64)

@@ -1,0 +1,52 @@
+"""`pallas-autograder merge SPEED_JSON SUBMISSIONS -a SLUG --review SITE`:
+the TPU stage's results into the review site (its stored results.json, its
+pages, its grades.csv) and into one merged results.json per submission
+(``SITE/merged/<id>/results.json``), e.g. when the timing ran on another
+machine. `speed` calls the same function at its end."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from ..gradescope import validate
+from ..spec import Assignment
+from . import results as tpu_results
+
+
+def into_site(a: Assignment, doc: dict, submissions: Path, site: Path) -> int:
+    """Merge every result of ``doc`` (speed.json) whose submission the site holds; returns how many."""
+    from dataclasses import replace
+
+    from ..review import batch, command as review, site as pages
+    subs = review.read_submissions(submissions, site / review.EXPORT)
+    store = batch.Store(site / review.CACHE)
+    a_hash, g_hash = batch.assignment_hash(a), batch.grader_hash()
+    by_id = {str(r["submission"]): r for r in doc["results"]}
+    solution_s = (doc.get("solution") or {}).get("seconds")
+    merged, rows = 0, []
+    for sub in subs:
+        g = store.get(batch.job_key(sub, a_hash, g_hash))
+        r = by_id.get(sub.id)
+        if g is not None and g.results is not None and r is not None:
+            new = tpu_results.merge(g.results, a.speed, r, doc["device"], solution_s)
+            problems = validate(new)
+            if problems:
+                raise ValueError(f"merged results for {sub.id} are invalid: {problems[:3]}")
+            g = replace(g, results=new)
+            store.put(g)
+            folder = site / "merged" / pages.slug_of(sub.id)
+            folder.mkdir(parents=True, exist_ok=True)
+            (folder / "results.json").write_text(json.dumps(new, indent=2), encoding="utf-8")
+            merged += 1
+        rows.append(pages.row(sub, g))
+    pages.write(rows, site, a.title, a.slug)
+    return merged
+
+
+def main(a: Assignment, speed_json: Path, submissions: Path, site: Path) -> int:
+    doc = json.loads(speed_json.read_text(encoding="utf-8"))
+    if doc.get("assignment") != a.slug:
+        raise SystemExit(f"{speed_json} holds results for {doc.get('assignment')!r}, not {a.slug!r}")
+    n = into_site(a, doc, submissions, site)
+    print(f"merged {n} TPU results into {site} (pages, grades.csv, merged/<id>/results.json)")
+    return 0
