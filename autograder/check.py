@@ -135,8 +135,8 @@ def _estimate_note(report: grade.Report) -> str:
     """The speed estimate of a graded kernel, per [speed] size (the estimate runs on every kernel)."""
     if report.speed is None:
         return ""
-    parts = [f"{s.estimate.seconds * 1e3:.3g} ms {s.estimate.bound}" if s.estimate else f"no estimate ({s.problem[:80]})"
-             for s in report.speed.sizes]
+    parts = [f"{s.estimate.seconds * 1e3:.3g} ms {s.estimate.bound}" if s.estimate
+             else f"no estimate ({s.problem[:80]})" for s in report.speed.sizes]
     return f"; estimate on {report.speed.chip}: " + ", ".join(parts)
 
 

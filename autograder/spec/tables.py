@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .model import (
+    CHIPS,
     CPU_RUNGS,
     DISTRIBUTIONS,
     DTYPES,
@@ -25,7 +26,6 @@ from .model import (
     InputSpec,
     Limits,
     OutputSpec,
-    CHIPS,
     ProbeRubric,
     Production,
     Speed,

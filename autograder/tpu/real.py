@@ -47,6 +47,7 @@ class TpuDevice:
         if not self._devices:
             return None
         import jax
+
         from ..pallas_surface import cost
         chip = chip_name(self._devices[0].device_kind)
         facts = cost.chip_facts(chip)
@@ -60,6 +61,7 @@ class TpuDevice:
 
     def compile(self, kernel: Kernel) -> Compiled:
         import jax
+
         from ..pallas_surface import rebuild, rung, schema
         specs = [s.value if s.kind == "float" else jax.ShapeDtypeStruct(s.shape, _dtype(s.dtype))
                  for s in kernel.inputs]

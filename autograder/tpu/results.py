@@ -29,7 +29,8 @@ def view(spec: Speed, result: dict | None, device: dict | None, solution_s: floa
         return {"status": "not-run", "chip": spec.chip}
     seconds = result.get("seconds")
     lines = [f"{s['size']}: median {s['median_s'] * 1e3:.4f} ms over {s['calls']} calls (relative standard "
-             f"error {s['rse']:.2%}, {s['stopped']}); compiled in {s['compile_s']:.2f} s" for s in result.get("sizes", [])]
+             f"error {s['rse']:.2%}, {s['stopped']}); compiled in {s['compile_s']:.2f} s"
+             for s in result.get("sizes", [])]
     fake = (device or {}).get("kind") == "fake"
     return {"status": result["status"], "fake": fake, "chip": (device or {}).get("chip", spec.chip),
             "jax": (device or {}).get("jax", "?"), "libtpu": (device or {}).get("libtpu", "?"),
