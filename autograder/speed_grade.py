@@ -95,10 +95,11 @@ def grade(plan: Plan, outcomes: dict[Run, Outcome], solution: dict[str, dict],
     sizes = tuple(_size(r, outcomes.get(r), solution.get(r.variant)) for r in runs)
     grade = SpeedGrade(spec.chip, sizes, spec.points, 0.0, leaderboard=spec.leaderboard,
                        visibility=spec.visibility)
+    if not correctness_passed:
+        # Shown all the same; never scored or ranked while the kernel is wrong.
+        return _with(grade, 0.0, "earns its points once every correctness test passes")
     if spec.points <= 0:
         return grade
-    if not correctness_passed:
-        return _with(grade, 0.0, "earns its points once every correctness test passes")
     if any(s.estimate is None for s in sizes):
         return _with(grade, 0.0, "no estimate for every size")
     if any(s.solution is None for s in sizes):
@@ -124,7 +125,7 @@ def view(g: SpeedGrade | None) -> dict | None:
     if g is None:
         return None
     return {"chip": g.chip, "scored": g.max_score > 0, "score": g.score, "max_score": g.max_score,
-            "gate": g.gate, "relative": g.relative, "passed": g.passed,
+            "gate": g.gate, "relative": g.relative, "passed": g.passed, "leaderboard": g.leaderboard,
             "sizes": [{"name": s.size, "dims": ", ".join(f"{k}={v}" for k, v in s.dims), "dtype": s.dtype,
                        "text": speed.text(s.estimate).splitlines() if s.estimate else [],
                        "problem": s.problem, "relative": s.relative,

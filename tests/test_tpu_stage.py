@@ -165,6 +165,13 @@ def test_an_honest_kernel_is_timed_on_fresh_inputs_and_its_outputs_checked(small
     assert all(len(s.checked) == 3 and s.mismatched == () and s.calls >= 10 for s in r.sizes)
 
 
+def test_device_time_from_the_profiler_is_preferred_and_the_wall_time_kept(small_add):
+    script = Script(compute=_honest(small_add), times=(2e-2,), profiled=(5e-3, 5.1e-3))
+    r = stage.run(_ctx(small_add, script), "profiled", PROGRAMS)
+    s = r.sizes[0]
+    assert (s.source, s.wall_median_s) == ("profiler", 2e-2) and s.median_s == pytest.approx(5.05e-3)
+
+
 @pytest.mark.parametrize("behaviour", ["replay", "stale"])
 def test_replayed_or_cached_outputs_are_caught_by_the_recheck(small_add, behaviour):
     script = Script(compute=_honest(small_add), times=(2e-2,), behaviour=behaviour)
@@ -350,6 +357,30 @@ def test_the_real_device_compiles_runs_and_times_the_solution(small_add):
     args = dev.fetch(x)
     assert np.allclose(out, args[0] + args[1], rtol=1e-5, atol=1e-5)
     assert dev.time(c, x).seconds > 0
+
+
+@pytest.mark.jax
+def test_canary_the_profilers_trace_reads_back_with_its_public_api(tmp_path):
+    """jax.profiler.ProfileData (what the real device reads device time from):
+    planes, lines and events with durations; a CPU trace has no TPU plane."""
+    import glob
+
+    import jax
+    import jax.numpy as jnp
+    from jax.profiler import ProfileData
+
+    from autograder.tpu.real import module_times
+    f = jax.jit(lambda x: (x @ x).sum())
+    x = jnp.ones((128, 128))
+    f(x).block_until_ready()
+    with jax.profiler.trace(str(tmp_path)):
+        f(x).block_until_ready()
+    files = glob.glob(f"{tmp_path}/**/*.xplane.pb", recursive=True)
+    data = ProfileData.from_file(files[0])
+    events = [e for p in data.planes for line in p.lines for e in line.events]
+    assert any(p.name.startswith("/host:CPU") for p in data.planes) and events
+    assert all(e.duration_ns >= 0 for e in events)
+    assert module_times(files[0], 1) is None
 
 
 def test_device_info_is_plain_data():

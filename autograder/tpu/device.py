@@ -81,6 +81,10 @@ class Device(Protocol):
     def time(self, compiled: Compiled, inputs: Any) -> Timed:
         """One timed call: its time and its output."""
 
+    def device_times(self, compiled: Compiled, inputs: list[Any]) -> list[float] | None:
+        """One call per input set under a profiler trace: each call's device time
+        read from the trace, or None where the profiler gives none."""
+
     def digest(self, output: Any, key: int) -> np.ndarray:
         """A small random projection of ``output`` (float64 on the host), computed
         where the output is: ``output @ r`` for a vector ``r`` drawn from ``key``."""

@@ -23,6 +23,7 @@ class Rule:
     max_total_s: float = 20.0
     warmup: int = 3
     sample: int = 3                 # timed outputs checked, chosen after the run
+    profiled: int = 100             # calls (at most) timed again under the profiler for device time
 
 
 @dataclass(frozen=True)
