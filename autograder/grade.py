@@ -233,7 +233,10 @@ def _execute(slot: confinement.Slot, plan: Plan, submission_path: Path, loc: sub
 def _speed(plan: Plan, report: Report) -> speed_grade.SpeedGrade | None:
     cal = calibration.load(plan.assignment)
     passed = all(t.passed for t in report.tests if t.probe is None)
-    return speed_grade.grade(plan, report.outcomes, cal.speed if cal else {}, passed)
+    g = speed_grade.grade(plan, report.outcomes, cal.speed if cal else {}, passed)
+    if g is not None and g.max_score == 0 and all(s.estimate is None for s in g.sizes):
+        return None     # unscored and nothing to show (nothing traced): no section
+    return g
 
 
 def _kept_programs(plan: Plan, traces: dict, options: GradeOptions) -> dict[str, bytes]:

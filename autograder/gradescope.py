@@ -192,15 +192,18 @@ def _speed_entry(report, fmt: str) -> list[dict]:
     """The speed estimate as a test of its own (0 points unless the spec scores it)."""
     from . import render, speed_grade
     g = report.speed
-    if g is None:
+    if report.assignment.speed is None:
         return []
+    from .tpu import results as tpu_results
+    not_run = tpu_results.entry(report.assignment.speed, None, None, None, fmt)
+    if g is None:
+        return [not_run]
     scored = "" if g.max_score > 0 else ", not scored"
     entry = test_entry(name=f"Speed estimate (TPU {g.chip}, from the schedule{scored})", number="S1",
                        score=g.score, max_score=g.max_score,
                        output=render.render_speed(speed_grade.view(g), fmt), output_format=fmt,
                        tags=["speed-estimate"], visibility=g.visibility)
-    from .tpu import results as tpu_results
-    return [entry, tpu_results.entry(report.assignment.speed, None, None, None, fmt)]
+    return [entry, not_run]
 
 
 def results_document(report, fmt: str = "md", view: dict | None = None) -> dict:

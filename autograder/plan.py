@@ -261,13 +261,13 @@ def build(assignment: Assignment, cases: tuple[Case, ...], rungs: tuple[str, ...
             planned += [(probe, case, v) for v in probe.plan(assignment, case, rubric)]
     for probe, case, v in [p for p in planned if p[2].rung == "static"]:
         _add_variant(b, probe, case, v)
+    if with_probes:
+        _speed(b)
     for case in cases:
         for rung in rungs:
             b.add(Run(0, case, rung, b.draw(case, inputs.stream(assignment, case, rung))))
     for probe, case, v in [p for p in planned if p[2].rung != "static"]:
         _add_variant(b, probe, case, v)
-    if with_probes:
-        _speed(b)
     checks = _checks(b, rungs) if with_probes and assignment.checks else None
     return Plan(assignment, run_key, tuple(cases), tuple(rungs),
                 tuple(dict.fromkeys(p.name for p, _c, _v in planned)), tuple(b.runs),
@@ -282,7 +282,7 @@ def speed_case(a: Assignment, size) -> Case:
 
 
 def _speed(b: _Builder) -> None:
-    """The speed estimate: the schedule's facts at each size (abstract shapes, last)."""
+    """The speed estimate: the schedule's facts at each size (abstract shapes; static, so early)."""
     a = b.assignment
     for size in a.speed.sizes if a.speed else ():
         case = speed_case(a, size)

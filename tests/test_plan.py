@@ -90,3 +90,14 @@ def test_any_case_name_works(tmp_path, name):
     assert plan.test_run(name, "generic").case.name == name
     assert set(plan.probe_cases("poisoning")) == {a.case(name)}
     assert all(r.case.name == name for r in plan.probe_runs("races", name).values())
+
+
+def test_the_speed_estimate_runs_statically_on_the_production_draw_of_the_vmem_probe():
+    plan = _plan()
+    speed = plan.speed_runs()
+    vmem = next(r for r in plan.runs if r.analysis == "vmem")
+    assert [(r.variant, r.analysis, r.rung) for r in speed] == [("production", "speed:v5e", "static")]
+    assert speed[0].draw is vmem.draw and speed[0].draw.abstract
+    # Without probes (a local --case run), no estimate either.
+    quick = planning.build(plan.assignment, plan.cases[:1], plan.rungs[:1], 1, with_probes=False)
+    assert quick.speed_runs() == ()

@@ -36,7 +36,7 @@ def test_the_wheel_holds_every_subpackage_and_template(installed):
     names = set(zipfile.ZipFile(wheel).namelist())
     packages = {str(p.parent.relative_to(REPO)) for p in (REPO / "autograder").rglob("__init__.py")}
     assert packages == {"autograder", "autograder/probes", "autograder/pallas_surface", "autograder/spec",
-                        "autograder/review"}
+                        "autograder/review", "autograder/tpu"}
     for pkg in packages:
         assert f"{pkg}/__init__.py" in names, pkg
     templates = {str(p.relative_to(REPO)) for p in (REPO / "autograder" / "templates").rglob("*.j2")}
