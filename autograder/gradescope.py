@@ -202,7 +202,7 @@ def _speed_entry(report, fmt: str) -> list[dict]:
     entry = test_entry(name=f"Speed estimate (TPU {g.chip}, from the schedule{scored})", number="S1",
                        score=g.score, max_score=g.max_score,
                        output=render.render_speed(speed_grade.view(g), fmt), output_format=fmt,
-                       tags=["speed-estimate"], visibility=g.visibility)
+                       tags=[], visibility=g.visibility)
     return [entry, not_run]
 
 
