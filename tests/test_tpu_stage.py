@@ -11,6 +11,7 @@ are marked ``tpu`` and skip where none is visible.
 import json
 import math
 import textwrap
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -111,6 +112,11 @@ def test_steady_calls_stop_once_the_error_is_small_and_the_minimums_are_met():
     assert fast.stopped == "converged" and len(fast.times) == 100
 
 
+def test_a_kernel_too_fast_for_the_minimum_time_stops_at_the_cap_without_being_noisy():
+    s = timing.measure(lambda i: 1e-6, timing.Rule(max_calls=100))
+    assert s.stopped == "cap" and len(s.times) == 100 and not s.noisy
+
+
 def test_noisy_calls_stop_at_the_cap_and_are_flagged():
     rng = np.random.default_rng(0)
     s = timing.measure(lambda i: float(rng.choice([1e-3, 5e-3])), timing.Rule(max_calls=50))
@@ -170,6 +176,16 @@ def test_device_time_from_the_profiler_is_preferred_and_the_wall_time_kept(small
     r = stage.run(_ctx(small_add, script), "profiled", PROGRAMS)
     s = r.sizes[0]
     assert (s.source, s.wall_median_s) == ("profiler", 2e-2) and s.median_s == pytest.approx(5.05e-3)
+
+
+@pytest.mark.parametrize("times,solution,gate", [
+    ((1e-9,), {}, "faster-than-roofline"),
+    ((2e-2,), {"s1": 1e-3, "s2": 2e-2}, "slow"),
+])
+def test_the_gates_hold_results_timed_on_the_fake_device(small_add, times, solution, gate):
+    script = Script(compute=_honest(small_add), times=times)
+    r = stage.run(_ctx(small_add, script, solution), gate, PROGRAMS)
+    assert r.status == "held" and gate in [h.split(":")[0] for h in r.holds]
 
 
 @pytest.mark.parametrize("behaviour", ["replay", "stale"])
@@ -265,15 +281,17 @@ def test_only_kernels_that_passed_every_correctness_test_are_queued():
 # -- with JAX -----------------------------------------------------------------------------
 
 @pytest.mark.jax
-def test_chip_divergence_against_the_real_interpreter_on_a_real_program(small_add):
+def test_chip_divergence_against_the_real_interpreter_on_a_real_program(small_add, tmp_path):
     from autograder.tpu import command, interpreter
     programs, flops = command.solution_programs(small_add, REPO / "solutions" / "add.py")
     assert set(programs) == {"s1", "s2", "check:small"} and flops == {"s1": 0.0, "s2": 0.0}  # no matrix work
     ctx = _ctx(small_add, Script(compute=_honest(small_add), diverge=0.01))
-    ctx = stage.Context(**{**ctx.__dict__, "interpret": interpreter.generic})
+    ctx = stage.Context(**{**ctx.__dict__, "interpret": interpreter.generic, "evidence_dir": tmp_path})
     r = stage.run(ctx, "diverging", programs)
     assert r.status == "chip-divergence"
     ev = r.evidence
+    kept = {p.name for p in Path(ev["files"]).iterdir()}
+    assert kept == {"input0.npy", "input1.npy", "chip.npy", "interpreters.npy", "reference.npy"}
     assert math.isclose(ev["interpreters"], ev["reference"], rel_tol=1e-5, abs_tol=1e-5)
     assert not math.isclose(ev["chip"], ev["reference"], rel_tol=1e-3)
     # The same program on an honest chip: timed.

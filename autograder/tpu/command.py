@@ -77,7 +77,7 @@ def _context(a: Assignment, device: Device, opts: Options, flops: dict[str, floa
                          "dry run with scripted times.")
     ref = load_reference(a)
     return stage.Context(a, device, info, lambda *x: np.asarray(ref(*x), np.float64), interpreter.generic,
-                         secrets.randbits(63), opts.rule, {}, flops)
+                         secrets.randbits(63), opts.rule, {}, flops, opts.output / "divergence")
 
 
 def _graded(a: Assignment, opts: Options) -> list:

@@ -3,8 +3,8 @@
 At least ``min_calls`` calls and ``min_total_s`` of timed work per shape,
 stopping once the relative standard error of the mean falls below
 ``target_rse`` or a cap (calls or seconds) is hit; the median is the shape's
-time, and shapes combine by geometric mean. A run that stops at the cap
-without converging is "noisy" and held for review.
+time, and shapes combine by geometric mean. A run that stops at the cap with
+the error still above the target is "noisy" and held for review.
 """
 from __future__ import annotations
 
@@ -41,7 +41,9 @@ class Samples:
 
     @property
     def noisy(self) -> bool:
-        return self.stopped == "cap"
+        """Stopped at the cap with the error still above the target (a kernel
+        so fast that the cap comes first is not noisy when its error is small)."""
+        return self.stopped == "cap" and self.rse >= Rule.target_rse
 
 
 def rse(times: tuple[float, ...] | list[float]) -> float:
