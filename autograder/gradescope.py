@@ -189,21 +189,22 @@ def _custom_entries(report, fmt: str) -> list[dict]:
 
 
 def _speed_entry(report, fmt: str) -> list[dict]:
-    """The speed estimate as a test of its own (0 points unless the spec scores it)."""
+    """The speed estimate (S1, 0 points unless the spec scores it) and the TPU
+    stage's "not run" (T1), in a grading that planned the estimate. Nothing
+    traced (a submission error) and no points at stake: neither."""
     from . import render, speed_grade
-    g = report.speed
-    if report.assignment.speed is None:
-        return []
     from .tpu import results as tpu_results
-    not_run = tpu_results.entry(report.assignment.speed, None, None, None, fmt)
-    if g is None:
-        return [not_run]
-    scored = "" if g.max_score > 0 else ", not scored"
-    entry = test_entry(name=f"Speed estimate (TPU {g.chip}, from the schedule{scored})", number="S1",
-                       score=g.score, max_score=g.max_score,
-                       output=render.render_speed(speed_grade.view(g), fmt), output_format=fmt,
-                       tags=[], visibility=g.visibility)
-    return [entry, not_run]
+    spec, g = report.assignment.speed, report.speed
+    if spec is None or not report.plan.speed_runs() or (g is None and spec.tpu_points <= 0):
+        return []
+    out = []
+    if g is not None:
+        scored = "" if g.max_score > 0 else ", not scored"
+        out.append(test_entry(name=f"Speed estimate (TPU {g.chip}, from the schedule{scored})", number="S1",
+                              score=g.score, max_score=g.max_score,
+                              output=render.render_speed(speed_grade.view(g), fmt), output_format=fmt,
+                              tags=[], visibility=g.visibility))
+    return out + [tpu_results.entry(spec, None, None, None, fmt)]
 
 
 def results_document(report, fmt: str = "md", view: dict | None = None) -> dict:
