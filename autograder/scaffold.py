@@ -104,6 +104,18 @@ points = 1
 [checks]
 file = "checks.py"
 limit_s = 120                      # the whole suite's wall clock
+
+# Speed: the kernel's estimated TPU time at this size in every grading (0 points: shown,
+# not scored; `calibrate` records the solution's for comparison), and the size the
+# `speed` verb times passing kernels at on a real TPU (README, "Speed").
+[speed]
+chip = "v5e"
+points = 0                         # the estimate's points, on the curve against the solution
+tpu_points = 0                     # the TPU timing's points (merged after `speed`)
+[[speed.sizes]]
+name = "large"
+dims = {{ M = 4096, N = 4096 }}
+dtype = "float32"
 '''
 
 CHECKS = '''"""Custom checks for `{slug}`: unittest cases with gradescope-utils' decorators.
