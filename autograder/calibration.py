@@ -100,6 +100,8 @@ class Timing:
         self.ceiling = fixed_s or assignment.limits.case_s
         self.startup_ceiling = assignment.limits.startup_s
         self.calibration = None if fixed_s else calibration
+        # The solution's speed facts hold whatever the limits are (``--case-timeout`` too).
+        self.solution_speed: dict = calibration.speed if calibration else {}
 
     def _scaled(self, m: Measured, factor: float = 1.0) -> float:
         return min(self.ceiling, max(MIN_RUN_S, MARGIN * m.seconds * factor))

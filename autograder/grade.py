@@ -75,7 +75,7 @@ class Report:
     custom: custom_checks.CheckSuite | None = None   # the instructor's checks (``[checks]``)
     fingerprint: str = ""              # the first traced signature's structure (TA review)
     speed: speed_grade.SpeedGrade | None = None   # the TPU time estimate ([speed])
-    programs: dict[str, bytes] = field(default_factory=dict)  # speed size -> its checked program (kept)
+    programs: dict[str, str] = field(default_factory=dict)  # speed size -> its checked program (kept)
 
     @property
     def run_key(self) -> int:
@@ -225,21 +225,20 @@ def _execute(slot: confinement.Slot, plan: Plan, submission_path: Path, loc: sub
     report.outcomes, report.startup_s = ex.outcomes, ex.startup_s
     report.custom = ex.custom
     report.fingerprint = _fingerprint(traces)
-    report.speed = _speed(plan, report)
+    report.speed = _speed(plan, report, timing.solution_speed)
     report.programs = _kept_programs(plan, traces, options)
     return report
 
 
-def _speed(plan: Plan, report: Report) -> speed_grade.SpeedGrade | None:
-    cal = calibration.load(plan.assignment)
+def _speed(plan: Plan, report: Report, solution: dict) -> speed_grade.SpeedGrade | None:
     passed = all(t.passed for t in report.tests if t.probe is None)
-    g = speed_grade.grade(plan, report.outcomes, cal.speed if cal else {}, passed)
+    g = speed_grade.grade(plan, report.outcomes, solution, passed)
     if g is not None and g.max_score == 0 and all(s.estimate is None for s in g.sizes):
         return None     # unscored and nothing to show (nothing traced): no section
     return g
 
 
-def _kept_programs(plan: Plan, traces: dict, options: GradeOptions) -> dict[str, bytes]:
+def _kept_programs(plan: Plan, traces: dict, options: GradeOptions) -> dict[str, str]:
     """The checked programs of the speed sizes and of the first correctness case:
     what the TPU stage rebuilds, so student code never runs where it times."""
     if not options.keep_programs:
@@ -252,7 +251,7 @@ def _kept_programs(plan: Plan, traces: dict, options: GradeOptions) -> dict[str,
     for name, sig in wanted.items():
         t = traces.get(sig)
         if t is not None and t.program is not None:
-            out[name] = t.program.read_bytes()
+            out[name] = t.program.read_text(encoding="utf-8")
     return out
 
 

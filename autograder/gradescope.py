@@ -210,14 +210,13 @@ def _speed_entry(report, fmt: str) -> list[dict]:
 def results_document(report, fmt: str = "md", view: dict | None = None) -> dict:
     """The whole results.json of a graded report, feedback rendered in ``fmt``
     (``view``: the report's ``render.report_view``, when the caller has it)."""
-    from . import render
+    from . import render, speed_grade
     view = view or render.report_view(report)
     tests = [test_entry(name=t.name, number=t.number, score=t.score, max_score=t.max_score,
                         output=render.render_test(tv, fmt), output_format=fmt, tags=t.tags,
                         visibility=t.visibility, extra_data=_finding_data(t))
              for t, tv in zip(report.tests, view["tests"])]
     tests += _speed_entry(report, fmt) + _custom_entries(report, fmt)
-    from . import speed_grade
     board = speed_grade.leaderboard(report.speed) + [
         {"name": b.name, "value": b.value, "order": b.order}
         for b in (report.custom.leaderboard if report.custom else ())]

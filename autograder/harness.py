@@ -86,8 +86,7 @@ def run_gradescope(root: Path | None = None, slug: str | None = None, staff_repo
             from . import staff
             Path(staff_report).write_text(staff.report_text(report), encoding="utf-8")
         if programs is not None:
-            Path(programs).write_text(json.dumps({k: v.decode("utf-8") for k, v in report.programs.items()}),
-                                      encoding="utf-8")
+            Path(programs).write_text(json.dumps(report.programs), encoding="utf-8")
         print(f"graded {slug}: {report.score:g}/{report.max_score:g} in {time.monotonic() - t0:.1f} s")
         return 0
     except BaseException as exc:  # noqa: BLE001 - the one guard that always writes results

@@ -200,8 +200,7 @@ def report_view(report) -> dict[str, Any]:
         "student_output": report.student_output,   # already a capped tail (sandbox.Tail)
         "notes": list(report.notes),
         "custom": custom_view(report),
-        "speed": speed_grade.view(report.speed) if report.speed is None or report.speed.visibility == "visible"
-        else None,
+        "speed": speed_grade.view(report.speed) if report.speed and report.speed.visibility == "visible" else None,
     }
 
 

@@ -12,7 +12,7 @@ Imports no JAX.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from . import speed
 from .outcome import Outcome
@@ -43,7 +43,8 @@ class SpeedGrade:
     sizes: tuple[SizeEstimate, ...]
     max_score: float
     score: float
-    gate: str = ""                      # why it earns nothing now ("" when the curve decides)
+    gate: str = ""                      # why the curve does not decide the points ("" when it does)
+    correct: bool = True                # every correctness test passed (else: never scored or ranked)
     leaderboard: bool = False
     visibility: str = "visible"
 
@@ -97,25 +98,21 @@ def grade(plan: Plan, outcomes: dict[Run, Outcome], solution: dict[str, dict],
                        visibility=spec.visibility)
     if not correctness_passed:
         # Shown all the same; never scored or ranked while the kernel is wrong.
-        return _with(grade, 0.0, "earns its points once every correctness test passes")
+        return replace(grade, correct=False, gate="earns its points once every correctness test passes")
     if spec.points <= 0:
         return grade
     if any(s.estimate is None for s in sizes):
-        return _with(grade, 0.0, "no estimate for every size")
+        return replace(grade, gate="no estimate for every size")
     if any(s.solution is None for s in sizes):
         # The instructor's calibration is missing: not the student's fault.
-        return _with(grade, spec.points, "not scored: the instructor solution has no estimate (calibrate)")
-    return _with(grade, curve_score(spec, spec.points, grade.relative), "")
-
-
-def _with(g: SpeedGrade, score: float, gate: str) -> SpeedGrade:
-    from dataclasses import replace
-    return replace(g, score=score, gate=gate)
+        return replace(grade, score=spec.points,
+                       gate="given: the instructor solution has no estimate to compare with yet (calibrate)")
+    return replace(grade, score=curve_score(spec, spec.points, grade.relative))
 
 
 def leaderboard(g: SpeedGrade | None) -> list[dict]:
     """Gradescope leaderboard rows: labelled an estimate, in milliseconds (fastest first)."""
-    if g is None or not g.leaderboard or g.seconds is None or g.gate.startswith("earns"):
+    if g is None or not g.leaderboard or g.seconds is None or not g.correct:
         return []
     return [{"name": f"Estimated TPU {g.chip} time (ms)", "value": round(g.seconds * 1e3, 4), "order": "asc"}]
 
@@ -125,7 +122,8 @@ def view(g: SpeedGrade | None) -> dict | None:
     if g is None:
         return None
     return {"chip": g.chip, "scored": g.max_score > 0, "score": g.score, "max_score": g.max_score,
-            "gate": g.gate, "relative": g.relative, "passed": g.passed, "leaderboard": g.leaderboard,
+            "gate": g.gate, "relative": g.relative, "passed": g.passed, "correct": g.correct,
+            "leaderboard": g.leaderboard,
             "sizes": [{"name": s.size, "dims": ", ".join(f"{k}={v}" for k, v in s.dims), "dtype": s.dtype,
                        "text": speed.text(s.estimate).splitlines() if s.estimate else [],
                        "problem": s.problem, "relative": s.relative,

@@ -47,6 +47,14 @@ def _jobs(subs: list[Submission], a: Assignment, store: batch.Store, opts: Optio
     return todo, keys
 
 
+def stored(a: Assignment, submissions: Path, site: Path) -> list[tuple[Submission, batch.Graded | None]]:
+    """Each submission with the site's stored grading of it as it is now (None: none)."""
+    subs = read_submissions(submissions, site / EXPORT)
+    store = batch.Store(site / CACHE)
+    a_hash, g_hash = batch.assignment_hash(a), batch.grader_hash()
+    return [(sub, store.get(batch.job_key(sub, a_hash, g_hash))) for sub in subs]
+
+
 def run(a: Assignment, opts: Options) -> Summary:
     out = opts.output
     out.mkdir(parents=True, exist_ok=True)

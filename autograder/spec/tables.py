@@ -340,7 +340,7 @@ def read_speed(r: TableReader, dims: tuple, tolerances: dict, production: Produc
         return float(value)
     return Speed(sr.choice("chip", CHIPS, "v5e"), sizes, points("points"), points("tpu_points"), _curve(sr),
                  sr.get("leaderboard", bool, "must be true or false", False),
-                 sr.choice("visibility", ("visible", "hidden", "after_due_date", "after_published"), "visible"))
+                 sr.choice("visibility", VISIBILITIES, "visible"))
 
 
 def _toml(file: Path) -> dict:

@@ -20,8 +20,6 @@ import sys
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
-import numpy as np
-
 from ..spec import Assignment
 from . import results as tpu_results, stage, timing
 from .device import Device
@@ -46,8 +44,7 @@ def open_device(name: str, a: Assignment) -> Device:
     if name == "fake":
         from ..draws import load_reference
         from .fake import FakeDevice, Script
-        ref = load_reference(a)
-        return FakeDevice(Script(compute=lambda *x: ref(*x), times=(1e-2, 1.01e-2, 0.99e-2)))
+        return FakeDevice(Script(compute=load_reference(a), times=(1e-2, 1.01e-2, 0.99e-2)))
     raise SystemExit(f"--device must be 'tpu' or 'fake'; got {name!r}")
 
 
@@ -57,7 +54,7 @@ def passed_interpreters(results: dict | None) -> bool:
     return bool(tests) and all(t.get("status") == "passed" for t in tests)
 
 
-def solution_programs(a: Assignment, solution: Path) -> tuple[dict[str, bytes], dict[str, float]]:
+def solution_programs(a: Assignment, solution: Path) -> tuple[dict[str, str], dict[str, float]]:
     """The solution's checked programs (traced as a submission's are) and its
     work in flops per size (the roofline floor's)."""
     from .. import grade, plan as planning
@@ -75,20 +72,16 @@ def _context(a: Assignment, device: Device, opts: Options, flops: dict[str, floa
         raise SystemExit("pallas-autograder speed: no TPU is visible here (jax.devices('tpu') is empty). Run it "
                          "on a Cloud TPU VM with `pip install 'pallas-autograder[tpu]'`, or --device fake for a "
                          "dry run with scripted times.")
-    ref = load_reference(a)
-    return stage.Context(a, device, info, lambda *x: np.asarray(ref(*x), np.float64), interpreter.generic,
+    return stage.Context(a, device, info, load_reference(a), interpreter.generic,
                          secrets.randbits(63), opts.rule, {}, flops, opts.output / "divergence")
 
 
 def _graded(a: Assignment, opts: Options) -> list:
     """(submission, stored grading) for every submission, graded on the interpreters first."""
-    from ..review import batch, command as review
+    from ..review import command as review
     site = opts.review or opts.output / "review"
     review.run(a, review.Options(opts.submissions, site, jobs=opts.jobs))
-    subs = review.read_submissions(opts.submissions, site / review.EXPORT)
-    store = batch.Store(site / review.CACHE)
-    a_hash, g_hash = batch.assignment_hash(a), batch.grader_hash()
-    return [(sub, store.get(batch.job_key(sub, a_hash, g_hash))) for sub in subs]
+    return review.stored(a, opts.submissions, site)
 
 
 def run(a: Assignment, opts: Options, solution: Path) -> dict:
@@ -98,7 +91,7 @@ def run(a: Assignment, opts: Options, solution: Path) -> dict:
     device = open_device(opts.device, a)
     sol_programs, flops = solution_programs(a, solution)
     ctx = _context(a, device, opts, flops)
-    sol = stage.run(ctx, "solution", sol_programs)
+    sol = stage.run(ctx, "solution", {k: v.encode("utf-8") for k, v in sol_programs.items()})
     ctx = replace(ctx, solution={s.size: s.median_s for s in sol.sizes})
     out = []
     for sub, g in graded:

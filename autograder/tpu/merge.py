@@ -18,14 +18,11 @@ def into_site(a: Assignment, doc: dict, submissions: Path, site: Path) -> int:
     from dataclasses import replace
 
     from ..review import batch, command as review, site as pages
-    subs = review.read_submissions(submissions, site / review.EXPORT)
     store = batch.Store(site / review.CACHE)
-    a_hash, g_hash = batch.assignment_hash(a), batch.grader_hash()
     by_id = {str(r["submission"]): r for r in doc["results"]}
     solution_s = (doc.get("solution") or {}).get("seconds")
     merged, rows = 0, []
-    for sub in subs:
-        g = store.get(batch.job_key(sub, a_hash, g_hash))
+    for sub, g in review.stored(a, submissions, site):
         r = by_id.get(sub.id)
         if g is not None and g.results is not None and r is not None:
             new = tpu_results.merge(g.results, a.speed, r, doc["device"], solution_s)

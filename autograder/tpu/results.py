@@ -7,6 +7,7 @@ import copy
 
 from ..gradescope import test_entry
 from ..spec import Speed
+from ..speed_grade import curve_score
 
 NUMBER = "T1"
 
@@ -18,9 +19,9 @@ def board_name(chip: str) -> str:
 def score(spec: Speed, result: dict, solution_s: float | None) -> float:
     """The curve's points for a timed (not held) result; nothing otherwise."""
     seconds = result.get("seconds")
-    if result.get("status") != "timed" or not seconds or not solution_s or spec.tpu_points <= 0:
+    if result.get("status") != "timed" or not seconds or not solution_s:
         return 0.0
-    return round(spec.tpu_points * spec.share(solution_s / seconds), 4)
+    return curve_score(spec, spec.tpu_points, solution_s / seconds)
 
 
 def view(spec: Speed, result: dict | None, device: dict | None, solution_s: float | None) -> dict:

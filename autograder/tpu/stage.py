@@ -25,6 +25,7 @@ import numpy as np
 
 from ..compare import compare
 from ..spec import Assignment
+from ..speed_grade import geometric_mean
 from . import timing
 from .device import ChipReject, Compiled, Device, DeviceInfo, InputSpec, Kernel, projection
 
@@ -59,9 +60,7 @@ class StageResult:
     @property
     def seconds(self) -> float | None:
         """Geometric mean of the sizes' medians."""
-        if not self.sizes or any(s.median_s <= 0 for s in self.sizes):
-            return None
-        return math.exp(sum(math.log(s.median_s) for s in self.sizes) / len(self.sizes))
+        return geometric_mean([s.median_s for s in self.sizes])
 
     def to_json(self) -> dict:
         from dataclasses import asdict
@@ -101,6 +100,11 @@ def kernel(a: Assignment, name: str, program: bytes, dims: dict[str, int], dtype
     return Kernel(name, program, specs, a.output_shape(case), a.dtype_of(a.output.dtype, case))
 
 
+def _reduction(a: Assignment, dims: dict[str, int]) -> int:
+    """The reduction length at ``dims`` (the tolerance's atol grows with its square root)."""
+    return dims.get(a.reduction_dim, 1) if a.reduction_dim else 1
+
+
 def _host_args(values: list) -> list:
     return [v if isinstance(v, float) else np.asarray(v, dtype=np.float32) for v in values]
 
@@ -117,7 +121,7 @@ def check(ctx: Context, sub: str, k: Kernel, dims: dict[str, int], dtype: str) -
     args = _host_args(ctx.device.fetch(x))
     ref = np.asarray(ctx.reference(*args), dtype=np.float64)
     tol = a.tolerance(dtype)
-    red = dims.get(a.reduction_dim, 1) if a.reduction_dim else 1
+    red = _reduction(a, dims)
     chip = compare(out, ref, tol, red, a.numerics_bound)
     if chip.ok:
         return None
@@ -185,7 +189,7 @@ def time_size(ctx: Context, sub: str, compiled: Compiled, size: str, dims: dict,
     picker = np.random.default_rng(seed(ctx.secret, sub, size, "sample"))   # chosen after the run
     picks = sorted(int(i) for i in picker.choice(len(digests), min(rule.sample, len(digests)), replace=False))
     a = ctx.assignment
-    red = dims.get(a.reduction_dim, 1) if a.reduction_dim else 1
+    red = _reduction(a, dims)
     bad = []
     for i in picks:
         args = _host_args(dev.fetch(dev.inputs(compiled, seed(ctx.secret, sub, size, "timed", i))))
