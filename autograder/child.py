@@ -189,15 +189,14 @@ class Executor:
             return {"status": "error", "phase": "run", "type": NO_SHUFFLED_AXIS,
                     "message": "no grid axis of more than one point is marked parallel", "frames": []}
         params, order, extra = dict(run.get("params") or {}), [], {}
-        if run.get("record"):
-            params["grid_point_recorder"] = hooks.order_recorder(order)
         if run.get("races"):
             params.update(hooks.race_params())
         with ExitStack() as stack:
             stack.enter_context(hooks.fill(run.get("fill")))
+            static = stack.enter_context(hooks.grid_order(params, order if run.get("record") else None))
             captured = stack.enter_context(hooks.capture()) if run.get("capture") else None
             try:
-                out = self.executables.run(traced, arrays, run["rung"], params, bool(run.get("in_order")))
+                out = self.executables.run(traced, arrays, run["rung"], static, bool(run.get("in_order")))
                 error = None
             except Exception as e:  # noqa: BLE001 - the kernel's error is the run's outcome
                 error = _error_event(e, "run")
@@ -223,7 +222,7 @@ def main(argv: list[str]) -> int:
     job = json.loads(Path(job_path).read_text(encoding="utf-8"))
     t0 = time.monotonic()
     from .pallas_surface import hooks, rung
-    hooks.install_runtime_fills()     # before anything is traced (see hooks)
+    hooks.install()     # before anything is traced (see hooks)
     channel.send(event="jax", version=rung.jax_version(), seconds=round(time.monotonic() - t0, 3))
     channel.send(event="ready", seconds=round(time.monotonic() - t0, 3))
     executor = Executor(job, channel)

@@ -38,9 +38,9 @@ def main() -> int:
     t0, c0 = time.perf_counter(), _cpu()
     from autograder import grade, inputs, spec
     from autograder.child import _analysis as analyse
-    from autograder.pallas_surface import hooks, rung
+    from autograder.pallas_surface import analysis as pallas_analysis, hooks, rung
 
-    hooks.install_runtime_fills()
+    hooks.install()
     import jax
     import jax.numpy as jnp
     a = spec.find(args.assignment)
@@ -71,11 +71,11 @@ def main() -> int:
         if run.kind == "static":
             analyse(run.analysis, traced, arrays)
         else:
-            params, order = run.params_dict, []
-            if run.record:
-                params["grid_point_recorder"] = hooks.order_recorder(order)
-            with hooks.fill(run.fill):
-                executables.run(traced, arrays, run.rung, params)
+            if run.in_order and not pallas_analysis.shuffled_axes(traced):
+                continue                # the child skips it too: it would be the plain run
+            order = [] if run.record else None
+            with hooks.fill(run.fill), hooks.grid_order(run.params_dict, order) as static:
+                executables.run(traced, arrays, run.rung, static, run.in_order)
             rung.reset_state()
         key = run.probe or "correctness"
         by_check[key] = round(by_check.get(key, 0.0) + time.perf_counter() - t, 3)

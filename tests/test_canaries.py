@@ -16,7 +16,7 @@ from autograder import diagnosis  # noqa: E402
 from autograder.pallas_surface import analysis, hooks, release, rung  # noqa: E402
 
 pytestmark = pytest.mark.jax
-hooks.install_runtime_fills()     # as the child does, before anything is traced
+hooks.install()     # as the child does, before anything is traced
 # What TPU interpret mode's errors arrive as (raised in a host callback, wrapped by XLA).
 WRAPPED = jax.errors.JaxRuntimeError
 
@@ -177,8 +177,8 @@ def test_grid_point_recorder_signature_and_parallel_shuffle():
 
     traced = rung.trace(_copy_on_a_parallel_axis, [x])
     order = []
-    rung.run(traced, [x], "tpu-interpret", {"random_seed": 1, "num_cores_or_threads": 2,
-                                          "grid_point_recorder": hooks.order_recorder(order)})
+    with hooks.grid_order({"random_seed": 1, "num_cores_or_threads": 2}, order) as params:
+        rung.run(traced, [x], "tpu-interpret", params)
     rung.reset_state()
     points = [p[0][0] for p in order]
     assert sorted(points) == list(range(8)) and points != list(range(8))
@@ -195,13 +195,52 @@ def test_parallel_axes_are_shuffled_without_a_seed_and_in_order_undoes_it():
     orders = []
     for in_order in (False, True):
         order = []
-        params = {"grid_point_recorder": hooks.order_recorder(order)}
-        jax.block_until_ready(rung.forced(traced, "tpu-interpret", params, in_order)(x))
+        with hooks.grid_order({}, order) as params:
+            jax.block_until_ready(rung.forced(traced, "tpu-interpret", params, in_order)(x))
         rung.reset_state()
         orders.append([p[0][0] for p in order])
     shuffled, ordered = orders
     assert sorted(shuffled) == list(range(8)) and shuffled != list(range(8))
     assert ordered == list(range(8))
+
+
+def test_the_grid_seed_read_at_run_time_draws_the_interpreters_own_order():
+    """hooks.install_runtime_grid_order draws TPU interpret mode's permutations
+    from a seed read at run time: the same coordinates as the seed fixed in the
+    program (release.GRID_COORDINATES), for each seed and each mix of parallel
+    and arbitrary axes."""
+    mod, name = hooks._target(release.GRID_COORDINATES)
+    ours, theirs = getattr(mod, name), hooks._ORIGINAL[(mod, name)]
+    assert ours is not theirs
+    for grid, semantics in (((8,), ("parallel",)), ((5, 7, 3), ("parallel", "parallel", "arbitrary")),
+                            ((6, 4), ("arbitrary", "arbitrary")), ((4, 9), None)):
+        cp = pltpu.CompilerParams(dimension_semantics=semantics)
+        for seed in (None, 0, 1, 2, 12345):
+            with hooks.grid_order({"random_seed": seed}, None):
+                got = jax.jit(lambda g=grid, c=cp: ours(g, c, None))()
+            want = jax.jit(lambda g=grid, c=cp, s=seed: theirs(g, c, s))()
+            assert len(got) == len(want) == len(grid)
+            for g, w in zip(got, want):
+                np.testing.assert_array_equal(np.asarray(g), np.asarray(w), err_msg=f"{grid} {semantics} {seed}")
+
+
+def test_grid_order_runs_share_one_program_per_core_count():
+    """Seeds and the recorder are read at run time: four grid-order runs (two
+    seeds, one and two cores) compile two programs, and each seed still gives
+    its own order."""
+    x = jnp.zeros((64, 128), jnp.float32)
+    traced = rung.trace(_copy_on_a_parallel_axis, [x])
+    executables, orders = rung.Executables(), {}
+    for cores in (1, 2):
+        for seed in (1, 2):
+            order = []
+            with hooks.grid_order({"random_seed": seed, "num_cores_or_threads": cores}, order) as params:
+                executables.run(traced, [x], "tpu-interpret", params)
+            rung.reset_state()
+            orders[cores, seed] = [p[0][0] for p in order if p[1] == 0]
+    assert executables.compiled == 2
+    assert orders[1, 1] != orders[1, 2]
+    assert sorted(orders[1, 1]) == sorted(orders[1, 2]) == list(range(8))
 
 
 def test_race_flag_and_report():
@@ -359,32 +398,70 @@ def test_index_map_scan_reads_scalar_prefetch_values():
     assert inp["out_of_bounds_count"] == 1 and inp["out_of_bounds"][0]["grid_point"] == [3]
 
 
-def test_the_compiler_options_change_no_output_bit():
-    """TPU interpret mode's programs compile with LLVM at optimisation level 0
-    (release.COMPILER_OPTIONS): their outputs must be bit for bit those of XLA's
-    default options."""
-    import functools
+def _solution(slug):
     import importlib.util
     from pathlib import Path
 
     from autograder import inputs, spec
     repo = Path(__file__).resolve().parent.parent
-    assert release.COMPILER_OPTIONS["tpu-interpret"]["xla_backend_optimization_level"] == 0
-    for slug in ("matmul", "softmax"):
-        a = spec.find(slug)
-        s = importlib.util.spec_from_file_location(f"sol_{slug}", repo / "solutions" / f"{slug}.py")
-        m = importlib.util.module_from_spec(s)
-        s.loader.exec_module(m)
-        case = a.cases[1]
-        args = [jnp.asarray(v.array, jnp.dtype(v.dtype)) for v in inputs.make(a, case)]
-        traced = rung.trace(getattr(m, slug), args)
-        fast = np.asarray(rung.run(traced, args, "tpu-interpret"))
+    a = spec.find(slug)
+    s = importlib.util.spec_from_file_location(f"sol_{slug}", repo / "solutions" / f"{slug}.py")
+    m = importlib.util.module_from_spec(s)
+    s.loader.exec_module(m)
+    args = [jnp.asarray(v.array, jnp.dtype(v.dtype)) for v in inputs.make(a, a.cases[1])]
+    return rung.trace(getattr(m, a.entry_function), args), args
+
+
+@pytest.mark.parametrize("slug", ["matmul", "softmax", "flash_attention"])
+def test_the_compiler_options_change_no_output_bit(slug, monkeypatch):
+    """Both interpreters compile with the grader's options (release.COMPILER_OPTIONS;
+    two-core threads through hooks.install_thread_programs): every output must be
+    bit for bit what XLA's defaults give (softmax and flash attention: exp)."""
+    import functools
+    assert release.COMPILER_OPTIONS["generic"] == {"xla_cpu_use_fusion_emitters": False}
+    traced, args = _solution(slug)
+    closed = traced.closed
+    for which, params in (("generic", None), ("tpu-interpret", None),
+                          ("tpu-interpret", {"num_cores_or_threads": 2, "random_seed": 1})):
+        fast = [np.asarray(x) for x in jax.tree.leaves(rung.run(traced, args, which, params))]
         rung.reset_state()
-        closed, interpret = traced.closed, rung.interpret_value("tpu-interpret")
-        plain = jax.jit(functools.partial(rung.evaluate, closed.jaxpr, closed.consts, interpret=interpret))
-        default = np.asarray(jax.block_until_ready(plain(args))[0])
+        with monkeypatch.context() as m:      # XLA's defaults: no options, each thread compiling
+            mod, name = hooks._target(release.THREAD_RUNNER)
+            m.setattr(mod, name, hooks._ORIGINAL[(mod, name)])
+            interpret = rung.interpret_value(which, params)
+            plain = jax.jit(functools.partial(rung.evaluate, closed.jaxpr, closed.consts, interpret=interpret))
+            default = [np.asarray(x) for x in jax.block_until_ready(plain(args))]
         rung.reset_state()
-        np.testing.assert_array_equal(fast, default)
+        assert len(fast) == len(default) > 0
+        for f, d in zip(fast, default):
+            np.testing.assert_array_equal(f, d, err_msg=f"{slug} on {which} {params}")
+
+
+def test_two_core_threads_share_one_program():
+    """TPU interpret mode compiles each core's thread at run time (release.THREAD_RUNNER);
+    with the hook the two threads compile once, and a second run not at all."""
+    mod, name = hooks._target(release.THREAD_RUNNER)
+    assert getattr(mod, name) is not hooks._ORIGINAL[(mod, name)]
+    x, y = _xy()
+    traced = rung.trace(_add, [x, y])
+    executables = rung.Executables()
+    before = len(hooks._THREAD_PROGRAMS)
+    params = {"num_cores_or_threads": 2, "random_seed": 3}
+    out = executables.run(traced, [x, y], "tpu-interpret", params)
+    assert len(hooks._THREAD_PROGRAMS) == before + 1
+    executables.run(traced, [x, y], "tpu-interpret", params)
+    assert len(hooks._THREAD_PROGRAMS) == before + 1
+    rung.reset_state()
+    np.testing.assert_array_equal(np.asarray(out), np.asarray(x + y))
+
+
+def test_an_unknown_compiler_option_raises():
+    """What an upgrade that drops one of release.COMPILER_OPTIONS looks like: compiling
+    raises (XLA_FLAGS would abort the process instead)."""
+    with pytest.raises(jax.errors.JaxRuntimeError, match="No such compile option"):
+        jax.jit(lambda v: v + 1, compiler_options={"xla_no_such_option": 1})(jnp.ones(3))
+    for options in release.COMPILER_OPTIONS.values():
+        assert float(jax.jit(lambda v: v + 1, compiler_options=options)(jnp.ones(())) ) == 2.0
 
 
 def test_platform_dependent_keeps_its_platforms_through_the_rewrite():

@@ -7,6 +7,19 @@ from a host callback that reads the current fill, so the poisoning probe's runs
 reuse the executable of the plain run instead of compiling one per fill. With
 no fill set the callback returns exactly what the interpreter would (NaN).
 Integers keep the interpreters' own values.
+
+With more than one simulated core, each core's thread compiles its part of the
+grid at run time (see ``release.THREAD_RUNNER``); ``install_thread_programs``
+makes the threads share one executable per program, compiled with the
+grader's options, so a two-core run compiles once, and a second run of the
+same executable not at all.
+
+The grid order is read at run time too (``install_runtime_grid_order``): TPU
+interpret mode takes the seed that shuffles its parallel axes from its static
+parameters, so each seed was a program of its own; the hook draws the same
+permutations from a seed a host callback reads (``grid_order``), and the
+grid-point recorder is one shared function that appends to the current run's
+list. The grid-order probe's runs then share one executable per core count.
 """
 from __future__ import annotations
 
@@ -15,6 +28,7 @@ import io
 import os
 import sys
 import tempfile
+import threading
 from contextlib import contextmanager
 from typing import Callable
 
@@ -43,11 +57,11 @@ def _host_array(shape, dtype, default: float):
 
 def install_runtime_fills() -> None:
     """Patch the interpreters' sources of uninitialized values (idempotent)."""
-    if _ORIGINAL:
-        return
     generic_mod, generic_name = _target(release.GENERIC_FILL)
     array_mod, array_name = _target(release.TPU_FILL_ARRAY)
     value_mod, value_name = _target(release.TPU_FILL_VALUE)
+    if (generic_mod, generic_name) in _ORIGINAL:
+        return
     orig_generic = getattr(generic_mod, generic_name)
     orig_array = getattr(array_mod, array_name)
     orig_value = getattr(value_mod, value_name)
@@ -74,25 +88,111 @@ def install_runtime_fills() -> None:
         setattr(mod, name, new)
 
 
+_THREAD_PROGRAMS: dict = {}     # (id(jaxpr), argument types) -> (jaxpr, executable)
+_THREAD_LOCK = threading.Lock()
+
+
+def _thread_program(jaxpr, consts, args):
+    """The executable for one core's part of the grid, compiled by the first
+    thread that needs it; the others wait for it (they must not hold the lock
+    while running: the cores meet at barriers)."""
+    key = (id(jaxpr), tuple(jax.typeof(x) for x in jax.tree.leaves((consts, args))))
+    with _THREAD_LOCK:
+        held = _THREAD_PROGRAMS.get(key)
+        if held is None:
+            def run(jaxpr, consts, *args):
+                jax.core.eval_jaxpr(jaxpr, consts, *args)
+            lowered = jax.jit(run, static_argnums=(0,)).trace(jaxpr, consts, *args).lower()
+            # The jaxpr is kept with its executable so that its id is never reused.
+            held = _THREAD_PROGRAMS[key] = (jaxpr, lowered.compile(release.COMPILER_OPTIONS["tpu-interpret"]))
+    return held[1]
+
+
+def install_thread_programs() -> None:
+    """Replace TPU interpret mode's per-thread compile (idempotent)."""
+    mod, name = _target(release.THREAD_RUNNER)
+    if (mod, name) in _ORIGINAL:
+        return
+
+    def run_jaxpr(jaxpr, consts, *args):
+        _thread_program(jaxpr, consts, args)(consts, *args)
+    _ORIGINAL[(mod, name)] = getattr(mod, name)
+    setattr(mod, name, run_jaxpr)
+
+
+_SEED: list[int | None] = [None]       # the current run's grid seed (None: the interpreter's 0)
+_ORDER: list[list | None] = [None]     # where the current run's grid points go
+
+
+def _runtime_seed_coordinates(parallel_dims, orig: Callable) -> Callable:
+    """TPU interpret mode's grid coordinates (one permutation per parallel
+    axis, split from one key), with the key made from the seed when the
+    program runs. A canary checks them equal to the interpreter's own."""
+    def coordinates(grid, mosaic_params, random_seed):
+        if random_seed is not None:             # a seed fixed in the program keeps its meaning
+            return orig(grid, mosaic_params, random_seed)
+        seed = jax.pure_callback(lambda: np.int32(_SEED[0] or 0), jax.ShapeDtypeStruct((), jnp.int32))
+        key, axes = jax.random.key(seed), []
+        for size, parallel in zip(grid, parallel_dims(mosaic_params, len(grid))):
+            if parallel:
+                key, sub = jax.random.split(key)
+                axes.append(jax.random.permutation(sub, jnp.arange(int(size), dtype=jnp.int32)))
+            else:
+                axes.append(jnp.array((), dtype=jnp.int32))
+        return tuple(axes)
+    return coordinates
+
+
+def install_runtime_grid_order() -> None:
+    """Patch where TPU interpret mode draws its grid order (idempotent)."""
+    mod, name = _target(release.GRID_COORDINATES)
+    if (mod, name) in _ORIGINAL:
+        return
+    _ORIGINAL[(mod, name)] = orig = getattr(mod, name)
+    setattr(mod, name, _runtime_seed_coordinates(getattr(mod, release.PARALLEL_DIMS), orig))
+
+
+def record_grid_point(token, grid_point, core_id):
+    """The grid_point_recorder of every recording run: TPU interpret mode calls
+    it (in a host callback) at each grid point; it must return the token."""
+    if _ORDER[0] is not None:
+        _ORDER[0].append([[int(g) for g in grid_point], int(core_id)])
+    return token
+
+
+@contextmanager
+def grid_order(params: dict, order: list | None):
+    """Within: TPU interpret mode shuffles with ``params``' random_seed, read at
+    run time, and (with ``order``) records each grid point into it. Yields the
+    parameters to compile with: no seed, and the shared recorder when recording."""
+    static = {k: v for k, v in params.items() if k != "random_seed"}
+    if order is not None:
+        static["grid_point_recorder"] = record_grid_point
+    saved = _SEED[0], _ORDER[0]
+    _SEED[0], _ORDER[0] = params.get("random_seed"), order
+    try:
+        yield static
+    finally:
+        _SEED[0], _ORDER[0] = saved
+
+
+def install() -> None:
+    """Every run-time hook, once, before anything is traced."""
+    install_runtime_fills()
+    install_thread_programs()
+    install_runtime_grid_order()
+
+
 @contextmanager
 def fill(value: float | None):
     """Within: uninitialized floats (outputs, scratch, padding) read ``value``."""
     if value is not None and not _ORIGINAL:
-        raise RuntimeError("install_runtime_fills() must run before anything is traced")
+        raise RuntimeError("hooks.install() must run before anything is traced")
     saved, _FILL[0] = _FILL[0], (None if value is None else float(value))
     try:
         yield
     finally:
         _FILL[0] = saved
-
-
-def order_recorder(order: list) -> Callable:
-    """A grid_point_recorder: TPU interpret mode calls it (in a host callback) as
-    ``recorder(token, grid_point, core_id)`` at each grid point; it must return the token."""
-    def record(token, grid_point, core_id):
-        order.append([[int(g) for g in grid_point], int(core_id)])
-        return token
-    return record
 
 
 def races_found() -> bool:

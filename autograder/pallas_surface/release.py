@@ -59,16 +59,35 @@ TPU_FILL_ARRAY = ("jax._src.pallas.mosaic.interpret.utils", "get_uninitialized_a
 TPU_FILL_VALUE = ("jax._src.pallas.mosaic.interpret.utils", "get_uninitialized_value")
 
 # -- compiling the interpreters' programs -------------------------------------
-# TPU interpret mode's programs run for milliseconds (their work is in host
-# callbacks) and compile for most of a second: LLVM's optimisation level 0
-# and one codegen split cut that compile time. The generic interpreter keeps
-# XLA's defaults: its loops are real work (a long stress reduction runs slower
-# unoptimised). Without fast-math LLVM may not reassociate floating point:
-# every corpus and solution output was checked bit for bit equal with and
-# without, and tests/test_canaries.py keeps checking.
+# Compiling, not running, is most of a grading's interpreter work: TPU
+# interpret mode's programs run for milliseconds (their work is in host
+# callbacks) and compiled for most of a second each. XLA's CPU fusion
+# emitters (the default in this release) take about twice as long to compile
+# these programs as its older elemental emitters; LLVM's optimisation level 0
+# and one codegen split cut TPU interpret mode's compile further. The generic
+# interpreter keeps LLVM's optimisation: its loops are real work (a long
+# stress reduction runs slower unoptimised). Without fast-math neither choice
+# may reassociate floating point or change a transcendental: every corpus and
+# solution output was checked bit for bit equal with and without, and
+# tests/test_canaries.py keeps checking. An unknown option makes compiling
+# raise; a canary compiles with each set.
 COMPILER_OPTIONS: dict[str, dict] = {
-    "tpu-interpret": {"xla_backend_optimization_level": 0, "xla_cpu_parallel_codegen_split_count": 1},
+    "tpu-interpret": {"xla_cpu_parallel_codegen_split_count": 1,
+                      "xla_cpu_use_fusion_emitters": False},
+    "generic": {"xla_cpu_use_fusion_emitters": False},
 }
+# With more than one simulated core, TPU interpret mode runs each core's part
+# of the grid in a thread of its own, and each thread compiles that part anew,
+# at run time, with XLA's default options (module, function(jaxpr, consts,
+# *args)): two threads compile the same program twice on every run. The hook
+# compiles it once per program with the options above.
+THREAD_RUNNER = ("jax._src.pallas.mosaic.interpret.thread_map", "_run_jaxpr")
+# TPU interpret mode permutes each 'parallel' grid axis with
+# jax.random.key(random_seed or 0), split once per parallel axis, while it
+# traces (module, function(grid, compiler_params, random_seed)); which axes are
+# parallel it reads with PARALLEL_DIMS(compiler_params, rank) in that module.
+GRID_COORDINATES = ("jax._src.pallas.mosaic.interpret.interpret_pallas_call", "_get_randomized_grid_coordinates")
+PARALLEL_DIMS = "_get_parallel_dim_semantics"
 
 # -- the TPU compiler, as far as CPU can see it -------------------------------
 # Pallas's TPU lowering reads the tiling (8 sublanes x 128 lanes on every
