@@ -243,6 +243,27 @@ def test_grid_order_runs_share_one_program_per_core_count():
     assert sorted(orders[1, 1]) == sorted(orders[1, 2]) == list(range(8))
 
 
+def test_a_seed_read_at_run_time_records_the_order_a_fixed_seed_does():
+    """End to end on a parallel axis: the order recorded with the seed read at run
+    time equals the order with the seed fixed in the program; a seed beyond int32
+    (the spec allows any non-negative seed) stays fixed in the program."""
+    x = jnp.zeros((64, 128), jnp.float32)
+    traced = rung.trace(_copy_on_a_parallel_axis, [x])
+    for seed in (5, 2 ** 31 + 5):
+        runtime, fixed = [], []
+        with hooks.grid_order({"random_seed": seed}, runtime) as params:
+            assert ("random_seed" in params) == (seed >= 2 ** 31)
+            rung.run(traced, [x], "tpu-interpret", params)
+        rung.reset_state()
+
+        def record(token, grid_point, core_id, into=fixed):
+            into.append(int(grid_point[0]))
+            return token
+        rung.run(traced, [x], "tpu-interpret", {"random_seed": seed, "grid_point_recorder": record})
+        rung.reset_state()
+        assert [p[0][0] for p in runtime] == fixed and sorted(fixed) == list(range(8))
+
+
 def test_race_flag_and_report():
     x = jnp.ones((16, 128), jnp.float32)
 

@@ -129,11 +129,13 @@ def _runtime_seed_coordinates(parallel_dims, orig: Callable) -> Callable:
     axis, split from one key), with the key made from the seed when the
     program runs. A canary checks them equal to the interpreter's own."""
     def coordinates(grid, mosaic_params, random_seed):
-        if random_seed is not None:             # a seed fixed in the program keeps its meaning
+        parallel_axes = parallel_dims(mosaic_params, len(grid))
+        if random_seed is not None or not any(parallel_axes):
+            # A seed fixed in the program keeps its meaning; with nothing to shuffle, no seed.
             return orig(grid, mosaic_params, random_seed)
         seed = jax.pure_callback(lambda: np.int32(_SEED[0] or 0), jax.ShapeDtypeStruct((), jnp.int32))
         key, axes = jax.random.key(seed), []
-        for size, parallel in zip(grid, parallel_dims(mosaic_params, len(grid))):
+        for size, parallel in zip(grid, parallel_axes):
             if parallel:
                 key, sub = jax.random.split(key)
                 axes.append(jax.random.permutation(sub, jnp.arange(int(size), dtype=jnp.int32)))
@@ -165,11 +167,14 @@ def grid_order(params: dict, order: list | None):
     """Within: TPU interpret mode shuffles with ``params``' random_seed, read at
     run time, and (with ``order``) records each grid point into it. Yields the
     parameters to compile with: no seed, and the shared recorder when recording."""
-    static = {k: v for k, v in params.items() if k != "random_seed"}
+    seed = params.get("random_seed")
+    # The run-time seed is an int32; a larger one stays in the program (JAX's own path).
+    runtime = seed is None or 0 <= seed < 2 ** 31
+    static = {k: v for k, v in params.items() if k != "random_seed" or not runtime}
     if order is not None:
         static["grid_point_recorder"] = record_grid_point
     saved = _SEED[0], _ORDER[0]
-    _SEED[0], _ORDER[0] = params.get("random_seed"), order
+    _SEED[0], _ORDER[0] = (seed if runtime else None), order
     try:
         yield static
     finally:
@@ -186,7 +191,7 @@ def install() -> None:
 @contextmanager
 def fill(value: float | None):
     """Within: uninitialized floats (outputs, scratch, padding) read ``value``."""
-    if value is not None and not _ORIGINAL:
+    if value is not None and _target(release.GENERIC_FILL) not in _ORIGINAL:
         raise RuntimeError("hooks.install() must run before anything is traced")
     saved, _FILL[0] = _FILL[0], (None if value is None else float(value))
     try:
