@@ -31,10 +31,18 @@ class CaseInput:
     value: float | None = None
 
 
-def _round_to(x: np.ndarray, dtype: str) -> np.ndarray:
+def numpy_dtype(dtype: str) -> np.dtype:
+    """The numpy dtype of a spec's dtype name (bfloat16 through ml_dtypes)."""
     if dtype == "bfloat16":
         import ml_dtypes  # a numpy extension, not JAX: the parent stays JAX-free
-        return x.astype(np.float32).astype(ml_dtypes.bfloat16).astype(np.float32)
+        return np.dtype(ml_dtypes.bfloat16)
+    return np.dtype(_NUMPY_DTYPES[dtype])
+
+
+def round_to(x: np.ndarray, dtype: str) -> np.ndarray:
+    """``x`` with values exact in ``dtype``, carried as float32 (int32 for integers)."""
+    if dtype == "bfloat16":     # through float32, as every input ever drawn was
+        return x.astype(np.float32).astype(numpy_dtype(dtype)).astype(np.float32)
     if dtype == "float16":
         return x.astype(np.float16).astype(np.float32)
     return x.astype(_NUMPY_DTYPES[dtype])
@@ -73,7 +81,7 @@ def make(assignment: Assignment, case: Case, seed: list[int] | None = None) -> l
             raw = rng.uniform(-scale, scale, size=shape)
         else:
             raw = rng.standard_normal(shape) * scale
-        out.append(CaseInput(spec.name, "array", dtype, _round_to(raw, dtype)))
+        out.append(CaseInput(spec.name, "array", dtype, round_to(raw, dtype)))
     return out
 
 

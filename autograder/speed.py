@@ -106,6 +106,11 @@ def _advice(parts: list[dict], bound: Bound, moved: int, minimum: int, steps: in
     return "compute-bound: the matrix unit is the limit; keep the work in large dot_general calls"
 
 
+def roofline_floor(nbytes: float, flops: float, hbm_bytes_per_s: float, flops_per_s: float) -> float:
+    """No kernel beats moving ``nbytes`` at full bandwidth or doing ``flops`` at the chip's peak."""
+    return max(nbytes / hbm_bytes_per_s, flops / flops_per_s)
+
+
 def estimate(facts: dict) -> Estimate:
     chip = facts["chip"]
     parts = [_call(c, chip) for c in facts["calls"]]
@@ -113,7 +118,7 @@ def estimate(facts: dict) -> Estimate:
     minimum = sum(p["minimum"] for p in parts)
     flops = sum(p["flops"] for p in parts)
     steps = sum(p["steps"] for p in parts)
-    floor = max(minimum / chip["hbm_bytes_per_s"], flops / chip["bf16_flops_per_s"])
+    floor = roofline_floor(minimum, flops, chip["hbm_bytes_per_s"], chip["bf16_flops_per_s"])
     seconds = max(LAUNCH_S * len(parts) + sum(p["seconds"] for p in parts), floor)
     compute, memory, overhead = (sum(p[k] for p in parts) for k in ("compute", "memory", "overhead"))
     bound: Bound = max((("compute", compute), ("memory", memory), ("per-step overhead", overhead)),

@@ -94,20 +94,20 @@ def grade(plan: Plan, outcomes: dict[Run, Outcome], solution: dict[str, dict],
     if spec is None or not runs:
         return None
     sizes = tuple(_size(r, outcomes.get(r), solution.get(r.variant)) for r in runs)
-    grade = SpeedGrade(spec.chip, sizes, spec.points, 0.0, leaderboard=spec.leaderboard,
-                       visibility=spec.visibility)
+    g = SpeedGrade(spec.chip, sizes, spec.points, 0.0, leaderboard=spec.leaderboard,
+                   visibility=spec.visibility)
     if not correctness_passed:
         # Shown all the same; never scored or ranked while the kernel is wrong.
-        return replace(grade, correct=False, gate="earns its points once every correctness test passes")
+        return replace(g, correct=False, gate="earns its points once every correctness test passes")
     if spec.points <= 0:
-        return grade
+        return g
     if any(s.estimate is None for s in sizes):
-        return replace(grade, gate="no estimate for every size")
+        return replace(g, gate="no estimate for every size")
     if any(s.solution is None for s in sizes):
         # The instructor's calibration is missing: not the student's fault.
-        return replace(grade, score=spec.points,
+        return replace(g, score=spec.points,
                        gate="given: the instructor solution has no estimate to compare with yet (calibrate)")
-    return replace(grade, score=curve_score(spec, spec.points, grade.relative))
+    return replace(g, score=curve_score(spec, spec.points, g.relative))
 
 
 def leaderboard(g: SpeedGrade | None) -> list[dict]:

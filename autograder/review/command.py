@@ -80,13 +80,18 @@ def run(a: Assignment, opts: Options) -> Summary:
     return Summary(len(todo), len(subs) - len(todo), failed, out / "index.html")
 
 
-def main(a: Assignment, opts: Options) -> int:
+def needs_review_extra(verb: str) -> None:
+    """Exit with the install command when the [review] extra is missing (``verb`` reads or writes a site)."""
     try:
         import markdown_it  # noqa: F401
         import yaml  # noqa: F401
     except ImportError as e:
-        raise SystemExit(f"pallas-autograder review: needs the [review] extra ({e.name} is missing): "
+        raise SystemExit(f"pallas-autograder {verb}: needs the [review] extra ({e.name} is missing): "
                          "pip install 'pallas-autograder[review]'") from None
+
+
+def main(a: Assignment, opts: Options) -> int:
+    needs_review_extra("review")
     try:
         summary = run(a, opts)
     except KeyboardInterrupt:

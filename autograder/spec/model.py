@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 DTYPES = ("float32", "bfloat16", "float16", "int32")
 Visibility = Literal["visible", "hidden", "after_due_date", "after_published"]
@@ -110,7 +110,7 @@ class SpeedSize:
 
 
 Chip = Literal["v4", "v5e", "v5p", "v6e"]     # the names JAX's TPU table knows
-CHIPS: tuple[str, ...] = ("v4", "v5e", "v5p", "v6e")
+CHIPS: tuple[str, ...] = get_args(Chip)
 
 
 @dataclass(frozen=True)

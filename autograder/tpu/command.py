@@ -124,16 +124,8 @@ def write(doc: dict, out: Path) -> None:
                         " | ".join(h.split(":")[0] for h in r.get("holds", []))])
 
 
-def needs_review_extra(verb: str) -> None:
-    try:
-        import markdown_it  # noqa: F401
-        import yaml  # noqa: F401
-    except ImportError as e:
-        raise SystemExit(f"pallas-autograder {verb}: needs the [review] extra ({e.name} is missing): "
-                         "pip install 'pallas-autograder[review]'") from None
-
-
 def main(a: Assignment, opts: Options, solution: Path) -> int:
+    from ..review.command import needs_review_extra
     from . import merge
     needs_review_extra("speed")
     doc = run(a, opts, solution)

@@ -20,7 +20,7 @@ from typing import Callable, Literal
 
 import numpy as np
 
-from ..inputs import _round_to
+from ..inputs import round_to
 from .device import ChipReject, Compiled, DeviceInfo, Kernel, Timed, digest_host
 
 Behaviour = Literal["honest", "replay", "stale"]
@@ -67,9 +67,9 @@ class FakeDevice:
             if spec.kind == "float":
                 out.append(spec.value)
             elif spec.distribution == "uniform":
-                out.append(_round_to(rng.uniform(-spec.scale, spec.scale, spec.shape), spec.dtype))
+                out.append(round_to(rng.uniform(-spec.scale, spec.scale, spec.shape), spec.dtype))
             else:
-                out.append(_round_to(rng.standard_normal(spec.shape) * spec.scale, spec.dtype))
+                out.append(round_to(rng.standard_normal(spec.shape) * spec.scale, spec.dtype))
         return out
 
     def run(self, compiled: Compiled, inputs: list) -> np.ndarray:

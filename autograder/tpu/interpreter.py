@@ -9,9 +9,9 @@ import numpy as np
 def generic(program: bytes, args: list, dtypes: list[str]) -> np.ndarray:
     """``args``: float32 arrays (values exact in ``dtypes``) and floats."""
     import jax
-    import ml_dtypes
-    args = [a if isinstance(a, float) else np.asarray(a).astype(
-        ml_dtypes.bfloat16 if d == "bfloat16" else np.dtype(d)) for a, d in zip(args, dtypes)]
+
+    from ..inputs import numpy_dtype
+    args = [a if isinstance(a, float) else np.asarray(a).astype(numpy_dtype(d)) for a, d in zip(args, dtypes)]
     from ..pallas_surface import rebuild, rung, schema
     fn = rebuild.load(schema.loads(program)).function()
     with jax.default_device(jax.devices("cpu")[0]):

@@ -41,7 +41,7 @@ def into_site(a: Assignment, doc: dict, submissions: Path, site: Path) -> int:
 
 
 def main(a: Assignment, speed_json: Path, submissions: Path, site: Path) -> int:
-    from .command import needs_review_extra
+    from ..review.command import needs_review_extra
     needs_review_extra("merge")
     doc = json.loads(speed_json.read_text(encoding="utf-8"))
     if doc.get("assignment") != a.slug:

@@ -24,7 +24,9 @@ from typing import Any, Callable, Literal
 import numpy as np
 
 from ..compare import compare
+from ..inputs import numpy_dtype
 from ..spec import Assignment
+from ..speed import roofline_floor
 from ..speed_grade import geometric_mean
 from . import timing
 from .device import ChipReject, Compiled, Device, DeviceInfo, InputSpec, Kernel, projection
@@ -203,13 +205,13 @@ def time_size(ctx: Context, sub: str, compiled: Compiled, size: str, dims: dict,
 def _floor(k: Kernel, info: DeviceInfo, flops: float) -> float:
     """The roofline floor: every input read once and the output written once at
     full bandwidth, or the work at the chip's peak, whichever is longer."""
-    itemsize = {"bfloat16": 2, "float16": 2}
-    nbytes = sum(int(np.prod(s.shape)) * itemsize.get(s.dtype, 4) for s in k.inputs if s.kind == "array")
-    nbytes += int(np.prod(k.output_shape)) * itemsize.get(k.output_dtype, 4)
-    return max(nbytes / info.hbm_bytes_per_s, flops / info.bf16_flops_per_s)
+    nbytes = sum(int(np.prod(s.shape)) * numpy_dtype(s.dtype).itemsize for s in k.inputs if s.kind == "array")
+    nbytes += int(np.prod(k.output_shape)) * numpy_dtype(k.output_dtype).itemsize
+    return roofline_floor(nbytes, flops, info.hbm_bytes_per_s, info.bf16_flops_per_s)
 
 
-def holds(sizes: tuple[SizeTime, ...], solution: dict[str, float]) -> tuple[str, ...]:
+def holds(sizes: tuple[SizeTime, ...], solution: dict[str, float],
+          rule: timing.Rule = timing.DEFAULT) -> tuple[str, ...]:
     """The anomaly gates a timed result trips (each holds it for review)."""
     out = []
     for s in sizes:
@@ -222,7 +224,7 @@ def holds(sizes: tuple[SizeTime, ...], solution: dict[str, float]) -> tuple[str,
         if s.size in solution and s.median_s > SLOWER_THAN_SOLUTION * solution[s.size]:
             out.append(f"slow: at {s.size}, {s.median_s / solution[s.size]:.1f}x the solution's time "
                        f"(more than {SLOWER_THAN_SOLUTION:g}x)")
-        if s.stopped == "cap" and s.rse >= timing.Rule.target_rse:
+        if rule.noisy(s.stopped, s.rse):
             out.append(f"noisy: at {s.size}, the relative standard error is {s.rse:.1%} after {s.calls} calls "
                        "(the cap)")
     return tuple(out)
@@ -248,5 +250,5 @@ def run(ctx: Context, sub: str, programs: dict[str, bytes]) -> StageResult:
         except ChipReject as e:
             return StageResult(sub, "chip-reject", str(e)[:3000], evidence={"kernel": size.name})
         sizes.append(time_size(ctx, sub, compiled, size.name, dims, size.dtype))
-    found = holds(tuple(sizes), ctx.solution)
+    found = holds(tuple(sizes), ctx.solution, ctx.rule)
     return StageResult(sub, "held" if found else "timed", "", tuple(sizes), found)

@@ -25,11 +25,20 @@ class Rule:
     sample: int = 3                 # timed outputs checked, chosen after the run
     profiled: int = 100             # calls (at most) timed again under the profiler for device time
 
+    def noisy(self, stopped: str, rse: float) -> bool:
+        """Stopped at the cap with the error still above the target (a kernel
+        so fast that the cap comes first is not noisy when its error is small)."""
+        return stopped == "cap" and rse >= self.target_rse
+
+
+DEFAULT = Rule()
+
 
 @dataclass(frozen=True)
 class Samples:
     times: tuple[float, ...]
     stopped: Literal["converged", "cap"]
+    rule: Rule = Rule()
 
     @property
     def median(self) -> float:
@@ -41,9 +50,7 @@ class Samples:
 
     @property
     def noisy(self) -> bool:
-        """Stopped at the cap with the error still above the target (a kernel
-        so fast that the cap comes first is not noisy when its error is small)."""
-        return self.stopped == "cap" and self.rse >= Rule.target_rse
+        return self.rule.noisy(self.stopped, self.rse)
 
 
 def rse(times: tuple[float, ...] | list[float]) -> float:
@@ -62,6 +69,6 @@ def measure(call: Callable[[int], float], rule: Rule = Rule()) -> Samples:
         times.append(float(call(len(times))))
         total = sum(times)
         if len(times) >= rule.min_calls and total >= rule.min_total_s and rse(times) < rule.target_rse:
-            return Samples(tuple(times), "converged")
+            return Samples(tuple(times), "converged", rule)
         if len(times) >= rule.max_calls or total >= rule.max_total_s:
-            return Samples(tuple(times), "cap")
+            return Samples(tuple(times), "cap", rule)
