@@ -232,6 +232,7 @@ def test_terminal_progress_colour_interrupt_and_closed_pipe(tmp_path):
     import subprocess
     import sys
     import time
+    from pathlib import Path
     cmd = [sys.executable, "-m", "autograder", "grade", str(ADD / "grid_one_step_too_long.py"), "-a", "add",
            "--case", "small"]
     # Progress on a terminal's stderr; no colour in a pipe.
@@ -253,10 +254,17 @@ def test_terminal_progress_colour_interrupt_and_closed_pipe(tmp_path):
     # A closed pipe: no traceback.
     head = subprocess.run(f"{' '.join(cmd)} | head -2", shell=True, capture_output=True, text=True, cwd=REPO)
     assert "Traceback" not in head.stderr and len(head.stdout.splitlines()) == 2
-    # Ctrl-C: one line, exit 130.
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO,
+    # Ctrl-C: one line, exit 130. Interrupted while a kernel that never returns runs
+    # (a fixed sleep raced the grading once grading got fast enough to finish first).
+    hang = [*cmd[:4], str(ADD / "infinite_loop.py"), *cmd[5:]]
+    proc = subprocess.Popen(hang, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO,
                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
-    time.sleep(4)
+    children = Path(f"/proc/{proc.pid}/task/{proc.pid}/children")
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not children.read_text().strip():
+        time.sleep(0.1)
+    time.sleep(1)
+    assert proc.poll() is None, "the grading ended before it could be interrupted"
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 130 and err.strip() == "pallas-autograder: interrupted; nothing was written"
