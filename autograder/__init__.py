@@ -3,7 +3,7 @@
 The public surface is small: the finding type and catalogue, spec loading, and
 the grade entry point. Importing this package does not import JAX.
 """
-from .findings import CATALOGUE, RUNGS, Finding
+from .grading.findings import CATALOGUE, RUNGS, Finding
 
 __version__ = "0.1.0"
 
@@ -20,6 +20,6 @@ def load_assignment(slug_or_folder: str):
 
 
 def grade_submission(assignment, submission, **options):
-    """Grade a submission path; returns a Report (see autograder.grade)."""
-    from . import grade
+    """Grade a submission path; returns a Report (see autograder.grading.grade)."""
+    from .grading import grade
     return grade.grade(assignment, submission, grade.GradeOptions(**options))

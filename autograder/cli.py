@@ -158,7 +158,8 @@ def main(argv: list[str] | None = None) -> int:
 def _estimate(args, parser: argparse.ArgumentParser) -> int:
     import json
 
-    from . import estimate, speed
+    from .speed import model as speed
+    from .tpu import estimate
     assignment = _assignment(args.assignment, args.assignments, parser)
     try:
         size = estimate.parse_size(args.size) if args.size else None
@@ -191,7 +192,7 @@ def _main(argv: list[str] | None = None) -> int:
                   f"or set {spec.ENV}", file=sys.stderr)
         return 0 if slugs else 1
     if args.verb == "gradescope":
-        from . import harness
+        from .gradescope import run as harness
         return harness.run_gradescope(args.root, args.assignment, args.staff_report, args.programs)
     if args.verb == "review":
         from .review import ExportError, command
@@ -206,7 +207,7 @@ def _main(argv: list[str] | None = None) -> int:
     if args.verb == "estimate":
         return _estimate(args, parser)
     if args.verb == "speed":
-        from . import calibrate
+        from .instructor import calibrate
         from .tpu import command as speed_command
         a = _assignment(args.assignment, args.assignments, parser)
         return speed_command.main(a, speed_command.Options(args.submissions, args.output, args.review,
@@ -217,7 +218,7 @@ def _main(argv: list[str] | None = None) -> int:
         a = _assignment(args.assignment, args.assignments, parser)
         return merge.main(a, args.speed_json, args.submissions, args.review)
     if args.verb == "calibrate":
-        from . import calibrate
+        from .instructor import calibrate
         assignment = _assignment(args.slug, args.assignments, parser)
         try:
             path, summary = calibrate.calibrate(assignment, args.solution, args.repeat)
@@ -227,7 +228,8 @@ def _main(argv: list[str] | None = None) -> int:
               f"start-up {summary['startup_s']:.2f} s")
         return 0
     if args.verb == "handout":
-        from . import handout, spec, starter
+        from . import spec
+        from .instructor import handout, starter
         assignment = _assignment(args.slug, args.assignments, parser)
         try:
             files = handout.write(assignment, args.output)
@@ -238,7 +240,7 @@ def _main(argv: list[str] | None = None) -> int:
               f"{assignment.entry_file} -a {assignment.slug}, run in that folder)")
         return 0
     if args.verb == "new":
-        from . import scaffold
+        from .instructor import scaffold
         try:
             made = scaffold.new(args.slug, args.assignments or Path("assignments"), args.like)
         except scaffold.ScaffoldError as e:
@@ -246,21 +248,22 @@ def _main(argv: list[str] | None = None) -> int:
         print("wrote " + ", ".join(str(p) for p in made))
         return 0
     if args.verb == "check":
-        from . import check
+        from .instructor import check
         assignment = _assignment(args.slug, args.assignments, parser)
         rows = check.run(assignment, quick_only=args.quick, progress=sys.stderr.isatty(),
                          estimate_only=args.estimate_container)
         print(check.table(rows))
         return 0 if all(r.ok for r in rows) else 1
     if args.verb == "build":
-        from . import build, check
+        from .gradescope import build
+        from .instructor import check
         assignment = _assignment(args.slug, args.assignments, parser)
         rows = check.quick(assignment)
         if not all(r.ok for r in rows):
             # A zip that cannot grade would show every student "autograder error".
             parser.exit(1, f"pallas-autograder build: not writing {args.output}: the assignment "
                         f"cannot grade\n{check.table(rows)}\n")
-        from . import rate_limit
+        from .gradescope import rate_limit
         try:
             limit = (rate_limit.Limit(args.rate_limit, args.rate_window_hours)
                      if args.rate_limit is not None else None)
@@ -277,8 +280,9 @@ def _main(argv: list[str] | None = None) -> int:
 
 
 def _grade(args, parser) -> int:
-    from . import grade, gradescope, render, terminal
-    from .sandbox import GraderFailure
+    from .feedback import render, results as gradescope, terminal
+    from .grading import grade
+    from .isolation.sandbox import GraderFailure
     assignment = _assignment(args.assignment, args.assignments, parser)
     progress = terminal.Progress()
     try:

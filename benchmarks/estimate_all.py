@@ -13,8 +13,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from autograder import estimate, spec  # noqa: E402
-from autograder.check import corpus_folder  # noqa: E402
+from autograder import spec  # noqa: E402
+from autograder.instructor.check import corpus_folder  # noqa: E402
+from autograder.tpu import estimate  # noqa: E402
 
 
 def files(slug: str) -> list[Path]:

@@ -36,8 +36,9 @@ def main() -> int:
     p.add_argument("--run-key", type=int, default=1)
     args = p.parse_args()
     t0, c0 = time.perf_counter(), _cpu()
-    from autograder import grade, inputs, spec
-    from autograder.child import _analysis as analyse
+    from autograder import spec
+    from autograder.children.grader import _analysis as analyse
+    from autograder.grading import grade, inputs
     from autograder.pallas_surface import analysis as pallas_analysis, hooks, rung
 
     hooks.install()

@@ -29,7 +29,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 sys.path.insert(0, str(REPO))
-from autograder import container  # noqa: E402
+from autograder.isolation import container  # noqa: E402
 
 SOLUTIONS = ("add", "matmul", "softmax", "dma_scale")
 RUN_KEY = 12345

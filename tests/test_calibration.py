@@ -2,8 +2,9 @@
 import shutil
 from pathlib import Path
 
-from autograder import calibration, plan as planning, spec
-from autograder.calibration import MARGIN, MIN_RUN_S, Measured, Timing
+from autograder import spec
+from autograder.grading import calibration, plan as planning
+from autograder.grading.calibration import MARGIN, MIN_RUN_S, Measured, Timing
 
 REPO = Path(__file__).resolve().parent.parent
 

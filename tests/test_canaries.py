@@ -12,7 +12,7 @@ import jax.numpy as jnp  # noqa: E402
 from jax.experimental import pallas as pl  # noqa: E402
 from jax.experimental.pallas import tpu as pltpu  # noqa: E402
 
-from autograder import diagnosis  # noqa: E402
+from autograder.grading import diagnosis  # noqa: E402
 from autograder.pallas_surface import analysis, hooks, release, rung  # noqa: E402
 
 pytestmark = pytest.mark.jax
@@ -423,7 +423,8 @@ def _solution(slug):
     import importlib.util
     from pathlib import Path
 
-    from autograder import inputs, spec
+    from autograder import spec
+    from autograder.grading import inputs
     repo = Path(__file__).resolve().parent.parent
     a = spec.find(slug)
     s = importlib.util.spec_from_file_location(f"sol_{slug}", repo / "solutions" / f"{slug}.py")

@@ -5,7 +5,7 @@ import os
 import numpy as np
 import pytest
 
-from autograder import channel
+from autograder.isolation import channel
 
 
 def test_event_reader_splits_lines_and_counts_garbage():

@@ -7,7 +7,7 @@ import subprocess
 import sys
 import time
 
-from autograder import confinement
+from autograder.isolation import confinement
 
 
 def _wait_zombie(pid: int) -> None:
@@ -46,7 +46,7 @@ def test_a_child_that_dies_before_loading_jax_is_the_graders_failure(tmp_path):
 
     import pytest
 
-    from autograder import sandbox
+    from autograder.isolation import sandbox
     me = confinement.Identity(os.getuid(), os.getgid(), "grader", False)
     home = tmp_path / "home"
     home.mkdir()

@@ -193,7 +193,7 @@ def test_debug_prints_are_shown_for_visible_cases_only(grade_cli):
 
 
 def test_the_shipped_starter_says_so_once(grade_cli, tmp_path):
-    from autograder.starter import starter_for
+    from autograder.instructor.starter import starter_for
     starter = tmp_path / "add.py"
     starter.write_text(starter_for(REPO / "solutions" / "add.py"))
     doc, out = grade_cli(starter, "add")

@@ -10,8 +10,10 @@ import pytest
 from conftest import CORPUS, REPO, run_cli, trimmed_add
 from gradescope_utils.autograder_utils.json_test_runner import JSONTestRunner
 
-from autograder import check_suite, custom_checks, spec
-from autograder.gradescope import validate
+from autograder import spec
+from autograder.children import check_suite
+from autograder.feedback.results import validate
+from autograder.grading import custom_checks
 
 SUITE = '''
 import unittest
@@ -178,7 +180,7 @@ CHECKS = '''
 import numpy as np
 from gradescope_utils.autograder_utils.decorators import leaderboard, number, visibility, weight
 
-from autograder.check_suite import KernelTestCase
+from autograder.children.check_suite import KernelTestCase
 from reference import add as expected_add
 
 

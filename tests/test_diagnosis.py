@@ -4,9 +4,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from autograder import diagnosis, plan as planning, spec
-from autograder.outcome import LoadError, Outcome
-from autograder.submission import Located
+from autograder import spec
+from autograder.grading import diagnosis, plan as planning
+from autograder.grading.submission import Located
+from autograder.isolation.outcome import LoadError, Outcome
 
 A = spec.find("matmul")
 PLAN = planning.build(A, A.cases, A.rungs, 7, with_probes=False)

@@ -3,7 +3,7 @@ import json
 
 import pytest
 
-from autograder import gradescope
+from autograder.feedback import results as gradescope
 
 
 def _doc(**over):

@@ -9,7 +9,7 @@ import zipfile
 import pytest
 from conftest import CORPUS, REPO, fresh_root, run_cli, tags
 
-from autograder.gradescope import validate
+from autograder.feedback.results import validate
 
 pytestmark = pytest.mark.jax   # grades through real JAX in a child process
 

@@ -6,7 +6,8 @@ import re
 import pytest
 from conftest import REPO, run_cli
 
-from autograder import notebook, spec, starter
+from autograder import spec
+from autograder.instructor import notebook, starter
 
 pytestmark = pytest.mark.jax
 

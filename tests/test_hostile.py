@@ -25,8 +25,8 @@ from pathlib import Path
 import pytest
 from conftest import fresh_root
 
-from autograder import confinement
-from autograder.gradescope import validate
+from autograder.feedback.results import validate
+from autograder.isolation import confinement
 
 pytestmark = pytest.mark.jax   # grades through real JAX in a child process
 

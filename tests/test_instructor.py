@@ -5,8 +5,8 @@ import shutil
 import pytest
 from conftest import REPO, run_cli, trimmed_add
 
-from autograder import scaffold, spec
-from autograder.spec import reference_page
+from autograder import spec
+from autograder.instructor import reference_page, scaffold
 
 
 def test_new_scaffolds_an_assignment_that_loads_and_never_overwrites(tmp_path):
@@ -49,7 +49,7 @@ def test_an_unknown_key_names_the_closest_known_one(tmp_path):
 def test_the_spec_reference_page_is_the_readers_own_account():
     page = reference_page.page()
     assert (REPO / "docs" / "spec-reference.md").read_text() == page, \
-        "regenerate: python -m autograder.spec.reference_page > docs/spec-reference.md"
+        "regenerate: python -m autograder.instructor.reference_page > docs/spec-reference.md"
     for key in ("`entry_function`", "`cases[].secret`", "`probes.grid-order.seeds`", "`dims.<dim>.multiple_of`"):
         assert key in page
 
@@ -91,7 +91,7 @@ def test_check_finds_input_data_that_repeats_a_block():
     integers drawn with a scale that rounds to zero do, and `check` says which input."""
     from dataclasses import replace
 
-    from autograder import check
+    from autograder.instructor import check
     a = spec.find("add")
     calls = [{"operands": [{"is_output": False, "array_shape": [16, 256], "block_shape": [8, 128]},
                            {"is_output": True, "array_shape": [16, 256], "block_shape": [8, 128]}]}]
@@ -106,7 +106,8 @@ def test_check_finds_input_data_that_repeats_a_block():
 def test_check_measures_the_grading_in_gradescopes_default_container(tmp_path):
     """Where cgroups can be written (as root), `check` grades the solution again at
     half a CPU and 768 MB and reports what it measured."""
-    from autograder import check, container
+    from autograder.instructor import check
+    from autograder.isolation import container
     if container.available() is not None:
         pytest.skip(f"no emulated container here: {container.available()}")
     folder = trimmed_add(tmp_path / "assignments", '[[cases]]\nname = "small"\ndims = { M = 16, N = 256 }\n'

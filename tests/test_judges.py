@@ -3,8 +3,9 @@ entry point that turns a plan's outcomes into probe findings."""
 import numpy as np
 import pytest
 
-from autograder import plan as planning, probes, spec
-from autograder.outcome import Outcome
+from autograder import spec
+from autograder.grading import plan as planning, probes
+from autograder.isolation.outcome import Outcome
 
 RNG = np.random.default_rng(0)
 
@@ -169,7 +170,7 @@ def test_a_check_whose_test_fails_too_is_blocked_not_charged_twice():
 
 
 def test_a_settled_check_carries_the_settling_finding():
-    from autograder.findings import Finding
+    from autograder.grading.findings import Finding
     g = Grading("add")
     oob = Finding.make("out-of-bounds", "static", "block outside", case=g.case, check="index-maps",
                        stops_tpu_interpret=True)
@@ -202,7 +203,7 @@ def test_every_enabled_probe_plans_runs_on_the_probe_case(slug):
 def test_no_kernel_no_probe_points():
     from dataclasses import replace
 
-    from autograder import scoring
+    from autograder.grading import scoring
     g = Grading("add")
     for run, o in list(g.outcomes.items()):
         g.outcomes[run] = replace(o, traced=True, pallas_calls=0)

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from autograder import plan as planning, spec
+from autograder import spec
+from autograder.grading import plan as planning
 
 REPO = Path(__file__).resolve().parent.parent
 

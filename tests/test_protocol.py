@@ -1,7 +1,7 @@
 """The child's event protocol (pure logic, no processes)."""
 import pytest
 
-from autograder.protocol import Protocol, Tampered
+from autograder.isolation.protocol import Protocol, Tampered
 
 
 def _ready():

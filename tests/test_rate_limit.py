@@ -1,8 +1,8 @@
 """Rate limiting from submission_metadata.json (pure logic, no JAX)."""
 import pytest
 
-from autograder import rate_limit
-from autograder.gradescope import validate
+from autograder.feedback.results import validate
+from autograder.gradescope import rate_limit
 
 LIMIT = rate_limit.Limit(2, 24)
 

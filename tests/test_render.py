@@ -2,9 +2,11 @@
 import jinja2
 import pytest
 
-from autograder import plan as planning, render, scoring, spec
-from autograder.findings import CATALOGUE, Finding
-from autograder.grade import Report
+from autograder import spec
+from autograder.feedback import render
+from autograder.grading import plan as planning, scoring
+from autograder.grading.findings import CATALOGUE, Finding
+from autograder.grading.grade import Report
 
 
 def _report(findings, probes=False):

@@ -54,7 +54,9 @@ def test_the_snippet_of_a_correct_kernel_finds_nothing_wrong(tmp_path):
     # snippet's tolerance is the grader's, not a stricter or looser one).
     from conftest import REPO
 
-    from autograder import plan as planning, repro, spec
+    from autograder import spec
+    from autograder.feedback import repro
+    from autograder.grading import plan as planning
     a = spec.find("matmul")
     case = a.cases[1]                      # bfloat16: the tolerance matters
     run = planning.build(a, a.cases, a.rungs, 4, with_probes=False).test_run(case.name, "tpu-interpret")
@@ -90,7 +92,9 @@ def test_every_corpus_bug_reproduces_with_the_snippet_its_test_shows(tmp_path):
     # parallel processes, and must show the failure the grader charged.
     from concurrent.futures import ThreadPoolExecutor
 
-    from autograder import plan as planning, repro, spec
+    from autograder import spec
+    from autograder.feedback import repro
+    from autograder.grading import plan as planning
 
     def one(item):
         slug, name, case_name, rung, expect = item

@@ -1,5 +1,5 @@
 """The capped output tail (pure logic, no JAX)."""
-from autograder import sandbox
+from autograder.isolation import sandbox
 
 
 def test_the_output_tail_keeps_the_end_and_says_what_was_cut():

@@ -1,7 +1,8 @@
 """The schedule (pure logic, no JAX): which pending runs outcomes already answered."""
-from autograder import plan as planning, probes, spec
-from autograder.outcome import Outcome
-from autograder.schedule import Schedule
+from autograder import spec
+from autograder.grading import plan as planning, probes
+from autograder.grading.schedule import Schedule
+from autograder.isolation.outcome import Outcome
 
 
 def _schedule(slug="add", settle=None):

@@ -1,8 +1,9 @@
 """Scoring (pure logic, no JAX): which finding explains which failure, and
 charge-once across correctness tests and probe checks."""
-from autograder import plan as planning, scoring, spec
-from autograder.findings import Finding
-from autograder.probes import CheckNote
+from autograder import spec
+from autograder.grading import plan as planning, scoring
+from autograder.grading.findings import Finding
+from autograder.grading.probes import CheckNote
 
 
 def _plan(slug, probes=True):

@@ -127,7 +127,7 @@ def test_every_corpus_kernel_and_solution_round_trips_bit_for_bit():
     import jax.numpy as jnp
     import numpy as np
 
-    from autograder import inputs
+    from autograder.grading import inputs
     from autograder.pallas_surface import hooks, rebuild, rung, serial
     hooks.install()
     checked = []

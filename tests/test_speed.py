@@ -7,7 +7,7 @@ import json
 import pytest
 from conftest import CORPUS, REPO, run_cli
 
-from autograder import speed
+from autograder.speed import model as speed
 
 V5E = {"chip": "v5e", "hbm_bytes_per_s": 820_000_000_000, "bf16_flops_per_s": 197_000_000_000_000,
        "vmem_bytes": 128 << 20, "lanes": 128, "sublanes": 8, "mxus": 4}

@@ -4,7 +4,8 @@ import tomllib
 import pytest
 from conftest import REPO
 
-from autograder import public_spec, spec, starter, toml_text
+from autograder import spec
+from autograder.instructor import public_spec, starter, toml_text
 
 SLUGS = ["add", "matmul", "softmax", "dma_scale", "flash_attention"]
 

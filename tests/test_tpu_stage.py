@@ -17,8 +17,9 @@ import numpy as np
 import pytest
 from conftest import CORPUS, REPO, run_cli, trimmed_add
 
-from autograder import spec, speed_grade
-from autograder.gradescope import validate
+from autograder import spec
+from autograder.feedback.results import validate
+from autograder.speed import grade as speed_grade
 from autograder.tpu import results as tpu_results, stage, timing
 from autograder.tpu.command import passed_interpreters
 from autograder.tpu.device import DeviceInfo, InputSpec, Kernel
@@ -154,7 +155,7 @@ def test_the_noisy_gate_follows_the_rule_in_use():
 
 def _ctx(a, script, solution=None):
     dev = FakeDevice(script)
-    from autograder.draws import load_reference
+    from autograder.grading.draws import load_reference
     ref = load_reference(a)
     return stage.Context(a, dev, dev.info(), lambda *x: np.asarray(ref(*x), np.float64),
                          interpret=_no_interpreter, secret=12345, rule=timing.Rule(), solution=solution or {})
@@ -165,7 +166,7 @@ def _no_interpreter(program, args, dtypes):
 
 
 def _honest(a):
-    from autograder.draws import load_reference
+    from autograder.grading.draws import load_reference
     return load_reference(a)
 
 
@@ -275,7 +276,7 @@ def test_the_estimate_leaderboard_needs_passing_tests(small_add):
 
 
 def test_a_scored_estimate_says_why_it_earns_nothing_with_or_without_a_leaderboard():
-    from autograder.render import render_speed
+    from autograder.feedback.render import render_speed
     sizes = (speed_grade.SizeEstimate("s1", (("M", 64),), "float32", _est(2e-3), _est(2e-3)),)
     for board in (False, True):
         g = speed_grade.SpeedGrade("v5e", sizes, 2.0, 0.0, "earns its points once every correctness test passes",
@@ -288,7 +289,7 @@ def test_a_scored_estimate_says_why_it_earns_nothing_with_or_without_a_leaderboa
 
 
 def _est(seconds):
-    from autograder.speed import Estimate
+    from autograder.speed.model import Estimate
     return Estimate(seconds, "memory", 1, 1, 0.0, 1, "v5e", 0.0, seconds / 2, "", 0.0, seconds, 0.0)
 
 

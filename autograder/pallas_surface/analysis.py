@@ -114,7 +114,7 @@ def _index_map(bm, n_grid: int, prefetch: list):
 
 def scan_index_maps(site: CallSite) -> dict:
     """Evaluate every operand's index map at every grid point (vmapped, no kernel)."""
-    from ..blockmap import Operand, analyse, grid_points
+    from .blockmap import Operand, analyse, grid_points
 
     eqn = site.eqn
     gm = eqn.params["grid_mapping"]

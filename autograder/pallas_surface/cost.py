@@ -1,5 +1,5 @@
 """What a traced kernel costs, counted from its program (nothing runs): the
-facts the speed estimate (``autograder.speed``) models a TPU's time from.
+facts the speed estimate (``autograder.speed.model``) models a TPU's time from.
 
 Per pallas_call: the grid; per blocked operand, its block's bytes and how many
 times the pipeline moves it (a block is fetched when its block index differs
@@ -119,7 +119,7 @@ def chip_facts(chip: str) -> dict:
 
 def speed_facts(traced: Traced, chip: str = "v5e") -> dict:
     """Every pallas_call's schedule and per-step work, and the chip's figures."""
-    from ..blockmap import grid_points
+    from .blockmap import grid_points
     calls = []
     for site in call_sites(traced):
         eqn = site.eqn

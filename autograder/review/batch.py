@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Callable, Literal
 
 from .. import __version__
-from ..confinement import python_command
+from ..isolation.confinement import python_command
 from ..spec import Assignment
 from .export import Submission
 

@@ -70,7 +70,7 @@ class Limits:
 @dataclass(frozen=True)
 class ProbeRubric:
     """One enabled probe: its points and visibility, and the settings its own
-    keys hold (each probe reads its keys, see ``autograder.probes``)."""
+    keys hold (each probe reads its keys, see ``autograder.grading.probes``)."""
     name: str
     points: float
     visibility: str = "visible"

@@ -3,7 +3,7 @@
 A broken spec is the instructor's problem, not the student's: every error names
 the file, the key, the rule and the value seen, and is raised before any
 student code runs. Each probe reads the keys of its own ``[probes.<name>]``
-table (``autograder.probes``); this module knows only the keys every probe has.
+table (``autograder.grading.probes``); this module knows only the keys every probe has.
 """
 from __future__ import annotations
 
@@ -217,7 +217,7 @@ def check_budget(lr: TableReader, limits: Limits, tests: int) -> None:
 
 
 def read_probes(r: TableReader, ctx: SpecContext) -> tuple[ProbeRubric, ...]:
-    from ..probes import REGISTRY  # each probe declares its own keys
+    from ..grading.probes import REGISTRY  # each probe declares its own keys
     probes = []
     pr = r.sub("probes", {})
     for name, table in pr.table.items():

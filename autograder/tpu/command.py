@@ -42,7 +42,7 @@ def open_device(name: str, a: Assignment) -> Device:
         from .real import TpuDevice
         return TpuDevice()
     if name == "fake":
-        from ..draws import load_reference
+        from ..grading.draws import load_reference
         from .fake import FakeDevice, Script
         return FakeDevice(Script(compute=load_reference(a), times=(1e-2, 1.01e-2, 0.99e-2)))
     raise SystemExit(f"--device must be 'tpu' or 'fake'; got {name!r}")
@@ -57,7 +57,7 @@ def passed_interpreters(results: dict | None) -> bool:
 def solution_programs(a: Assignment, solution: Path) -> tuple[dict[str, str], dict[str, float]]:
     """The solution's checked programs (traced as a submission's are) and its
     work in flops per size (the roofline floor's)."""
-    from .. import grade, plan as planning
+    from ..grading import grade, plan as planning
     plan = planning.speed_plan(a)
     report = grade.grade(a, solution, grade.GradeOptions(keep_programs=True), plan=plan)
     flops = {s.size: s.estimate.flops for s in (report.speed.sizes if report.speed else ()) if s.estimate}
@@ -65,7 +65,7 @@ def solution_programs(a: Assignment, solution: Path) -> tuple[dict[str, str], di
 
 
 def _context(a: Assignment, device: Device, opts: Options, flops: dict[str, float]) -> stage.Context:
-    from ..draws import load_reference
+    from ..grading.draws import load_reference
     from . import interpreter
     info = device.info()
     if info is None:

@@ -20,7 +20,7 @@ from typing import Callable, Literal
 
 import numpy as np
 
-from ..inputs import round_to
+from ..grading.inputs import round_to
 from .device import ChipReject, Compiled, DeviceInfo, Kernel, Timed, digest_host
 
 Behaviour = Literal["honest", "replay", "stale"]

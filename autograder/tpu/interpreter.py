@@ -10,7 +10,7 @@ def generic(program: bytes, args: list, dtypes: list[str]) -> np.ndarray:
     """``args``: float32 arrays (values exact in ``dtypes``) and floats."""
     import jax
 
-    from ..inputs import numpy_dtype
+    from ..grading.inputs import numpy_dtype
     args = [a if isinstance(a, float) else np.asarray(a).astype(numpy_dtype(d)) for a, d in zip(args, dtypes)]
     from ..pallas_surface import rebuild, rung, schema
     fn = rebuild.load(schema.loads(program)).function()

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ..gradescope import validate
+from ..feedback.results import validate
 from ..spec import Assignment
 from . import results as tpu_results
 

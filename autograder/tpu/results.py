@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import copy
 
-from ..gradescope import test_entry
+from ..feedback.results import test_entry
 from ..spec import Speed
-from ..speed_grade import curve_score
+from ..speed.grade import curve_score
 
 NUMBER = "T1"
 
@@ -46,7 +46,7 @@ def view(spec: Speed, result: dict | None, device: dict | None, solution_s: floa
 
 def entry(spec: Speed, result: dict | None, device: dict | None, solution_s: float | None,
           fmt: str = "md") -> dict:
-    from ..render import render
+    from ..feedback.render import render
     points = score(spec, result, solution_s) if result is not None else 0.0
     status = result["status"] if result is not None else "not-run"
     return test_entry(name=f"TPU timing ({spec.chip})", number=NUMBER, score=points, max_score=spec.tpu_points,

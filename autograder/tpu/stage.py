@@ -23,11 +23,11 @@ from typing import Any, Callable, Literal
 
 import numpy as np
 
-from ..compare import compare
-from ..inputs import numpy_dtype
+from ..grading.compare import compare
+from ..grading.inputs import numpy_dtype
 from ..spec import Assignment
-from ..speed import roofline_floor
-from ..speed_grade import geometric_mean
+from ..speed.grade import geometric_mean
+from ..speed.model import roofline_floor
 from . import timing
 from .device import ChipReject, Compiled, Device, DeviceInfo, InputSpec, Kernel, projection
 

@@ -1,0 +1,252 @@
+"""Feedback rendering: findings and scored tests -> text, Markdown or HTML.
+
+Renderers never check anything; they turn a report into plain data (dicts,
+lists, strings) and hand it to jinja2 templates with StrictUndefined, so a
+missing field fails loudly instead of printing nothing. Imports no JAX.
+"""
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import jinja2
+
+from ..grading import figures
+from ..grading.findings import CATALOGUE, RUNGS, Finding, fix_line
+from ..grading.plan import Run
+from ..grading.problems import Problem, key_of, summarize
+from ..grading.scoring import TestResult, same_bug, symptom_of
+from ..speed import grade as speed_grade
+from . import escaping, repro
+
+FORMATS = ("text", "md", "html")
+TEMPLATES = Path(__file__).resolve().parents[1] / "templates"
+
+# What a hidden test may show: no shapes, no seeds, no expected values, no raw
+# error text (which can quote shapes).
+_HIDDEN_SAFE = {"problem", "mismatch_text", "nonfinite", "relative_to_output", "type",
+                "frames", "phase", "limit_s", "memory_mb", "disk_mb", "exit", "not_run", "rule",
+                "reason"}
+_HIDDEN_MESSAGES = {
+    "wrong-result": "the output is wrong",
+    "numerics": "the output has a numerical (precision or overflow) problem",
+    "out-of-bounds": "a block or DMA reaches outside an array",
+    "output-block-revisit": "an output block is revisited at grid points that are not consecutive",
+}
+
+
+_STATES = {"passed": "passed", "failed": "failed", "not-run": "not run in this grading"}
+
+
+@lru_cache(maxsize=None)
+def _env(fmt: str) -> jinja2.Environment:
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(TEMPLATES)), undefined=jinja2.StrictUndefined,
+        autoescape=(fmt == "html"), trim_blocks=True, lstrip_blocks=True,
+        keep_trailing_newline=False)
+    env.globals["fmt"] = fmt
+    env.globals["rungs"] = RUNGS
+    env.filters.update(plain=escaping.plain, md_inline=escaping.md_inline, md_line=escaping.md_line,
+                       md_fence=escaping.md_fence, num=figures.num, pct=figures.pct,
+                       points=figures.points)
+    return env
+
+
+def _finding_view(f: Finding, visible: bool) -> dict[str, Any]:
+    facts = f.facts()
+    if "mismatches" in facts and "total" in facts:
+        share = facts["mismatches"] / max(facts["total"], 1)
+        facts["mismatch_text"] = (f"{facts['mismatches']} of {facts['total']}" if visible
+                                  else f"{share:.1%} of the outputs")
+    if not visible:
+        facts = {k: v for k, v in facts.items() if k in _HIDDEN_SAFE}
+        problem = facts.get("problem", "")
+        message = _HIDDEN_MESSAGES.get(f.id, f"{CATALOGUE[f.id].title.lower()}"
+                                       + (f" ({problem.replace('-', ' ')})" if problem else ""))
+    else:
+        message = f.message
+    return {"id": f.id, "title": f.kind.title, "summary": f.kind.summary, "rung": f.rung,
+            "rung_label": RUNGS[f.rung], "message": message, "facts": facts, "visible": visible,
+            "check": f.check}
+
+
+def _shown_run(t: TestResult, plan) -> Run | None:
+    """The run a test's details come from: a correctness test's own run; for a
+    probe check, the run its finding was seen on (a stress input's, say)."""
+    if t.probe is None:
+        return t.run
+    if t.finding is not None and t.finding.run is not None:
+        return plan.runs[t.finding.run]
+    return None
+
+
+def _inputs_text(assignment, case) -> str:
+    return ", ".join(
+        f"{i.name}: {assignment.dtype_of(i.dtype, case)}{list(assignment.shape(i.shape, case))}"
+        if i.kind == "array" else f"{i.name} = {dict(case.params)[i.name]!r}"
+        for i in assignment.inputs)
+
+
+def _problem_line(p: Problem) -> dict[str, Any]:
+    return {"number": p.number, "id": p.id, "title": p.title, "explained_in": p.explained_in}
+
+
+def _placement(t: TestResult, problems: dict, assignment) -> dict[str, Any]:
+    """Which findings this test explains in full, and which it only points to:
+    each problem is explained once, where the student first meets it."""
+    here, pointers, keys = [], [], set()
+    for i, f in enumerate((t.finding, *t.others) if t.finding else t.others):
+        k = key_of(f)
+        if k in keys or symptom_of(t.finding, f):
+            continue
+        keys.add(k)
+        p = problems.get(k)
+        if p is None or p.explained_in == t.number or same_bug(t.finding, f):
+            here.append((i == 0, f))
+        else:
+            pointers.append((i == 0, p))
+    main_here = bool(here) and here[0][0]
+    return {
+        "explained_here": main_here,
+        "points_to": next((_problem_line(p) for first, p in pointers if first), None),
+        "problem": _problem_line(problems[key_of(t.finding)]) if t.finding and key_of(t.finding) in problems
+        else None,
+        "also_explained": [_finding_view(f, _shows(f, assignment)) for first, f in here if not first],
+        "also": [_problem_line(p) for first, p in pointers if not first],
+    }
+
+
+def test_view(t: TestResult, plan, uploaded_as: str | None, problems: dict | None = None) -> dict[str, Any]:
+    assignment = plan.assignment
+    run = _shown_run(t, plan)
+    case = run.draw.case if run is not None and not run.draw.abstract else t.case
+    visible = case.visible if t.probe is not None else t.case.visible
+    f = t.finding
+    # A secret case's test never shows a reproduction, whichever case its finding came from.
+    shows = (f is not None and f.case is not None and _shows(f, assignment)
+             and (t.probe is not None or t.case.visible))
+    view = {
+        "number": t.number, "name": t.name, "passed": t.passed, "score": t.score,
+        "max_score": t.max_score, "rung": t.rung, "rung_label": RUNGS[t.rung],
+        "visible": visible, "shown_to_student": t.visibility,
+        "case": {"name": case.name if visible else None, "dtype": case.dtype if visible else None,
+                 "seed": (run.draw.seed if run is not None else [case.seed]) if visible else None,
+                 "inputs": _inputs_text(assignment, case) if visible else None},
+        "finding": _finding_view(f, _shows(f, assignment)) if f else None,
+        "wide": bool(f and f.case is None),
+        "ladder": [{"rung": r, "state": _STATES[st]} for r, st in t.ladder],
+        "snippet": _snippet(t, run, plan) if shows else None,
+        # The grader's --case/--rung replays correctness runs only: a probe's
+        # failure is reproduced by its snippet (its interpreter parameters).
+        "command": (repro.command(assignment, t.case, t.rung, uploaded_as, plan.run_key)
+                    if shows and t.probe is None and t.rung in ("generic", "tpu-interpret") else None),
+        "probe": t.probe,
+        "charged_in": t.charged_in,
+        "gated_by": t.gated_by,
+        "note": t.note,
+    }
+    view.update(_placement(t, problems or {}, assignment))
+    for fv in filter(None, (view["finding"], *view["also_explained"])):
+        fv["hint"] = assignment.numerics_hint if fv["id"] == "numerics" else ""
+    return view
+
+
+def _shows(f: Finding, assignment) -> bool:
+    """Redact by the finding's own case: submission-wide findings are about the
+    student's file, and probe findings come from (usually visible) probe cases."""
+    return f.case is None or assignment.case(f.case).visible
+
+
+def _snippet(t: TestResult, run: Run | None, plan) -> str | None:
+    """A plain-JAX reproduction: the test's own case and seed; a probe check's
+    run with its interpreter parameters."""
+    if run is None or run.draw.abstract:
+        run = plan.test_run(t.finding.case, "tpu-interpret") or plan.test_run(t.finding.case, plan.rungs[0])
+    if run is None:
+        return None
+    params = t.finding.facts().get("interpret_params") or run.params_dict
+    rung = run.rung if run.rung in ("generic", "tpu-interpret") else "tpu-interpret"
+    return repro.snippet(plan.assignment, run.draw.case, rung, params, run.draw.seed)
+
+
+def problems_view(problems: tuple[Problem, ...], assignment) -> list[dict[str, Any]]:
+    return [{"number": p.number, "id": p.id, "title": p.title, "fix": fix_line(p.finding),
+             "points": p.points, "cost": list(p.cost), "seen": list(p.seen),
+             "explained_in": p.explained_in,
+             "message": _finding_view(p.finding, _shows(p.finding, assignment))["message"]}
+            for p in problems]
+
+
+def report_view(report) -> dict[str, Any]:
+    a = report.assignment
+    problems = summarize(report.tests, lambda f: _shows(f, a))
+    keyed = {p.key: p for p in problems}
+    listed = [t for t in report.tests if t.visibility == "visible"]
+    later = len(report.tests) - len(listed)
+    # A check that keeps its points names the ID the bug was charged under there.
+    charged_ids = {t.number: t.finding.id for t in report.tests if t.finding is not None}
+    return {
+        "title": a.title, "slug": a.slug, "score": report.score, "max_score": report.max_score,
+        "uploaded_as": report.uploaded_as, "seconds": round(report.seconds, 1),
+        # A note already says the file was graded under the handout's name.
+        "renamed": bool(report.uploaded_as) and any(f"Graded {report.uploaded_as} as" in n for n in report.notes),
+        "jax_version": report.jax_version,
+        "problems": problems_view(problems, a),
+        "wide": [_finding_view(f, True) for f in report.wide_findings],
+        "tests": [{**test_view(t, report.plan, report.uploaded_as, keyed),
+                   "charged_as": charged_ids.get(t.charged_in)} for t in report.tests],
+        "passed": sum(t.passed for t in listed), "count": len(listed), "later": later,
+        "secret_cases": sum(1 for c in report.plan.cases if not c.visible),
+        "student_output": report.student_output,   # already a capped tail (sandbox.Tail)
+        "notes": list(report.notes),
+        "custom": custom_view(report),
+        "speed": speed_grade.view(report.speed) if report.speed and report.speed.visibility == "visible" else None,
+    }
+
+
+def custom_view(report) -> list[dict[str, Any]]:
+    """The instructor's checks a student sees now (``visibility`` visible)."""
+    suite = report.custom
+    if suite is None:
+        return []
+    return [{"name": c.name, "number": number, "score": c.score, "max_score": c.max_score,
+             "passed": c.passed, "output": c.output}
+            for c, number in zip(suite.checks, custom_numbers(suite)) if c.visibility == "visible"]
+
+
+def custom_numbers(suite) -> list[str]:
+    """Each check's number: its own (``@number``), else C1, C2, ..."""
+    return [c.number or f"C{i}" for i, c in enumerate(suite.checks, 1)]
+
+
+def render_speed(view: dict, fmt: str) -> str:
+    return render("speed.j2", fmt, speed=view)
+
+
+def render_custom(check, fmt: str) -> str:
+    return render("custom.j2", fmt, check={"output": check.output, "passed": check.passed})
+
+
+def render(template: str, fmt: str, **data: Any) -> str:
+    if fmt not in FORMATS:
+        raise ValueError(f"format must be one of {FORMATS}; got {fmt!r}")
+    text = _env(fmt).get_template(template).render(**data)
+    return re.sub(r"\n\s*\n(\s*\n)+", "\n\n", text).strip() + "\n"
+
+
+def render_test(view: dict, fmt: str) -> str:
+    return render("test.j2", fmt, test=view)
+
+
+def render_summary(view: dict, fmt: str) -> str:
+    return render("summary.j2", fmt, report=view)
+
+
+def render_report(view: dict, fmt: str) -> str:
+    """The whole report, for the terminal: summary, then every test. HTML is a
+    self-contained page (styles and script inline: it opens from file://)."""
+    if fmt == "html":
+        return render("page.j2", fmt, report=view)
+    return render("report.j2", fmt, report=view)

@@ -1,0 +1,69 @@
+"""Copy-pasteable local reproductions of one test (plain text; imports no JAX).
+
+Only for visible cases: a hidden case's shapes and seed are never shown.
+"""
+from __future__ import annotations
+
+import math
+
+from ..grading import inputs
+from ..spec import Assignment, Case
+
+
+def interpret_source(rung: str, params: dict | None = None) -> str:
+    """The Python expression for a rung's interpreter parameters."""
+    if rung == "generic":
+        return "True"
+    args = ", ".join(f"{k}={v!r}" for k, v in sorted((params or {}).items()))
+    return f"pltpu.InterpretParams({args})"
+
+
+def command(assignment: Assignment, case: Case, rung: str, uploaded_as: str | None,
+            run_key: int | None = None) -> str:
+    target = uploaded_as or assignment.entry_file
+    key = f" --run-key {run_key}" if run_key is not None else ""
+    return (f"pallas-autograder grade {target} --assignment {assignment.slug} "
+            f"--case {case.name} --rung {rung}{key}")
+
+
+def _atol(assignment: Assignment, case: Case) -> float:
+    """The absolute tolerance the grader compares with (``compare.compare``)."""
+    tol = assignment.tolerance(case.dtype)
+    return float(f"{tol.atol * math.sqrt(max(assignment.reduction_length(case), 1)):.6g}")
+
+
+def snippet(assignment: Assignment, case: Case, rung: str, params: dict | None = None,
+            seed: list[int] | None = None) -> str:
+    module = assignment.entry_file[:-3]
+    fn = assignment.entry_function
+    names = [i.name for i in assignment.inputs]
+    lines = [
+        f"# Case {case.name!r} on the {rung} rung. Run beside your {assignment.entry_file}.",
+        "import numpy as np",
+        "import jax.numpy as jnp",
+        *(["from jax.experimental.pallas import tpu as pltpu"] if rung != "generic" else []),
+        f"from {module} import {fn}",
+        "",
+        *inputs.generator_source(assignment, case, seed),
+        "",
+    ]
+    call = f"{fn}({', '.join(names)})"
+    if rung == "generic":
+        lines += ["# The generic interpreter: keep interpret=True in your pallas_call.",
+                  f"out = np.asarray({call}, dtype=np.float64)"]
+    else:
+        lines += [f"with pltpu.force_tpu_interpret_mode({interpret_source(rung, params)}):",
+                  f"    out = np.asarray({call}, dtype=np.float64)",
+                  "pltpu.reset_tpu_interpret_mode_state()  # needed after an exception"]
+    arrays = [i.name for i in assignment.inputs if i.kind == "array"]
+    if assignment.snippet_reference:
+        lines += [f"{', '.join(arrays)} = "
+                  f"{', '.join(f'np.asarray({a}, dtype=np.float64)' for a in arrays)}",
+                  f"expected = {assignment.snippet_reference}",
+                  f"allowed = {_atol(assignment, case)!r} + {assignment.tolerance(case.dtype).rtol!r} "
+                  "* np.abs(expected)  # the grader's tolerance for this case",
+                  "err = np.abs(out - expected)",
+                  'print("wrong elements:", int((~(err <= allowed)).sum()), "of", err.size, "first at:", '
+                  'np.argwhere(~(err <= allowed))[:1].tolist(), "max abs error:", np.nanmax(err), '
+                  '"NaNs:", int(np.isnan(out).sum()))']
+    return "\n".join(lines)

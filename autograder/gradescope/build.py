@@ -1,0 +1,125 @@
+"""The `build` verb: the Gradescope autograder zip for one assignment.
+
+Layout (Gradescope unpacks it into /autograder/source): setup.sh and
+run_autograder at the root, the package, pinned requirements, the one
+assignment folder, its solution, and assignment.txt naming the slug.
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import shutil
+import stat
+import subprocess
+import sys
+import tempfile
+import zipfile
+from pathlib import Path
+
+from ..instructor.calibrate import solution_path
+from ..spec import Assignment
+
+REPO = Path(__file__).resolve().parents[2]
+ROOT_FILES = ("setup.sh", "run_autograder", "requirements.txt", "pyproject.toml", "README.md")
+EXECUTABLE = {"setup.sh", "run_autograder"}
+
+
+def _add(zf: zipfile.ZipFile, path: Path, arcname: str) -> None:
+    info = zipfile.ZipInfo(arcname, date_time=(2026, 1, 1, 0, 0, 0))  # reproducible zips
+    mode = 0o755 if Path(arcname).name in EXECUTABLE else 0o644
+    info.external_attr = (stat.S_IFREG | mode) << 16
+    info.compress_type = zipfile.ZIP_DEFLATED
+    zf.writestr(info, path.read_bytes())
+
+
+def _tree(folder: Path):
+    for p in sorted(folder.rglob("*")):
+        if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".pyc":
+            yield p
+
+
+def build(assignment: Assignment, output: Path, self_test: bool = True, rate_limit=None) -> Path:
+    """Write the zip; with ``self_test``, only after it graded the solution to
+    full marks from a temporary Gradescope root (raises SelfTestFailed). With
+    ``rate_limit`` (a ``rate_limit.Limit``), the zip refuses submissions beyond it."""
+    output = Path(output)
+    with tempfile.TemporaryDirectory(prefix="pallas-build-") as tmp:
+        staged = _write(assignment, Path(tmp) / output.name, rate_limit)
+        if self_test:
+            self_test_zip(staged, assignment)
+        output.parent.mkdir(parents=True, exist_ok=True)
+        shutil.move(staged, output)
+    return output
+
+
+class SelfTestFailed(RuntimeError):
+    """The zip, installed into a temporary root, did not give the solution full marks."""
+
+
+def self_test_zip(zip_path: Path, assignment: Assignment, timeout_s: float = 900) -> dict:
+    """Unpack the zip as Gradescope does, with this Python's environment as its
+    venv (the zip pins the same requirements), and grade the solution through
+    its run_autograder. Returns the results document."""
+    solution = solution_path(assignment)
+    if not solution.is_file():
+        raise SelfTestFailed(f"no solution at {solution} to grade")
+    with tempfile.TemporaryDirectory(prefix="pallas-selftest-") as tmp:
+        root = Path(tmp) / "autograder"
+        with zipfile.ZipFile(zip_path) as zf:
+            zf.extractall(root / "source")
+        for name in EXECUTABLE:
+            os.chmod(root / "source" / name, 0o755)   # Gradescope keeps the modes; extractall does not
+        venv = root / "source" / ".venv"
+        if (Path(sys.prefix) / "bin" / "python").exists():
+            venv.symlink_to(Path(sys.prefix))
+        else:                         # a system Python with only python3: link the interpreter itself
+            (venv / "bin").mkdir(parents=True)
+            (venv / "bin" / "python").symlink_to(sys.executable)
+        (root / "submission").mkdir(parents=True)
+        shutil.copy(solution, root / "submission" / assignment.entry_file)
+        try:
+            proc = subprocess.run([str(root / "source" / "run_autograder")], capture_output=True, text=True,
+                                  timeout=timeout_s, env={**os.environ, "AUTOGRADER_ROOT": str(root)})
+        except subprocess.TimeoutExpired:
+            raise SelfTestFailed(f"grading the solution from the zip took longer than {timeout_s:g} s") from None
+        try:
+            doc = json.loads((root / "results" / "results.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError) as e:
+            raise SelfTestFailed(f"run_autograder left no readable results.json ({e}); "
+                                 f"stderr: {proc.stderr[-1500:]}") from None
+    most = sum(t.get("max_score", 0) for t in doc.get("tests", []))
+    failed = [t.get("name") for t in doc.get("tests", []) if t.get("status") == "failed"]
+    if failed or most == 0 or not math.isclose(float(doc.get("score", 0)), most, abs_tol=1e-6):
+        raise SelfTestFailed(f"the solution got {doc.get('score')}/{most} from the zip; failed: {failed[:5]}; "
+                             f"stderr: {proc.stderr[-800:]}")
+    return doc
+
+
+def _write(assignment: Assignment, output: Path, rate_limit=None) -> Path:
+    missing = [f for f in ROOT_FILES if not (REPO / f).is_file()]
+    if missing:
+        raise FileNotFoundError(f"build needs a checkout of pallas-autograder; missing {missing} in {REPO}")
+    solution = solution_path(assignment)
+    output = Path(output)
+    output.parent.mkdir(parents=True, exist_ok=True)
+    with zipfile.ZipFile(output, "w") as zf:
+        for name in ROOT_FILES:
+            _add(zf, REPO / name, name)
+        for p in _tree(REPO / "autograder"):
+            _add(zf, p, str(p.relative_to(REPO)))
+        for p in _tree(assignment.folder):
+            if p.relative_to(assignment.folder).parts[0] == "corpus":
+                continue    # the instructor's regression corpus: `check` reads it, grading never does
+            _add(zf, p, f"assignments/{assignment.slug}/{p.relative_to(assignment.folder)}")
+        if solution.is_file():
+            _add(zf, solution, f"solutions/{assignment.slug}.py")
+        info = zipfile.ZipInfo("assignment.txt", date_time=(2026, 1, 1, 0, 0, 0))
+        info.external_attr = (stat.S_IFREG | 0o644) << 16
+        zf.writestr(info, assignment.slug + "\n")
+        if rate_limit is not None:
+            info = zipfile.ZipInfo("rate_limit.json", date_time=(2026, 1, 1, 0, 0, 0))
+            info.external_attr = (stat.S_IFREG | 0o644) << 16
+            zf.writestr(info, json.dumps({"submissions": rate_limit.submissions,
+                                          "window_hours": rate_limit.window_hours}) + "\n")
+    return output

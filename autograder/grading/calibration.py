@@ -1,0 +1,127 @@
+"""Time limits that fit the work: each run's limit comes from the instructor
+solution's measured time for that run, with a margin, under the spec's ceiling.
+
+``pallas-autograder calibrate SLUG`` grades ``solutions/SLUG.py`` a few times
+and writes ``<assignment>/calibration.json``: per run, the slowest time seen
+and the grid points its kernel had. A grading then gives a run
+
+    min(ceiling, max(MIN_RUN_S, MARGIN x measured x max(1, steps / measured steps)))
+
+where ``steps`` is the student's own grid size, known once the function is
+traced (a correct kernel with smaller blocks runs more grid points, and is
+given proportionally longer). MARGIN covers a slower machine (Gradescope's
+default container has half a CPU: about 3x this project's 2-core machines)
+and a loaded one. Without a calibration, or with one made for another spec or
+JAX, every run gets the ceiling (the spec's ``case_s``).
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import platform
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..pallas_surface.release import PINNED_JAX
+from ..spec import Assignment
+from .plan import Run
+
+FILE = "calibration.json"
+MARGIN = 10.0
+MIN_RUN_S = 10.0
+MIN_STARTUP_S = 30.0
+
+
+@dataclass(frozen=True)
+class Measured:
+    seconds: float
+    grid_steps: int = 0
+
+
+def run_id(run: Run) -> tuple[str, str, str]:
+    """A run's stable name across gradings: (case, probe or "", variant or rung)."""
+    return (run.case.name, run.probe or "", run.variant if run.probe else run.rung)
+
+
+@dataclass(frozen=True)
+class Calibration:
+    spec_sha256: str
+    jax: str
+    machine: str
+    startup_s: float
+    runs: tuple[tuple[tuple[str, str, str], Measured], ...]
+    # The solution's schedule facts per [speed] size: the speed estimate's yardstick.
+    speed: dict = field(default_factory=dict, compare=False)
+
+    def measured(self, run: Run) -> Measured | None:
+        return dict(self.runs).get(run_id(run))
+
+
+def spec_hash(assignment: Assignment) -> str:
+    return hashlib.sha256((assignment.folder / "spec.toml").read_bytes()).hexdigest()
+
+
+def load(assignment: Assignment) -> Calibration | None:
+    """The assignment's calibration, or None when absent, unreadable or made
+    for another spec or JAX release."""
+    path = assignment.folder / FILE
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+        cal = Calibration(raw["spec_sha256"], raw["jax"], raw["machine"], float(raw["startup_s"]),
+                          tuple(((r["case"], r["probe"], r["run"]),
+                                 Measured(float(r["seconds"]), int(r["grid_steps"])))
+                                for r in raw["runs"]), dict(raw.get("speed") or {}))
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    if cal.spec_sha256 != spec_hash(assignment) or cal.jax != PINNED_JAX:
+        return None
+    return cal
+
+
+def save(assignment: Assignment, startup_s: float, measured: dict[Run, Measured],
+         speed: dict | None = None) -> Path:
+    path = assignment.folder / FILE
+    rows = [{"case": c, "probe": p, "run": v, "seconds": round(m.seconds, 3), "grid_steps": m.grid_steps}
+            for (c, p, v), m in sorted((run_id(r), m) for r, m in measured.items())]
+    doc = {"spec_sha256": spec_hash(assignment), "jax": PINNED_JAX,
+           "machine": f"{platform.machine()}, {platform.python_implementation()} {platform.python_version()}",
+           "startup_s": round(startup_s, 3), "margin": MARGIN, "min_run_s": MIN_RUN_S, "runs": rows,
+           "speed": speed or {}}
+    path.write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
+    return path
+
+
+class Timing:
+    """The limits of one grading's runs (``fixed_s``: one limit for every run,
+    as ``--case-timeout`` asks)."""
+
+    def __init__(self, assignment: Assignment, calibration: Calibration | None,
+                 fixed_s: float | None = None):
+        self.ceiling = fixed_s or assignment.limits.case_s
+        self.startup_ceiling = assignment.limits.startup_s
+        self.calibration = None if fixed_s else calibration
+        # The solution's speed facts hold whatever the limits are (``--case-timeout`` too).
+        self.solution_speed: dict = calibration.speed if calibration else {}
+
+    def _scaled(self, m: Measured, factor: float = 1.0) -> float:
+        return min(self.ceiling, max(MIN_RUN_S, MARGIN * m.seconds * factor))
+
+    def limit(self, run: Run) -> float:
+        m = self.calibration.measured(run) if self.calibration else None
+        return self.ceiling if m is None else self._scaled(m)
+
+    def after_trace(self, run: Run, grid_steps: int) -> float:
+        m = self.calibration.measured(run) if self.calibration else None
+        if m is None or m.grid_steps <= 0:
+            return self.limit(run)
+        return self._scaled(m, max(1.0, grid_steps / m.grid_steps))
+
+    def trace_limit(self) -> float:
+        """Tracing a signature (the student's Python around the kernel) takes well
+        under a second for any kernel; a trace that takes longer is stuck."""
+        return min(self.ceiling, MIN_RUN_S)
+
+    def startup(self) -> float:
+        if self.calibration is None:
+            return self.startup_ceiling
+        return min(self.startup_ceiling, max(MIN_STARTUP_S, MARGIN * self.calibration.startup_s))

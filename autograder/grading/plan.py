@@ -1,0 +1,328 @@
+"""The run plan: every child run of one grading, built in one place.
+
+A ``Run`` is one execution in the child: one traced input signature, one rung
+(or a static analysis), one set of interpreter switches. It carries what the
+child needs (``Run.to_child``, the only thing that crosses) and what the report
+later shows: the graded case, the inputs' seed and stream, the interpreter
+parameters, the stress variant, and the probe that asked for it. Outcomes are
+keyed by ``Run``; nothing is re-identified by parsing names back.
+
+A ``Draw`` is one draw of inputs (seed words, stream, the case as run); runs
+that share a draw get the same data, runs whose draws share a signature
+(shapes, dtypes, static parameters) share one trace in the child.
+
+Order: static analyses first (cheap, and their facts can settle dynamic probes
+before those run), then the correctness runs, then the dynamic probes.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from functools import cached_property
+from typing import TYPE_CHECKING, Any, Callable, Literal
+
+from ..spec import Assignment, Case
+from . import inputs
+
+if TYPE_CHECKING:
+    from .probes.base import Probe
+
+Rung = Literal["generic", "tpu-interpret", "static"]
+PRODUCTION = "production"      # the draw of the VMEM budget: abstract shapes at the real size
+SPEED = "speed"                # the speed estimate's runs (not a probe: shown, scored by its curve)
+
+
+@dataclass(frozen=True)
+class Stress:
+    """numerics: one stress input, the probe case with some dims, dtype or input
+    scales replaced (long reductions, bfloat16, large-magnitude values)."""
+    name: str
+    dims: tuple[tuple[str, int], ...] = ()
+    dtype: str | None = None
+    scale: tuple[tuple[str, float], ...] = ()
+
+    def apply(self, case: Case) -> Case:
+        """The case this stress input runs: ``case`` with the overrides."""
+        return replace(case, name=f"{case.name}+{self.name}",
+                       dims=tuple(sorted({**case.dim_map, **dict(self.dims)}.items())),
+                       dtype=self.dtype or case.dtype,
+                       scale=tuple(sorted({**dict(case.scale), **dict(self.scale)}.items())))
+
+    def describe(self) -> str:
+        parts = [f"{k}={v}" for k, v in self.dims]
+        if self.dtype:
+            parts.append(self.dtype)
+        parts += [f"{k} scaled by {v:g}" for k, v in self.scale]
+        return ", ".join(parts) or self.name
+
+
+@dataclass(frozen=True)
+class Variant:
+    """What a probe asks for on one case: a static analysis or an interpreter
+    run with other switches, on the case's own inputs, the production size
+    (abstract shapes), or a stress input."""
+    name: str
+    rung: Rung
+    analysis: str | None = None          # static runs: which analysis
+    params: tuple[tuple[str, Any], ...] = ()
+    fill: float | None = None
+    record: bool = False
+    races: bool = False
+    capture: bool = False
+    inputs: Literal["case", "production"] | Stress = "case"
+    # Every grid axis run as 'arbitrary' (in order, one core): TPU interpret mode
+    # shuffles the axes marked 'parallel' on every run, even with no random_seed.
+    in_order: bool = False
+
+
+@dataclass(frozen=True)
+class Draw:
+    index: int                          # names the draw's input files
+    case: Case                          # the case as run (a stress input is a case of its own)
+    entropy: tuple[int, ...]            # seed words for numpy's default_rng
+    stream: int
+    signature: int                      # draws with one signature share one trace
+    abstract: bool = False              # shapes only (the production size): never data
+
+    @property
+    def seed(self) -> list[int]:
+        return list(self.entropy)
+
+
+@dataclass(frozen=True)
+class Run:
+    index: int
+    case: Case                          # the graded case the run belongs to
+    rung: Rung
+    draw: Draw
+    analysis: str | None = None
+    params: tuple[tuple[str, Any], ...] = ()
+    fill: float | None = None
+    record: bool = False
+    races: bool = False
+    capture: bool = False
+    in_order: bool = False              # dimension semantics all 'arbitrary' (see Variant)
+    probe: str | None = None            # None: a correctness run
+    variant: str = ""
+    stress: Stress | None = None
+    limit_s: float = 60.0               # wall clock for this run, derived (see calibration)
+
+    @property
+    def kind(self) -> Literal["kernel", "static"]:
+        return "static" if self.analysis else "kernel"
+
+    @property
+    def label(self) -> str:
+        """For people and logs only (case names may hold '/'): never parsed."""
+        return f"{self.case.name}/{self.rung}" if self.probe is None else \
+            f"{self.case.name}/{self.probe}/{self.variant}"
+
+    @property
+    def params_dict(self) -> dict[str, Any]:
+        return dict(self.params)
+
+    def execution(self) -> tuple:
+        """What makes two runs the same execution (a probe may reuse another's)."""
+        return (self.draw.index, self.rung, self.analysis, self.params, self.fill, self.record,
+                self.races, self.capture, self.in_order)
+
+    def to_child(self, input_files: list[dict]) -> dict:
+        """All the child learns of this run: opaque ids, never case or probe names."""
+        return {"id": f"r{self.index}", "trace": f"t{self.draw.signature}", "kind": self.kind,
+                "analysis": self.analysis, "rung": self.rung, "params": dict(self.params),
+                "fill": self.fill, "record": self.record, "races": self.races,
+                "capture": self.capture, "in_order": self.in_order, "inputs": input_files,
+                "output": f"r{self.index}.npy"}
+
+
+@dataclass(frozen=True)
+class ChecksRun:
+    """The instructor's custom checks (``[checks]``): one request to the grader's
+    child, after every run. The checks may call the kernel with arrays of any
+    graded case's shapes and dtypes; the child learns those signatures only
+    (never a case's name), each by its trace."""
+    file: str                                           # the checks file's name
+    signatures: tuple[tuple[int, tuple[tuple[tuple[int, ...], str], ...]], ...]
+    rungs: tuple[str, ...]
+    limit_s: float
+
+    def to_child(self, folder: str, traced: frozenset[int]) -> dict:
+        """``traced``: the signatures whose trace the parent checked (the others
+        fail each kernel call, saying so)."""
+        return {"id": "checks", "kind": "checks", "folder": folder, "file": self.file,
+                "rungs": list(self.rungs),
+                "signatures": [{"trace": f"t{sig}" if sig in traced else None,
+                                "inputs": [{"shape": list(shape), "dtype": dtype} for shape, dtype in arrays]}
+                               for sig, arrays in self.signatures]}
+
+
+@dataclass(frozen=True)
+class Plan:
+    assignment: Assignment
+    run_key: int
+    cases: tuple[Case, ...]
+    rungs: tuple[str, ...]
+    probes: tuple[str, ...]             # probe checks planned, in rubric order
+    runs: tuple[Run, ...]
+    draws: tuple[Draw, ...]
+    # (probe, case name, variant) -> run index: a probe may share another's run
+    asks: tuple[tuple[tuple[str, str, str], int], ...] = ()
+    checks: ChecksRun | None = None
+
+    @cached_property
+    def _tests(self) -> dict[tuple[str, str], Run]:
+        return {(r.case.name, r.rung): r for r in self.runs if r.probe is None}
+
+    @cached_property
+    def _asked(self) -> dict[tuple[str, str], dict[str, Run]]:
+        out: dict[tuple[str, str], dict[str, Run]] = {}
+        for (probe, case, variant), index in self.asks:
+            out.setdefault((probe, case), {})[variant] = self.runs[index]
+        return out
+
+    def correctness(self) -> tuple[Run, ...]:
+        return tuple(r for r in self.runs if r.probe is None)
+
+    def test_run(self, case: str, rung: str) -> Run | None:
+        return self._tests.get((case, rung))
+
+    def probe_runs(self, probe: str, case: str) -> dict[str, Run]:
+        """variant -> run, for one probe on one case."""
+        return dict(self._asked.get((probe, case), {}))
+
+    def probe_cases(self, probe: str) -> tuple[Case, ...]:
+        names = {c for (p, c) in self._asked if p == probe}
+        return tuple(c for c in self.cases if c.name in names)
+
+    def speed_runs(self) -> tuple[Run, ...]:
+        """The speed estimate's static runs, one per ``[speed]`` size, in order."""
+        return tuple(r for r in self.runs if r.probe == SPEED)
+
+    def askers(self, run: Run) -> list[tuple[str, str, str]]:
+        """(probe, case, variant) of every probe that reads this run."""
+        return [ask for ask, index in self.asks if index == run.index]
+
+
+@dataclass
+class _Builder:
+    assignment: Assignment
+    run_key: int
+    limit: Callable[[Run], float]
+    runs: list[Run] = field(default_factory=list)
+    draws: dict[tuple, Draw] = field(default_factory=dict)
+    signatures: dict[tuple, int] = field(default_factory=dict)
+    asks: list[tuple[tuple[str, str, str], int]] = field(default_factory=list)
+
+    def draw(self, case: Case, stream: int, abstract: bool = False) -> Draw:
+        entropy = tuple(inputs.entropy(case, self.run_key, stream))
+        key = (case, entropy, stream, abstract)
+        if key not in self.draws:
+            sig = (case.dims, case.dtype, case.params, abstract)
+            signature = self.signatures.setdefault(sig, len(self.signatures))
+            self.draws[key] = Draw(len(self.draws), case, entropy, stream, signature, abstract)
+        return self.draws[key]
+
+    def add(self, run: Run, ask: tuple[str, str, str] | None = None) -> Run:
+        same = next((r for r in self.runs if r.execution() == run.execution()), None)
+        if same is None:
+            same = replace(run, index=len(self.runs))
+            same = replace(same, limit_s=self.limit(same))
+            self.runs.append(same)
+        if ask is not None:
+            self.asks.append((ask, same.index))
+        return same
+
+
+def _production_case(a: Assignment) -> Case:
+    prod = a.production
+    return Case(PRODUCTION, tuple(prod.dims), prod.dtype, 0, 0.0, "hidden", a.cases[0].params)
+
+
+def _variant_draw(b: _Builder, case: Case, v: Variant) -> tuple[Draw, Stress | None]:
+    a = b.assignment
+    if v.inputs == "production":
+        return b.draw(_production_case(a), inputs.PROBE_STREAM, abstract=True), None
+    if isinstance(v.inputs, Stress):
+        scase = v.inputs.apply(case)
+        return b.draw(scase, inputs.stream(a, scase, v.rung)), v.inputs
+    return b.draw(case, inputs.stream(a, case, v.rung)), None
+
+
+def build(assignment: Assignment, cases: tuple[Case, ...], rungs: tuple[str, ...], run_key: int,
+          *, with_probes: bool = True, limit: Callable[[Run], float] | None = None) -> Plan:
+    """Every run of one grading: the correctness runs of ``cases`` x ``rungs``
+    and, with probes, every enabled probe's runs on the probe cases graded."""
+    from .probes import REGISTRY
+    b = _Builder(assignment, run_key, limit or (lambda run: assignment.limits.case_s))
+    probe_cases = [c for c in cases if c.name in assignment.probe_cases] if with_probes else []
+    planned: list[tuple[Probe, Case, Variant]] = []
+    for rubric in assignment.probes if probe_cases else ():
+        probe = REGISTRY[rubric.name]
+        for case in probe_cases if probe.per_case else probe_cases[:1]:
+            planned += [(probe, case, v) for v in probe.plan(assignment, case, rubric)]
+    for probe, case, v in [p for p in planned if p[2].rung == "static"]:
+        _add_variant(b, probe, case, v)
+    if with_probes:
+        _speed(b)
+    for case in cases:
+        for rung in rungs:
+            b.add(Run(0, case, rung, b.draw(case, inputs.stream(assignment, case, rung))))
+    for probe, case, v in [p for p in planned if p[2].rung != "static"]:
+        _add_variant(b, probe, case, v)
+    checks = _checks(b, rungs) if with_probes and assignment.checks else None
+    return Plan(assignment, run_key, tuple(cases), tuple(rungs),
+                tuple(dict.fromkeys(p.name for p, _c, _v in planned)), tuple(b.runs),
+                tuple(b.draws.values()), tuple(b.asks), checks)
+
+
+def speed_case(a: Assignment, size) -> Case:
+    """The case a ``[speed]`` size is traced as (the production size's is the VMEM probe's)."""
+    if a.production is not None and size.dims == a.production.dims and size.dtype == a.production.dtype:
+        return _production_case(a)
+    return Case(size.name, size.dims, size.dtype, 0, 0.0, "hidden", a.cases[0].params)
+
+
+def _speed(b: _Builder) -> None:
+    """The speed estimate: the schedule's facts at each size (abstract shapes; static, so early)."""
+    a = b.assignment
+    for size in a.speed.sizes if a.speed else ():
+        case = speed_case(a, size)
+        draw = b.draw(case, inputs.PROBE_STREAM, abstract=True)
+        b.add(Run(0, case, "static", draw, f"speed:{a.speed.chip}", probe=SPEED, variant=size.name))
+
+
+def _checks(b: _Builder, rungs: tuple[str, ...]) -> ChecksRun:
+    """The custom checks' run: every signature a correctness run traces."""
+    a = b.assignment
+    sigs: dict[int, tuple] = {}
+    for run in b.runs:
+        if run.probe is None and run.draw.signature not in sigs:
+            case = run.draw.case
+            sigs[run.draw.signature] = tuple((a.shape(i.shape, case), a.dtype_of(i.dtype, case))
+                                             for i in a.inputs if i.kind != "float")
+    return ChecksRun(a.checks.file, tuple(sigs.items()), rungs, a.checks.limit_s)
+
+
+def _add_variant(b: _Builder, probe: "Probe", case: Case, v: Variant) -> None:
+    draw, stress = _variant_draw(b, case, v)
+    b.add(Run(0, case, v.rung, draw, v.analysis, v.params, v.fill, v.record, v.races, v.capture,
+              v.in_order, probe.name, v.name, stress), ask=(probe.name, case.name, v.name))
+
+
+def analysis_plan(assignment: Assignment, case: Case, analysis: str) -> Plan:
+    """One static analysis of the submission traced on ``case``'s shapes only
+    (abstract: no data), and nothing else (the `estimate` verb)."""
+    b = _Builder(assignment, 0, lambda run: assignment.limits.case_s)
+    draw = b.draw(case, inputs.PROBE_STREAM, abstract=True)
+    b.add(Run(0, case, "static", draw, analysis, probe="estimate", variant=analysis))
+    return Plan(assignment, 0, (case,), (), (), tuple(b.runs), tuple(b.draws.values()))
+
+
+def speed_plan(assignment: Assignment) -> Plan:
+    """What the TPU stage needs of a kernel: its programs at every ``[speed]``
+    size (and their schedule facts), and at the first case, which it checks on
+    the chip; one correctness run there (the `speed` verb's solution)."""
+    b = _Builder(assignment, 0, lambda run: assignment.limits.case_s)
+    case, rung = assignment.cases[0], assignment.rungs[0]
+    b.add(Run(0, case, rung, b.draw(case, inputs.stream(assignment, case, rung))))
+    _speed(b)
+    return Plan(assignment, 0, (case,), (rung,), (), tuple(b.runs), tuple(b.draws.values()))

@@ -1,0 +1,75 @@
+"""The probe type, and what a probe's judge reads about its runs."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Mapping
+
+import numpy as np
+
+from ...isolation.outcome import Outcome
+from ...spec import Assignment, Case, ProbeRubric, SpecContext, TableReader
+from ..compare import Comparison, compare
+from ..findings import Finding
+from ..plan import Draw, Plan, Run, Variant
+
+
+@dataclass(frozen=True)
+class Probe:
+    name: str
+    title: str
+    rung: str                       # where its findings are seen
+    ids: tuple[str, ...]            # the finding IDs it can produce
+    plan: Callable[[Assignment, Case, ProbeRubric], tuple[Variant, ...]]
+    judge: Callable[["ProbeResults"], list[Finding]]
+    per_case: bool = True           # False: runs once (on the first probe case)
+    # The keys of its [probes.<name>] table beyond points and visibility, and
+    # the reader that turns them into the rubric's settings.
+    keys: frozenset[str] = frozenset()
+    read_settings: Callable[[TableReader, SpecContext], object] | None = None
+
+    @property
+    def dynamic(self) -> bool:
+        """Runs the kernel (as opposed to reading the traced program)."""
+        return self.rung != "static"
+
+
+@dataclass(frozen=True)
+class ProbeResults:
+    """One probe's runs on one case and their outcomes, the case's correctness
+    outcomes, and the float64 reference of every draw involved."""
+    plan: Plan
+    probe: Probe
+    case: Case
+    rubric: ProbeRubric
+    runs: Mapping[str, Run]                 # variant -> run
+    outcomes: Mapping[str, Outcome]         # variant -> outcome (present for runs that happened)
+    correctness: Mapping[str, Outcome]      # rung -> outcome of the case's correctness run
+    references: Mapping[Draw, np.ndarray]
+
+    @property
+    def assignment(self) -> Assignment:
+        return self.plan.assignment
+
+    def facts(self, variant: str):
+        o = self.outcomes.get(variant)
+        return o.facts if o is not None and o.status == "ok" else None
+
+    def output(self, outcome: Outcome | None) -> np.ndarray | None:
+        return None if outcome is None else outcome.output
+
+    def compare(self, out: np.ndarray, run: Run | None = None) -> Comparison:
+        a = self.assignment
+        draw = run.draw if run is not None else self.plan.test_run(self.case.name, self.plan.rungs[0]).draw
+        case = draw.case
+        return compare(out, self.references[draw], a.tolerance(case.dtype), a.reduction_length(case),
+                       a.numerics_bound)
+
+    def passes(self, outcome: Outcome | None, run: Run | None = None) -> bool | None:
+        """True/False when the run produced a comparable output, else None."""
+        out = self.output(outcome)
+        return None if out is None else self.compare(out, run).ok
+
+    def finding(self, id: str, message: str, variant: str | None = None, **evidence) -> Finding:
+        run = self.runs.get(variant) if variant else None
+        return Finding.make(id, self.probe.rung, message, case=self.case.name, check=self.probe.name,
+                            run=run.index if run is not None else None, **evidence)

@@ -1,0 +1,63 @@
+"""Grid order: TPU interpret mode with random seeds (parallel axes shuffled)
+and two cores, the order each run used recorded."""
+from __future__ import annotations
+
+from ...spec import SpecContext, TableReader
+from ..findings import Finding
+from ..plan import Variant
+from .base import Probe, ProbeResults
+
+DEFAULT_SEEDS = (1, 2, 3)
+
+
+def read_seeds(t: TableReader, ctx: SpecContext) -> tuple[int, ...]:
+    """[probes.grid-order] seeds: TPU interpret mode's random seeds to try."""
+    seeds = t.get("seeds", list, "must be a list of non-negative integers", list(DEFAULT_SEEDS))
+    if not seeds or not all(isinstance(x, int) and not isinstance(x, bool) and x >= 0 for x in seeds):
+        raise t.fail("seeds", "must be a non-empty list of non-negative integers", seeds)
+    return tuple(seeds)
+
+
+def plan_grid_order(assignment, case, rubric) -> tuple[Variant, ...]:
+    out = []
+    for seed in rubric.settings or DEFAULT_SEEDS:
+        out.append(Variant(f"seed-{seed}", "tpu-interpret", record=True,
+                           params=(("random_seed", seed),)))
+        out.append(Variant(f"seed-{seed}-2cores", "tpu-interpret", record=True,
+                           params=(("num_cores_or_threads", 2), ("random_seed", seed))))
+    return tuple(out)
+
+
+def _reordered(order) -> bool:
+    """Did this run really use another order than row-major on one core?"""
+    points = [tuple(p[0]) for p in order]
+    return points != sorted(points) or any(p[1] for p in order)
+
+
+def judge_grid_order(r: ProbeResults) -> list[Finding]:
+    generic_ok = r.passes(r.correctness.get("generic"))
+    results = {v: (o, r.passes(o)) for v, o in r.outcomes.items()}
+    # A run that fails in plain row-major order fails for another reason (the
+    # correctness runs report it), not because of the order.
+    bad = [(v, o) for v, (o, ok) in results.items() if ok is False and _reordered(o.order)]
+    good = [v for v, (o, ok) in results.items() if ok]
+    if not bad or not (generic_ok or good):
+        return []
+    variant, outcome = bad[0]
+    params = r.runs[variant].params_dict
+    seed, cores = params["random_seed"], params.get("num_cores_or_threads", 1)
+    cmp = r.compare(r.output(outcome))
+    order = [[list(p), c] for p, c in outcome.order]
+    return [r.finding("grid-order-dependence",
+                      f"the result is wrong when grid points run in another order (random_seed={seed}, "
+                      f"{cores} core{'s' if cores > 1 else ''}) though it is right in row-major order",
+                      variant=variant, seed=seed, cores=cores, order=order[:24],
+                      order_length=len(order), failing_variants=[v for v, _ in bad],
+                      passing_variants=good, generic_passed=bool(generic_ok),
+                      mismatch_text=f"{cmp.mismatches} of {cmp.total}",
+                      interpret_params={"random_seed": seed, "num_cores_or_threads": cores})]
+
+
+GRID_ORDER = Probe("grid-order", "Grid order: shuffled parallel axes, two cores", "tpu-interpret",
+                   ("grid-order-dependence",), plan_grid_order, judge_grid_order,
+                   keys=frozenset({"seeds"}), read_settings=read_seeds)

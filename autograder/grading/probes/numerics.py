@@ -1,0 +1,116 @@
+"""Numerics stress: the probe case rerun with inputs that strain floating point
+(large-magnitude values, long reductions, bfloat16), and an error analysis that
+tells a precision problem from a logic error.
+
+The spec's cases are sized to expose indexing bugs; precision problems grow
+with the magnitude of the values and the length of the reductions, so the
+stress inputs push those (``[[probes.numerics.stress]]``). The runs use the
+generic interpreter: both interpreters run the kernel's real arithmetic in the
+kernel's dtypes, and the generic one is the cheaper by 30x per grid step.
+"""
+from __future__ import annotations
+
+import math
+
+from ...spec import DTYPES, SpecContext, TableReader
+from ..compare import compare
+from ..figures import pct
+from ..findings import Finding
+from ..plan import Stress, Variant
+from .base import Probe, ProbeResults
+
+# Mantissa bits (with the implicit one) of the float dtypes: the precision a
+# correct kernel keeps, against which the error's effective bits are read.
+MANTISSA_BITS = {"float32": 24, "bfloat16": 8, "float16": 11}
+
+
+def _stress_input(sr: TableReader, ctx: SpecContext) -> Stress:
+    sr.unknown({"name", "dims", "dtype", "scale"})
+    name = sr.get("name", str, "must be a short name")
+    sdims = sr.get("dims", dict, "must be a table of dimension sizes", {})
+    rules = {d.name: d for d in ctx.dims}
+    for k, v in sdims.items():
+        # A stress input may exceed the cases' max (a longer reduction): only the shape rules apply.
+        if k not in rules or not rules[k].admits(v, check_max=False):
+            raise sr.fail(f"dims.{k}", rules[k].text if k in rules else
+                          f"must be a declared dimension ({sorted(rules)})", v)
+    dtype = sr.get("dtype", str, f"must be one of {list(DTYPES)}", None)
+    if dtype is not None and dtype not in ctx.tolerances:
+        raise sr.fail("dtype", f"must be a dtype with a [tolerance.<dtype>] table "
+                      f"({sorted(ctx.tolerances)})", dtype)
+    arrays = {i.name for i in ctx.inputs if i.kind == "array"}
+    scale = sr.get("scale", dict, "must be a table of input scales", {})
+    for k, v in scale.items():
+        if k not in arrays or isinstance(v, bool) or not isinstance(v, (int, float)) or v <= 0:
+            raise sr.fail(f"scale.{k}", "must map an array input's name to a positive number", v)
+    return Stress(name, tuple(sorted((k, int(v)) for k, v in sdims.items())), dtype,
+                  tuple(sorted((k, float(v)) for k, v in scale.items())))
+
+
+def read_stress(t: TableReader, ctx: SpecContext) -> tuple[Stress, ...]:
+    """[[probes.numerics.stress]]: name, and dims / dtype / scale overrides of the probe case."""
+    out = []
+    for sr in t.items("stress"):
+        stress = _stress_input(sr, ctx)
+        if stress.name in {s.name for s in out}:
+            raise sr.fail("name", "must be unique among stress inputs", stress.name)
+        out.append(stress)
+    if not out:
+        raise t.fail("stress", "must list at least one stress input", [])
+    return tuple(out)
+
+
+def plan_numerics(assignment, case, rubric) -> tuple[Variant, ...]:
+    return tuple(Variant(f"stress-{s.name}", "generic", inputs=s) for s in rubric.settings)
+
+
+def effective_bits(relative_error: float) -> float | None:
+    """Bits of the output that are right, read from the largest error relative to
+    the output's magnitude (2^-bits): ~8 is a bfloat16 accumulator, ~1 or less a
+    logic error."""
+    if not math.isfinite(relative_error) or relative_error <= 0:
+        return None
+    return round(-math.log2(relative_error), 1)
+
+
+def judge_numerics(r: ProbeResults) -> list[Finding]:
+    plain = r.correctness.get("generic") or r.correctness.get("tpu-interpret")
+    if r.passes(plain) is not True:
+        # Wrong on the plain probe case already: the correctness tests report that
+        # bug; a stressed rerun of it would only charge it again.
+        return []
+    a = r.assignment
+    for variant, run in r.runs.items():
+        outcome = r.outcomes.get(variant)
+        if outcome is None or outcome.output is None:
+            continue
+        case, stress = run.draw.case, run.stress
+        c = compare(outcome.output, r.references[run.draw], a.tolerance(case.dtype),
+                    a.reduction_length(case), a.numerics_bound)
+        if c.ok:
+            continue
+        bits = effective_bits(c.finite_relative if c.nonfinite else c.relative_to_output)
+        described = stress.describe()
+        evidence = dict(c.evidence(), stress=stress.name, stress_case=described,
+                        effective_bits=bits, dtype_bits=MANTISSA_BITS.get(case.dtype),
+                        reduction_length=a.reduction_length(case))
+        if c.verdict == "numerics":
+            why = (f"{c.nonfinite} of {c.total} outputs are NaN or Inf where the float64 reference "
+                   "is finite: an intermediate overflows (e.g. exp of a large value)"
+                   if c.nonfinite else
+                   f"the error is {pct(c.relative_to_output)} of the output's magnitude (about "
+                   f"{bits:g} correct bits, where {case.dtype} inputs allow "
+                   f"{MANTISSA_BITS.get(case.dtype, '?')}): precision is lost, e.g. by accumulating "
+                   "in a low-precision dtype")
+            return [r.finding("numerics", f"with stress input '{stress.name}' ({described}) {why}",
+                              variant=variant, **evidence)]
+        return [r.finding("wrong-result", f"with stress input '{stress.name}' ({described}) the "
+                          f"output is wrong far beyond rounding ({c.mismatches} of {c.total} "
+                          "outputs): a logic error that the graded cases do not reach",
+                          variant=variant, **evidence)]
+    return []
+
+
+NUMERICS = Probe("numerics", "Numerics: stress inputs (large values, long reductions, bfloat16)",
+                 "generic", ("numerics", "wrong-result"), plan_numerics, judge_numerics,
+                 per_case=False, keys=frozenset({"stress"}), read_settings=read_stress)

@@ -1,0 +1,111 @@
+"""Races and the DMA protocol: TPU interpret mode with ``detect_races`` on 1
+and 2 cores, and with DMAs completing at their start instead of their wait."""
+from __future__ import annotations
+
+import re
+
+from ...pallas_surface.release import RACE_MARK, SEMAPHORE_MARK
+from ..findings import Finding
+from ..plan import Variant
+from .base import Probe, ProbeResults
+
+
+def plan_races(assignment, case, rubric) -> tuple[Variant, ...]:
+    return (*(Variant(f"races-{n}core", "tpu-interpret", races=True, capture=True,
+                      params=(("detect_races", True), ("num_cores_or_threads", n))) for n in (1, 2)),
+            Variant("dma-eager", "tpu-interpret", capture=True,
+                    params=(("dma_execution_mode", "eager"),)),
+            # Run only when the case hung (see schedule): every axis 'arbitrary'.
+            Variant("in-order", "tpu-interpret", in_order=True))
+
+
+def _race_report(text: str) -> list[str]:
+    """The race detector's first report: the two accesses, with the student's file by
+    name only (the grader's folders mean nothing to a student) and without the
+    vector clocks (they explain nothing to one either)."""
+    lines = [re.sub(r"(?:/[^\s/,:]+)+/([^\s/,:]+\.py:\d+)", r"\1", ln) for ln in text.splitlines()
+             if ln.strip() and not ln.strip().startswith("clock:")]
+    return lines[:6]
+
+
+def _race(r: ProbeResults) -> Finding | None:
+    for cores in (1, 2):
+        variant = f"races-{cores}core"
+        o = r.outcomes.get(variant)
+        if o is not None and (o.races_found or RACE_MARK in o.captured):
+            return r.finding("data-race", f"the race detector found conflicting accesses "
+                             f"({cores} core{'s' if cores > 1 else ''} simulated)",
+                             variant=variant, report=_race_report(o.captured), cores=cores,
+                             interpret_params={"detect_races": True, "num_cores_or_threads": cores})
+    return None
+
+
+def _hang(r: ProbeResults) -> Finding | None:
+    """Only the TPU interpreter blocks on DMA and semaphore waits: a kernel that
+    hangs on the generic interpreter too hangs in its own code (an endless loop).
+    A hang of the eager rerun alone, with the plain run right, is not charged: the
+    grader may have run out of time (see probes.judge)."""
+    generic = r.correctness.get("generic")
+    generic_finished = generic is None or generic.ran
+    on_wait = r.correctness.get("tpu-interpret")
+    if on_wait is None or on_wait.status != "timeout" or on_wait.not_run or not generic_finished:
+        return None
+    if on_wait.phase == "trace":
+        return None
+    within = f" (no result within {on_wait.limit_s:g} s)" if on_wait.limit_s else ""
+    in_order = r.outcomes.get("in-order")
+    if in_order is not None and in_order.ok:
+        right = r.passes(in_order, r.runs.get("in-order"))
+        return r.finding("grid-order-dependence",
+                         f"TPU interpret mode hung{within}, and with every grid axis 'arbitrary' (run in "
+                         f"order) the same case finishes{' and is right' if right else ''}: a grid step "
+                         "waits for work another step does (a DMA started in one step and waited in the "
+                         "next), along an axis marked 'parallel', which TPU interpret mode runs in a "
+                         "shuffled order" + ("" if right else "; in order its result is wrong too"),
+                         variant="in-order", problem="hang", limit_s=on_wait.limit_s, interpret_params={},
+                         right_in_order=bool(right))
+    return r.finding("dma-protocol", f"TPU interpret mode hung with dma_execution_mode='on_wait'{within}: "
+                     "a DMA wait that nothing satisfies (waited before it was started, or more waits "
+                     "than starts)", mode="on_wait", problem="hang", limit_s=on_wait.limit_s)
+
+
+def _modes(r: ProbeResults) -> Finding | None:
+    ok_wait, ok_eager = r.passes(r.correctness.get("tpu-interpret")), r.passes(r.outcomes.get("dma-eager"))
+    if ok_wait is None or ok_eager is None or ok_wait == ok_eager:
+        return None
+    good, bad = ("on_wait", "eager") if ok_wait else ("eager", "on_wait")
+    when = {"on_wait": "their wait", "eager": "their start"}
+    return r.finding("dma-protocol",
+                     f"the result is right when DMAs complete at {when[good]} and wrong when they "
+                     f"complete at {when[bad]}: a buffer is read before its DMA is waited on, or "
+                     "refilled while in use",
+                     variant="dma-eager", mode_passing=good, mode_failing=bad, problem="mode-dependent")
+
+
+def _semaphores(r: ProbeResults) -> Finding | None:
+    eager = r.outcomes.get("dma-eager")
+    text = eager.captured if eager is not None else ""
+    if SEMAPHORE_MARK not in text:
+        return None
+    lines = [ln for ln in text.splitlines() if SEMAPHORE_MARK in ln][:4]
+    return r.finding("dma-protocol", "a semaphore was left non-zero when the kernel ended: "
+                     "a DMA was started and never waited on", variant="dma-eager", report=lines,
+                     problem="semaphore-left")
+
+
+def judge_races(r: ProbeResults) -> list[Finding]:
+    race = _race(r)
+    found = [race] if race else []
+    hang = _hang(r)
+    if hang is not None:
+        return found + [hang]
+    modes = _modes(r)
+    if modes is not None:
+        found.append(modes)
+    semaphores = None if found else _semaphores(r)
+    return found + ([semaphores] if semaphores else [])
+
+
+RACES = Probe("races", "Races and DMA protocol", "tpu-interpret",
+              ("data-race", "dma-protocol", "grid-order-dependence"),
+              plan_races, judge_races)

@@ -1,0 +1,136 @@
+"""The `handout` verb: what students download, and nothing secret.
+
+DIR/
+  <entry>.py          the starter, generated from solutions/<slug>.py
+  README.md           the assignment's handout
+  <slug>.ipynb        a Jupyter/Colab notebook (see ``notebook``)
+  requirements.txt    the grader's pinned dependencies
+  autograder/         the grader itself (so `python -m autograder grade` works here)
+  assignments/<slug>/ the public spec: no secret case's name, shape, seed or values
+
+The solution and the secret cases never reach DIR; ``leaks`` says what of
+them a folder holds, and the verb refuses to finish when it finds any.
+"""
+from __future__ import annotations
+
+import shutil
+import tempfile
+from pathlib import Path
+
+from ..spec import Assignment
+from . import notebook, public_spec, starter
+from .calibrate import solution_path
+
+REPO = Path(__file__).resolve().parents[2]
+PACKAGE = Path(__file__).resolve().parents[1]
+
+
+class HandoutError(RuntimeError):
+    """The handout could not be written (or would have leaked): says what and where."""
+
+
+# Instructor-only modules left out of the student kit: `new`'s template is a
+# working solution of its example assignment.
+INSTRUCTOR_ONLY = ("scaffold.py", "reference_page.py")
+
+
+def _copy_package(dest: Path) -> None:
+    shutil.copytree(PACKAGE, dest, ignore=shutil.ignore_patterns("__pycache__", "*.pyc", *INSTRUCTOR_ONLY))
+
+
+def write(assignment: Assignment, out: Path) -> list[Path]:
+    """Write the handout into ``out`` (refusing a non-empty folder); returns the files.
+    Everything is written to a folder beside it first and renamed only once the
+    leak check found nothing: a refused handout leaves nothing behind."""
+    sol = solution_path(assignment)
+    if not sol.is_file():
+        raise HandoutError(f"no solution at {sol}: the starter is generated from it")
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        raise HandoutError(f"{out} is not an empty folder: give a new one")
+    if not any(c.visible for c in assignment.cases):
+        raise HandoutError("every case is secret: the student kit would have no case to grade")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}-", dir=out.parent))
+    try:
+        _write_into(assignment, sol, staging)
+        found = leaks(assignment, staging)
+        if found:
+            raise HandoutError("the handout would leak: " + "; ".join(found[:5]))
+        if out.exists():
+            out.rmdir()
+        staging.rename(out)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return sorted(p for p in out.rglob("*") if p.is_file())
+
+
+def _write_into(assignment: Assignment, sol: Path, out: Path) -> None:
+    text = starter.starter_for(sol)
+    readme_path = assignment.folder / "README.md"
+    readme = readme_path.read_text(encoding="utf-8") if readme_path.is_file() else f"# {assignment.title}\n"
+    out.chmod(0o755)
+    (out / assignment.entry_file).write_text(text, encoding="utf-8")
+    (out / "README.md").write_text(readme, encoding="utf-8")
+    public = public_spec.write(assignment, out / "assignments" / assignment.slug)
+    notebook.write(notebook.build(public, readme, text), out / f"{assignment.slug}.ipynb")
+    if (REPO / "requirements.txt").is_file():
+        shutil.copy(REPO / "requirements.txt", out / "requirements.txt")
+    _copy_package(out / "autograder")
+
+
+def secrets_of(assignment: Assignment) -> dict[str, list[str]]:
+    """What no handout file may contain: solution lines, and each secret case's
+    name, shapes (as 'MxN', '(M, N)' and '[M, N]') and seed."""
+    sol = solution_path(assignment)
+    lines = starter.solution_lines(sol.read_text(encoding="utf-8")) if sol.is_file() else []
+    # What the instructor's stubs show on purpose (a hint quoting the solution) is no leak.
+    shown_text = starter.starter_for(sol) if sol.is_file() else ""
+    lines = [ln for ln in lines if ln not in shown_text]
+    names, shapes, seeds = [], [], []
+
+    def forms(case) -> list[str]:
+        """Each input's and the output's shape, and the dims in declaration order,
+        as 'AxB', '(A, B)' and '[A, B]'."""
+        shapes = [assignment.shape(i.shape, case) for i in assignment.inputs if i.kind == "array"]
+        shapes += [assignment.output_shape(case), tuple(dict(case.dims)[d.name] for d in assignment.dims)]
+        out = []
+        for shape in shapes:
+            dims = [str(v) for v in shape]
+            out += ["x".join(dims), f"({', '.join(dims)})", f"[{', '.join(dims)}]"]
+        return out
+
+    shown = {s for c in assignment.cases if c.visible for s in forms(c)}
+    shown_seeds = {str(c.seed) for c in assignment.cases if c.visible}
+    for case in assignment.cases:
+        if case.visible:
+            continue
+        names.append(case.name)
+        shapes += [s for s in forms(case) if s not in shown]
+        seeds += [str(case.seed)] if str(case.seed) not in shown_seeds else []
+        # A secret case's input scales and parameters are its data too.
+        shown_values = {repr(float(v)) for c in assignment.cases if c.visible for _k, v in (*c.scale, *c.params)}
+        seeds += [repr(float(v)) for _k, v in (*case.scale, *case.params) if repr(float(v)) not in shown_values]
+    return {"solution line": [ln for ln in lines if len(ln) >= 12], "secret case name": names,
+            "secret shape": sorted(set(shapes)), "secret seed or value": seeds}
+
+
+def leaks(assignment: Assignment, folder: Path) -> list[str]:
+    """Each secret found in a file under ``folder``, as 'what in file'. Seeds are
+    looked for as whole numbers in the kit's data (spec, calibration, notebook,
+    README), where a number means a seed or a size; the grader's own code holds
+    unrelated numbers."""
+    import re
+    found = []
+    secret = secrets_of(assignment)
+    for path in sorted(p for p in folder.rglob("*") if p.is_file()):
+        text = path.read_text(encoding="utf-8", errors="replace")
+        data = path.suffix in (".toml", ".json", ".ipynb", ".md") or path.name == assignment.entry_file
+        for what, needles in secret.items():
+            for needle in needles:
+                if what == "secret seed or value":
+                    hit = data and re.search(rf"(?<![\w.]){re.escape(needle)}(?![\w.])", text)
+                else:
+                    hit = needle in text
+                if hit:
+                    found.append(f"{what} {needle!r} in {path.relative_to(folder)}")
+    return found

@@ -1,0 +1,69 @@
+"""The `estimate` verb: a TPU time estimate for a submission, on CPU.
+
+The submission is traced by the tracer (as in grading: student code runs only
+there, on shapes, never data) at the assignment's production size, or the size
+and dtype asked for; the grader's child counts what the traced kernel moves and
+computes (``pallas_surface.cost``); the parent models the time (``speed``).
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+from ..grading import grade, plan as planning
+from ..grading.findings import CATALOGUE
+from ..spec import Assignment, Case
+from ..speed import model as speed
+
+
+class EstimateError(ValueError):
+    """A size, dtype or chip that cannot be estimated: says the rule and the value seen."""
+
+
+def parse_size(text: str) -> dict[str, int]:
+    """``M=4096,K=4096`` -> {"M": 4096, "K": 4096}."""
+    out = {}
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        name, _, value = part.partition("=")
+        if not value.strip().isdigit():
+            raise EstimateError(f"--size must be NAME=INT pairs separated by commas; got {part!r}")
+        out[name.strip()] = int(value)
+    return out
+
+
+def target_case(a: Assignment, size: dict[str, int] | None, dtype: str | None) -> Case:
+    """The first [speed] size (else the largest case), with ``size`` and ``dtype`` applied."""
+    base = max(a.cases, key=lambda c: sum(v for _k, v in c.dims))
+    first = a.speed.sizes[0] if a.speed else None
+    dims = dict(first.dims) if first else base.dim_map
+    dtype = dtype or (first.dtype if first else base.dtype)
+    for name, value in (size or {}).items():
+        rule = next((r for r in a.dims if r.name == name), None)
+        if rule is None:
+            raise EstimateError(f"--size: {name!r} is not a dimension of {a.slug} ({[r.name for r in a.dims]})")
+        if not rule.admits(value, check_max=False):
+            raise EstimateError(f"--size: {name}={value} breaks the spec's rule ({rule.text})")
+        dims[name] = value
+    if dtype not in dict(a.tolerances):
+        raise EstimateError(f"--dtype must be one of {[d for d, _t in a.tolerances]}; got {dtype!r}")
+    return replace(base, name="estimate", dims=tuple(sorted(dims.items())), dtype=dtype, secret=False)
+
+
+def run(a: Assignment, submission: Path, chip: str = "v5e", size: dict[str, int] | None = None,
+        dtype: str | None = None) -> tuple[speed.Estimate | None, str, Case]:
+    """The estimate, or why there is none (in words)."""
+    if chip not in speed.CHIPS:
+        raise EstimateError(f"--chip must be one of {list(speed.CHIPS)}; got {chip!r}")
+    case = target_case(a, size, dtype)
+    report = grade.grade(a, submission, plan=planning.analysis_plan(a, case, f"speed:{chip}"))
+    outcome = next(iter(report.outcomes.values()), None)
+    wide = next((f for f in report.findings if f.case is None), None)
+    if wide is not None:
+        return None, f"{CATALOGUE[wide.id].title} [{wide.id}]: {wide.message}", case
+    if outcome is None or not outcome.ok or not isinstance(outcome.facts, dict):
+        what = f"{outcome.error_type}: {outcome.message}" if outcome and outcome.error_type else \
+            (outcome.status if outcome else "nothing ran")
+        return None, f"the kernel could not be traced at this size ({what[:600]})", case
+    if not outcome.facts.get("calls"):
+        return None, "no pallas_call: nothing runs on the TPU to estimate", case
+    return speed.estimate(outcome.facts), "", case
