@@ -68,6 +68,6 @@ if [ -n "$extras" ] && ! command -v chromium >/dev/null 2>&1 && command -v apt-g
 fi
 if [ "$(id -u)" = 0 ]; then
   # Student code runs as an unprivileged user; create it and check it can start the grader's child.
-  "$venv/bin/python" -m autograder.isolation.confinement
+  "$venv/bin/python" -m autograder.gradescope.install
 fi
 echo "setup.sh: ready ($venv, $("$venv/bin/python" --version))"

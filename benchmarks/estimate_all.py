@@ -36,7 +36,7 @@ def main() -> int:
         print(f"## {slug} at {', '.join(f'{k}={v}' for k, v in size.dims)} {size.dtype}")
         for path in files(slug):
             t0 = time.monotonic()
-            result, why, _case = estimate.run(a, path)
+            result, why, _case = estimate.estimated(a, path)
             took = time.monotonic() - t0
             rows += 1
             if result is None:

@@ -30,7 +30,7 @@ def grade_cli(tmp_path):
                        "--results", str(results), *extra)
         assert proc.returncode == 0, proc.stderr[-3000:]
         doc = json.loads(results.read_text())
-        from autograder.feedback.results import validate
+        from autograder.feedback.results_format import validate
         assert validate(doc) == [], validate(doc)
         return doc, proc.stdout
     return grade

@@ -5,6 +5,7 @@ from pathlib import Path
 from autograder import spec
 from autograder.grading import calibration, plan as planning
 from autograder.grading.calibration import MARGIN, MIN_RUN_S, Measured, Timing
+from autograder.grading.probes import PLANNERS
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -17,7 +18,7 @@ def _assignment(tmp_path, slug="add"):
 
 def test_limits_come_from_the_measured_time_within_floor_and_ceiling(tmp_path):
     a = _assignment(tmp_path)
-    plan = planning.build(a, a.cases, a.rungs, 1)
+    plan = planning.build(a, a.cases, a.rungs, 1, planners=PLANNERS)
     runs = list(plan.runs)
     measured = {runs[0]: Measured(0.2, 12), runs[1]: Measured(3.0, 12), runs[2]: Measured(100.0, 12)}
     calibration.save(a, 1.5, measured)
@@ -34,7 +35,7 @@ def test_limits_come_from_the_measured_time_within_floor_and_ceiling(tmp_path):
 
 def test_a_calibration_for_another_spec_is_not_used(tmp_path):
     a = _assignment(tmp_path)
-    plan = planning.build(a, a.cases, a.rungs, 1)
+    plan = planning.build(a, a.cases, a.rungs, 1, planners=PLANNERS)
     calibration.save(a, 1.0, {plan.runs[0]: Measured(3.0, 1)})
     assert calibration.load(a) is not None
     (a.folder / "spec.toml").write_text((a.folder / "spec.toml").read_text() + "\n# edited\n")
@@ -44,7 +45,7 @@ def test_a_calibration_for_another_spec_is_not_used(tmp_path):
 
 def test_a_fixed_timeout_overrides_everything(tmp_path):
     a = _assignment(tmp_path)
-    plan = planning.build(a, a.cases, a.rungs, 1)
+    plan = planning.build(a, a.cases, a.rungs, 1, planners=PLANNERS)
     calibration.save(a, 1.0, {plan.runs[0]: Measured(3.0, 1)})
     timing = Timing(a, calibration.load(a), fixed_s=5.0)
     assert timing.limit(plan.runs[0]) == 5.0 and timing.after_trace(plan.runs[0], 10 ** 6) == 5.0
@@ -52,8 +53,8 @@ def test_a_fixed_timeout_overrides_everything(tmp_path):
 
 def test_runs_are_named_stably_across_gradings(tmp_path):
     a = _assignment(tmp_path)
-    one = planning.build(a, a.cases, a.rungs, 1)
-    two = planning.build(a, a.cases, a.rungs, 2)
+    one = planning.build(a, a.cases, a.rungs, 1, planners=PLANNERS)
+    two = planning.build(a, a.cases, a.rungs, 2, planners=PLANNERS)
     assert [calibration.run_id(r) for r in one.runs] == [calibration.run_id(r) for r in two.runs]
     assert len({calibration.run_id(r) for r in one.runs}) == len(one.runs)
 

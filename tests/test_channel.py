@@ -75,3 +75,25 @@ def test_load_errors_are_typed():
     e = channel.load_error({"kind": "rm -rf", "type": "X", "line": True, "found": ["a", 3]})
     assert e.kind == "import" and e.line is None and e.found == ("a",)
     assert channel.load_error(json.loads('{"kind": "syntax", "line": 4}')).line == 4
+
+
+def test_static_facts_are_decoded_into_typed_objects_and_checked(tmp_path):
+    from autograder.pallas_surface import facts
+    ev = {"status": "ok", "facts": {"pallas_calls": 1, "outside": {"add": 2}, "manual_dma": False,
+                                    "kernel_primitives": ["add", "get", "swap"]}}
+    o = channel.outcome(ev, tmp_path, None, "structure")
+    assert o.facts == facts.Structure(1, {"add": 2}, False, ("add", "get", "swap"))
+    compiled = channel.outcome({"status": "ok", "facts": {"ok": True}}, tmp_path, None, "compile").facts
+    assert compiled == facts.Compile(True)
+    for bad, why in [({"ok": "yes"}, "compile.ok: must be a bounded bool"),
+                     ({"ok": True, "extra": 1}, "unknown field 'extra'"),
+                     ({"ok": False, "message": "x" * 30_000}, "compile.message: must be a bounded str")]:
+        with pytest.raises(facts.FactsError, match=why):
+            channel.outcome({"status": "ok", "facts": bad}, tmp_path, None, "compile")
+    with pytest.raises(facts.FactsError, match="field 'calls' is missing"):
+        channel.outcome({"status": "ok", "facts": {"bytes": 3}}, tmp_path, None, "vmem")
+    with pytest.raises(facts.FactsError, match="a kernel run reported facts"):
+        channel.outcome({"status": "ok", "facts": {}}, tmp_path, (2, 3))
+    # What decode reads, encode writes (calibration files keep the solution's schedule).
+    s = facts.Structure(0, {}, True, ())
+    assert facts.decode("structure", facts.encode(s)) == s

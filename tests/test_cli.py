@@ -4,7 +4,7 @@ import json
 import pytest
 from conftest import CORPUS, REPO, probe_tags, run_cli, tags
 
-pytestmark = pytest.mark.jax   # grades through real JAX in a child process
+pytestmark = [pytest.mark.jax, pytest.mark.grading]   # grades through real JAX in a child process
 
 ADD = CORPUS / "add"
 MATMUL = CORPUS / "matmul"

@@ -12,7 +12,7 @@ from gradescope_utils.autograder_utils.json_test_runner import JSONTestRunner
 
 from autograder import spec
 from autograder.children import check_suite
-from autograder.feedback.results import validate
+from autograder.feedback.results_format import validate
 from autograder.grading import custom_checks
 
 SUITE = '''
@@ -180,7 +180,7 @@ CHECKS = '''
 import numpy as np
 from gradescope_utils.autograder_utils.decorators import leaderboard, number, visibility, weight
 
-from autograder.children.check_suite import KernelTestCase
+from autograder import KernelTestCase
 from reference import add as expected_add
 
 
@@ -232,6 +232,7 @@ def _grade(root: Path, submission: Path, tmp_path: Path) -> tuple[dict, str]:
 
 
 @pytest.mark.jax
+@pytest.mark.grading
 def test_checks_run_against_the_rebuilt_kernel_and_merge_into_results(with_checks, tmp_path):
     doc, out = _grade(with_checks, REPO / "solutions" / "add.py", tmp_path)
     custom = {t["number"]: t for t in doc["tests"] if t.get("extra_data", {}).get("custom_check")}
@@ -251,6 +252,7 @@ def test_checks_run_against_the_rebuilt_kernel_and_merge_into_results(with_check
 
 
 @pytest.mark.jax
+@pytest.mark.grading
 def test_a_kernel_that_raises_fails_the_checks_that_call_it(with_checks, tmp_path):
     # Clamped by the generic interpreter, an IndexError in TPU interpret mode.
     doc, _ = _grade(with_checks, CORPUS / "add" / "grid_one_step_too_long.py", tmp_path)

@@ -10,7 +10,7 @@ from autograder.grading.submission import Located
 from autograder.isolation.outcome import LoadError, Outcome
 
 A = spec.find("matmul")
-PLAN = planning.build(A, A.cases, A.rungs, 7, with_probes=False)
+PLAN = planning.build(A, A.cases, A.rungs, 7)
 RUN = PLAN.test_run(A.cases[0].name, "tpu-interpret")
 LOC = Located(Path("/w/matmul.py"), Path("/w"), "matmul.py")
 REF = np.random.default_rng(0).standard_normal(A.output_shape(A.cases[0]))

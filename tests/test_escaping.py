@@ -1,7 +1,7 @@
 """Student-controlled text made inert per format (pure logic, no JAX)."""
 import json
 
-from autograder.feedback import escaping, results as gradescope
+from autograder.feedback import escaping, results_format as gradescope
 
 
 def test_markdown_injection_stays_one_line_of_text():

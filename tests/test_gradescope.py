@@ -3,7 +3,7 @@ import json
 
 import pytest
 
-from autograder.feedback import results as gradescope
+from autograder.feedback import results_format as gradescope
 
 
 def _doc(**over):

@@ -9,9 +9,9 @@ import zipfile
 import pytest
 from conftest import CORPUS, REPO, fresh_root, run_cli, tags
 
-from autograder.feedback.results import validate
+from autograder.feedback.results_format import validate
 
-pytestmark = pytest.mark.jax   # grades through real JAX in a child process
+pytestmark = [pytest.mark.jax, pytest.mark.grading]   # grades through real JAX in a child process
 
 
 def test_zip_holds_one_assignment_and_the_package(tmp_path):
@@ -92,3 +92,24 @@ def test_a_rate_limited_submission_keeps_its_previous_score(autograder_root):
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert doc["score"] == 6.5 and doc["tests"][0]["tags"] == ["rate-limited"]
     assert "graded from 2026-12-04T11:00-08:00" in doc["output"]
+
+
+def test_without_the_venv_the_results_format_still_writes_valid_results(autograder_root):
+    """setup.sh never finished: run_autograder has no venv, and the system
+    Python writes the catastrophic results with the package's own writer."""
+    (autograder_root / "source" / ".venv").unlink()
+    proc, doc = _run(autograder_root, REPO / "solutions" / "add.py")
+    assert proc.returncode != 0
+    assert doc["tests"][0]["name"].startswith("Autograder error")
+    assert "no venv python found" in doc["tests"][1]["output"] and doc["tests"][1]["visibility"] == "hidden"
+
+
+def test_a_grader_that_cannot_start_still_leaves_valid_results(autograder_root):
+    """The grader dies before its own guard exists (an import fails): run_autograder
+    writes the catastrophic results itself, with the same writer."""
+    run = autograder_root / "source" / "autograder" / "gradescope" / "run.py"
+    run.write_text("raise ImportError('a broken install')\n")
+    proc, doc = _run(autograder_root, REPO / "solutions" / "add.py")
+    assert proc.returncode != 0 and "a broken install" in proc.stderr
+    assert doc["tests"][0]["name"].startswith("Autograder error")
+    assert "exited with status" in doc["tests"][1]["output"]

@@ -9,7 +9,7 @@ from conftest import REPO, run_cli
 from autograder import spec
 from autograder.instructor import notebook, starter
 
-pytestmark = pytest.mark.jax
+pytestmark = [pytest.mark.jax, pytest.mark.grading]
 
 
 def _secrets(slug):
@@ -64,6 +64,15 @@ def test_the_notebook_runs_in_a_fresh_kernel_and_the_kit_grades_locally(tmp_path
     assert "Element-wise add with a grid of blocks: 10 / 10" in graded, graded[-2000:]
     # The kit holds the visible cases only: two cases on two rungs, as on Gradescope.
     assert len([t for t in graded.splitlines() if t.startswith("[PASS]") and " · " in t]) == 4
+    # The instructor's tools are left out as a whole; the kit's CLI offers what it can run.
+    assert not (out / "autograder" / "instructor").exists()
+    import subprocess
+    import sys
+    listed = subprocess.run([sys.executable, "-m", "autograder", "--help"], cwd=out, capture_output=True,
+                            text=True, timeout=60)
+    assert listed.returncode == 0, listed.stderr
+    verbs = set(re.findall(r"^    (\w+)", listed.stdout, re.M))
+    assert {"grade", "estimate", "list"} <= verbs and not verbs & {"new", "check", "calibrate", "handout", "build"}
 
 
 def test_new_then_check_passes_end_to_end(tmp_path):

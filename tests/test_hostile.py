@@ -25,10 +25,10 @@ from pathlib import Path
 import pytest
 from conftest import fresh_root
 
-from autograder.feedback.results import validate
+from autograder.feedback.results_format import validate
 from autograder.isolation import confinement
 
-pytestmark = pytest.mark.jax   # grades through real JAX in a child process
+pytestmark = [pytest.mark.jax, pytest.mark.grading]   # grades through real JAX in a child process
 
 HOSTILE = Path(__file__).resolve().parent / "hostile"
 ATTACKS = HOSTILE / "attacks"

@@ -5,7 +5,7 @@ import shutil
 import pytest
 from conftest import CORPUS, run_cli
 
-pytestmark = pytest.mark.jax   # grades through real JAX first
+pytestmark = [pytest.mark.jax, pytest.mark.grading]   # grades through real JAX first
 
 
 def _chromium() -> str:

@@ -93,8 +93,12 @@ def test_check_finds_input_data_that_repeats_a_block():
 
     from autograder.instructor import check
     a = spec.find("add")
-    calls = [{"operands": [{"is_output": False, "array_shape": [16, 256], "block_shape": [8, 128]},
-                           {"is_output": True, "array_shape": [16, 256], "block_shape": [8, 128]}]}]
+    from autograder.pallas_surface.facts import decode
+    op = {"array_shape": [16, 256], "block_shape": [8, 128], "grid": [2, 2], "out_of_bounds": [],
+          "out_of_bounds_count": 0, "partial_blocks": [], "partial_count": 0}
+    calls = decode("index-maps", {"calls": [{"grid": [2, 2], "dimension_semantics": ["parallel"] * 2, "skipped": [],
+                                             "operands": [{**op, "operand": "input 0", "is_output": False},
+                                                          {**op, "operand": "output 0", "is_output": True}]}]}).calls
     assert check._repeated_blocks(a, a.cases[0], calls) == []
     coarse = replace(a, inputs=tuple(replace(i, dtype="int32", scale=0.001) for i in a.inputs))
     assert check._repeated_blocks(coarse, a.cases[0], calls) == [
@@ -103,6 +107,7 @@ def test_check_finds_input_data_that_repeats_a_block():
 
 
 @pytest.mark.jax
+@pytest.mark.grading
 def test_check_measures_the_grading_in_gradescopes_default_container(tmp_path):
     """Where cgroups can be written (as root), `check` grades the solution again at
     half a CPU and 768 MB and reports what it measured."""

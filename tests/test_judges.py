@@ -5,7 +5,9 @@ import pytest
 
 from autograder import spec
 from autograder.grading import plan as planning, probes
+from autograder.grading.probes import PLANNERS
 from autograder.isolation.outcome import Outcome
+from autograder.pallas_surface import facts
 
 RNG = np.random.default_rng(0)
 
@@ -15,7 +17,7 @@ class Grading:
 
     def __init__(self, slug):
         a = spec.find(slug)
-        self.plan = planning.build(a, a.cases, a.rungs, 7)
+        self.plan = planning.build(a, a.cases, a.rungs, 7, planners=PLANNERS)
         self.case = a.probe_cases[0]
         self.refs = {}
         for d in self.plan.draws:
@@ -34,6 +36,9 @@ class Grading:
         return self.plan.test_run(self.case, rung)
 
     def set(self, run, **kw):
+        """Facts given as the child's JSON go through the parent's decoder, as in grading."""
+        if isinstance(kw.get("facts"), dict):
+            kw["facts"] = facts.decode(run.analysis, kw["facts"])
         self.outcomes[run] = Outcome(**{"status": "ok", **kw})
 
     def wrong(self, run, by=1.0):
@@ -66,9 +71,12 @@ def test_poisoning_differences_confined_to_partial_blocks_are_padding_dependence
     g = Grading("softmax")
     ref = g.refs[g.test("generic").draw]
     rows = ref.shape[0]
-    facts = {"calls": [{"operands": [{"is_output": True, "partial_count": 1, "block_shape": [8, ref.shape[1]],
-                                      "block_grid": [-(-rows // 8), 1]}]}]}
-    g.set(g.run("poisoning", "index-maps"), facts=facts)
+    scan = {"calls": [{"grid": [-(-rows // 8)], "dimension_semantics": ["parallel"], "skipped": [],
+                       "operands": [{"operand": "output 0", "is_output": True, "array_shape": list(ref.shape),
+                                     "block_shape": [8, ref.shape[1]], "grid": [-(-rows // 8)],
+                                     "out_of_bounds": [], "out_of_bounds_count": 0, "partial_blocks": [],
+                                     "partial_count": 1, "block_grid": [-(-rows // 8), 1]}]}]}
+    g.set(g.run("poisoning", "index-maps"), facts=scan)
     last = (rows // 8) * 8
     assert last < rows, "the probe case has a partial row block"
     bad = ref.copy()
@@ -136,7 +144,7 @@ def test_static_facts_become_findings():
     g.set(g.run("vmem", "vmem"), facts={"bytes": 20 * 2 ** 20, "calls": [{"bytes": 20 * 2 ** 20, "blocks": [],
                                                                            "scratch": [], "scoped": []}]})
     g.set(g.run("structure", "structure"), facts={"pallas_calls": 1, "outside": {"dot_general": 1},
-                                                  "manual_dma": False})
+                                                  "manual_dma": False, "kernel_primitives": []})
     found, _ = g.judge()
     assert {(f.check, f.id) for f in found} == {("compile", "compile-reject"), ("vmem", "vmem-overflow"),
                                                 ("structure", "not-a-kernel")}
@@ -208,7 +216,7 @@ def test_no_kernel_no_probe_points():
     for run, o in list(g.outcomes.items()):
         g.outcomes[run] = replace(o, traced=True, pallas_calls=0)
     g.set(g.run("structure", "structure"), traced=True,
-          facts={"pallas_calls": 0, "outside": {"add": 1}, "manual_dma": False})
+          facts={"pallas_calls": 0, "outside": {"add": 1}, "manual_dma": False, "kernel_primitives": []})
     found, _ = g.judge()
     by_check = {f.check: f for f in found}
     assert set(by_check) == set(g.plan.probes)

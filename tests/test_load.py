@@ -8,7 +8,7 @@ from contextlib import contextmanager
 import pytest
 from conftest import REPO
 
-pytestmark = pytest.mark.jax
+pytestmark = [pytest.mark.jax, pytest.mark.grading]
 
 
 @contextmanager

@@ -8,13 +8,14 @@ import pytest
 
 from autograder import spec
 from autograder.grading import plan as planning
+from autograder.grading.probes import PLANNERS
 
 REPO = Path(__file__).resolve().parent.parent
 
 
 def _plan(slug="matmul", **kw):
     a = spec.find(slug)
-    return planning.build(a, a.cases, a.rungs, 7, **kw)
+    return planning.build(a, a.cases, a.rungs, 7, **{"planners": PLANNERS, **kw})
 
 
 def test_correctness_runs_cover_every_case_and_rung():
@@ -46,7 +47,7 @@ def test_static_runs_come_first_and_a_shared_analysis_runs_once():
     scan = plan.probe_runs("index-maps", probe_case)["index-maps"]
     assert plan.probe_runs("poisoning", probe_case)["index-maps"] is scan
     assert sum(r.analysis == "index-maps" for r in plan.runs) == 1
-    assert {a[0] for a in plan.askers(scan)} == {"index-maps", "poisoning"}
+    assert {ask[0] for ask, index in plan.asks if index == scan.index} == {"index-maps", "poisoning"}
 
 
 def test_stress_and_production_draws_are_their_own():
@@ -75,7 +76,7 @@ def test_the_child_learns_neither_case_names_nor_probes_nor_limits():
 
 
 def test_selective_runs_plan_no_probes():
-    plan = _plan(with_probes=False)
+    plan = _plan(planners=None)
     assert plan.probes == () and all(r.probe is None for r in plan.runs)
 
 
@@ -87,7 +88,7 @@ def test_any_case_name_works(tmp_path, name):
     text = text.replace('probe_cases = ["odd-rows"]', f'probe_cases = ["{name}"]')
     (folder / "spec.toml").write_text(text)
     a = spec.load(folder)
-    plan = planning.build(a, a.cases, a.rungs, 3)
+    plan = planning.build(a, a.cases, a.rungs, 3, planners=PLANNERS)
     assert plan.test_run(name, "generic").case.name == name
     assert set(plan.probe_cases("poisoning")) == {a.case(name)}
     assert all(r.case.name == name for r in plan.probe_runs("races", name).values())
@@ -100,5 +101,13 @@ def test_the_speed_estimate_runs_statically_on_the_production_draw_of_the_vmem_p
     assert [(r.variant, r.analysis, r.rung) for r in speed] == [("production", "speed:v5e", "static")]
     assert speed[0].draw is vmem.draw and speed[0].draw.abstract
     # Without probes (a local --case run), no estimate either.
-    quick = planning.build(plan.assignment, plan.cases[:1], plan.rungs[:1], 1, with_probes=False)
+    quick = planning.build(plan.assignment, plan.cases[:1], plan.rungs[:1], 1)
     assert quick.speed_runs() == ()
+
+
+def test_the_probe_registry_and_the_spec_vocabulary_name_the_same_probes():
+    from autograder.grading.probes import REGISTRY
+    from autograder.spec import PROBES
+    assert list(REGISTRY) == list(PROBES) == list(PLANNERS)
+    for name, probe in REGISTRY.items():
+        assert probe.terms is PROBES[name], name

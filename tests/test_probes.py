@@ -3,7 +3,7 @@ tests where it should, and is charged once."""
 import pytest
 from conftest import CORPUS, probe_tags, tags
 
-pytestmark = pytest.mark.jax   # grades through real JAX in a child process
+pytestmark = [pytest.mark.jax, pytest.mark.grading]   # grades through real JAX in a child process
 
 MATMUL = CORPUS / "matmul"
 CLEAN_PROBES = {"Static: index maps over the whole grid": [], "Static: TPU compile readiness": [],

@@ -1,7 +1,7 @@
 """Rate limiting from submission_metadata.json (pure logic, no JAX)."""
 import pytest
 
-from autograder.feedback.results import validate
+from autograder.feedback.results_format import validate
 from autograder.gradescope import rate_limit
 
 LIMIT = rate_limit.Limit(2, 24)

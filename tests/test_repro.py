@@ -8,7 +8,7 @@ import sys
 import pytest
 from conftest import CORPUS
 
-pytestmark = pytest.mark.jax
+pytestmark = [pytest.mark.jax, pytest.mark.grading]
 
 
 def _snippet(test: dict) -> str:
@@ -59,7 +59,7 @@ def test_the_snippet_of_a_correct_kernel_finds_nothing_wrong(tmp_path):
     from autograder.grading import plan as planning
     a = spec.find("matmul")
     case = a.cases[1]                      # bfloat16: the tolerance matters
-    run = planning.build(a, a.cases, a.rungs, 4, with_probes=False).test_run(case.name, "tpu-interpret")
+    run = planning.build(a, a.cases, a.rungs, 4).test_run(case.name, "tpu-interpret")
     text = repro.snippet(a, case, "tpu-interpret", {}, run.draw.seed)
     proc = _run(text, (REPO / "solutions" / "matmul.py").read_text(), "matmul.py", tmp_path)
     assert proc.returncode == 0, proc.stderr[-2000:]
@@ -100,7 +100,7 @@ def test_every_corpus_bug_reproduces_with_the_snippet_its_test_shows(tmp_path):
         slug, name, case_name, rung, expect = item
         a = spec.find(slug)
         case = a.case(case_name)
-        run = planning.build(a, a.cases, a.rungs, 5, with_probes=False).test_run(case.name, rung)
+        run = planning.build(a, a.cases, a.rungs, 5).test_run(case.name, rung)
         folder = tmp_path / f"{slug}-{name}"
         folder.mkdir()
         proc = _run(repro.snippet(a, case, rung, {}, run.draw.seed), (CORPUS / slug / name).read_text(),

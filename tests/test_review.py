@@ -237,6 +237,7 @@ EXPECTED = {"submission_101": ("4", "graded"), "submission_102": ("4", "graded")
 
 
 @pytest.mark.jax
+@pytest.mark.grading
 def test_a_class_is_regraded_resumed_and_clustered(quick_add, tmp_path):
     export, out = make_export(tmp_path / "export"), tmp_path / "site"
     first = _review(export, quick_add, out, "--jobs", "2")
@@ -267,6 +268,7 @@ def test_a_class_is_regraded_resumed_and_clustered(quick_add, tmp_path):
 
 
 @pytest.mark.jax
+@pytest.mark.grading
 def test_a_grading_that_hangs_is_recorded_and_the_batch_goes_on(quick_add, tmp_path):
     export = tmp_path / "export"
     (export / "broken").mkdir(parents=True)
@@ -282,6 +284,7 @@ def test_a_grading_that_hangs_is_recorded_and_the_batch_goes_on(quick_add, tmp_p
 
 
 @pytest.mark.jax
+@pytest.mark.grading
 def test_the_same_gradings_on_a_local_dask_cluster_of_two_workers(quick_add, tmp_path):
     distributed = pytest.importorskip("distributed", reason="the [dask] extra is not installed")
     export, out = make_export(tmp_path / "export"), tmp_path / "site"

@@ -1,13 +1,15 @@
 """The schedule (pure logic, no JAX): which pending runs outcomes already answered."""
 from autograder import spec
 from autograder.grading import plan as planning, probes
+from autograder.grading.probes import PLANNERS
 from autograder.grading.schedule import Schedule
 from autograder.isolation.outcome import Outcome
+from autograder.pallas_surface.facts import decode
 
 
 def _schedule(slug="add", settle=None):
     a = spec.find(slug)
-    plan = planning.build(a, a.cases, a.rungs, 7)
+    plan = planning.build(a, a.cases, a.rungs, 7, planners=PLANNERS)
     return plan, Schedule(plan, child_inputs=lambda r: [], expected_shape=lambda r: None, settle=settle)
 
 
@@ -82,7 +84,8 @@ def test_an_out_of_bounds_index_map_settles_the_tpu_probes():
                                       "out_of_bounds": [{"grid_point": [0, 3], "block_index": [0, 3],
                                                          "element_range": [[0, 8], [384, 512]],
                                                          "array_shape": [24, 384]}]}]}]}
-    ran = _drain(s, lambda r: Outcome("ok", facts=facts) if r.analysis == "index-maps" else Outcome("ok"))
+    scan = decode("index-maps", facts)
+    ran = _drain(s, lambda r: Outcome("ok", facts=scan) if r.analysis == "index-maps" else Outcome("ok"))
     settled = [r for r, o in s.outcomes.items() if o.status == "settled"]
     assert settled and all(r.probe and r.rung == "tpu-interpret" and r.case.name == case for r in settled)
     assert not any(r in ran for r in settled)

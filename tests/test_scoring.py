@@ -2,13 +2,13 @@
 charge-once across correctness tests and probe checks."""
 from autograder import spec
 from autograder.grading import plan as planning, scoring
-from autograder.grading.findings import Finding
-from autograder.grading.probes import CheckNote
+from autograder.grading.findings import CheckNote, Finding
+from autograder.grading.probes import PLANNERS
 
 
 def _plan(slug, probes=True):
     a = spec.find(slug)
-    return planning.build(a, a.cases, a.rungs, 7, with_probes=probes)
+    return planning.build(a, a.cases, a.rungs, 7, planners=PLANNERS if probes else None)
 
 
 def _by(tests, number):

@@ -7,20 +7,24 @@ import json
 import pytest
 from conftest import CORPUS, REPO, run_cli
 
+from autograder.pallas_surface.facts import decode
 from autograder.speed import model as speed
 
 V5E = {"chip": "v5e", "hbm_bytes_per_s": 820_000_000_000, "bf16_flops_per_s": 197_000_000_000_000,
        "vmem_bytes": 128 << 20, "lanes": 128, "sublanes": 8, "mxus": 4}
 
 
-def _facts(steps: int, flops: float, moves: tuple[int, int, int], block: int, array: int) -> dict:
+def _facts(steps: int, flops: float, moves: tuple[int, int, int], block: int, array: int):
+    side = int((array // 2) ** 0.5)
     ops = [{"operand": f"input {i}", "is_output": False, "pipelined": True, "block": [block, block],
-            "block_bytes": block * block * 2, "moves": m, "array_bytes": array} for i, m in enumerate(moves[:2])]
+            "block_bytes": block * block * 2, "moves": m, "array_bytes": array, "shape": [side, side]}
+           for i, m in enumerate(moves[:2])]
     ops.append({"operand": "output 0", "is_output": True, "pipelined": True, "block": [block, block],
-                "block_bytes": block * block * 2, "moves": moves[2], "array_bytes": array})
-    return {"chip": V5E, "calls": [{"grid": [steps], "steps": steps, "operands": ops, "dtype": "bfloat16",
-                                    "per_step": {"flops": flops, "vector": 0.0, "transcendental": 0.0,
-                                                 "dma_bytes": 0.0}}]}
+                "block_bytes": block * block * 2, "moves": moves[2], "array_bytes": array, "shape": [side, side]})
+    return decode("speed", {"chip": V5E, "pallas_calls": 1,
+                            "calls": [{"grid": [steps], "steps": steps, "operands": ops, "dtype": "bfloat16",
+                                       "per_step": {"flops": flops, "vector": 0.0, "transcendental": 0.0,
+                                                    "dma_bytes": 0.0}}]})
 
 
 def test_small_blocks_are_bound_by_the_per_step_overhead_and_say_so():
@@ -94,7 +98,7 @@ def test_the_model_reproduces_the_published_pallas_matmul_timings_and_their_orde
         args = [jax.ShapeDtypeStruct((n, n), jnp.bfloat16)] * 2
         with rung.tpu_target():
             traced = rung.trace(functools.partial(_guide_matmul, bm=bm, bk=bk, bn=bn), args)
-        got[(blocks, n)] = speed.estimate(cost.speed_facts(traced, "v5e")).seconds
+        got[(blocks, n)] = speed.estimate(decode("speed", cost.speed_facts(traced, "v5e"))).seconds
         error = got[(blocks, n)] / published - 1
         print(f"{blocks} {n}^3: estimated {got[(blocks, n)] * 1e3:.4f} ms, published {published * 1e3:.4f} ms, "
               f"error {error:+.1%}")
@@ -103,6 +107,7 @@ def test_the_model_reproduces_the_published_pallas_matmul_timings_and_their_orde
 
 
 @pytest.mark.jax
+@pytest.mark.grading
 def test_estimate_through_the_tracer_and_the_graders_child():
     proc = run_cli("estimate", str(REPO / "solutions" / "matmul.py"), "-a", "matmul", "--json",
                    "--size", "M=4096,K=4096,N=4096")

@@ -18,7 +18,8 @@ import pytest
 from conftest import CORPUS, REPO, run_cli, trimmed_add
 
 from autograder import spec
-from autograder.feedback.results import validate
+from autograder.feedback import tpu_timing
+from autograder.feedback.results_format import validate
 from autograder.speed import grade as speed_grade
 from autograder.tpu import results as tpu_results, stage, timing
 from autograder.tpu.command import passed_interpreters
@@ -233,7 +234,7 @@ def _doc():
             "stdout_visibility": "hidden",
             "tests": [{"name": "small", "number": "1.1", "score": 10.0, "max_score": 10.0, "status": "passed",
                        "output": "", "visibility": "visible"},
-                      tpu_results.entry(spec.Speed(tpu_points=4), None, None, None)],
+                      tpu_timing.entry(spec.Speed(tpu_points=4), None, None, None)],
             "leaderboard": [{"name": "checks ran", "value": 1, "order": "desc"}]}
 
 
@@ -260,9 +261,9 @@ def test_the_cpu_grading_says_not_run_and_the_merge_replaces_it(small_add):
     ("not-queued", "only kernels that pass every correctness test")])
 def test_each_stage_outcome_has_its_feedback(small_add, status, needle):
     result = {"status": status, "message": "Mosaic: <script>x</script>", "evidence": {"index": [0, 1]}}
-    entry = tpu_results.entry(small_add.speed, result, {"chip": "v5e"}, 1e-3)
+    entry = tpu_timing.entry(small_add.speed, result, {"chip": "v5e"}, 1e-3)
     assert needle in entry["output"] and entry["score"] == 0
-    html = tpu_results.entry(small_add.speed, result, {"chip": "v5e"}, 1e-3, fmt="html")["output"]
+    html = tpu_timing.entry(small_add.speed, result, {"chip": "v5e"}, 1e-3, fmt="html")["output"]
     assert "<script>" not in html
 
 
@@ -303,6 +304,7 @@ def test_only_kernels_that_passed_every_correctness_test_are_queued():
 # -- with JAX -----------------------------------------------------------------------------
 
 @pytest.mark.jax
+@pytest.mark.grading
 def test_chip_divergence_against_the_real_interpreter_on_a_real_program(small_add, tmp_path):
     from autograder.tpu import command, interpreter
     programs, flops = command.solution_programs(small_add, REPO / "solutions" / "add.py")
@@ -323,6 +325,7 @@ def test_chip_divergence_against_the_real_interpreter_on_a_real_program(small_ad
 
 
 @pytest.mark.jax
+@pytest.mark.grading
 def test_the_estimate_is_in_every_grading_and_scored_by_its_curve(small_add, tmp_path):
     root = small_add.folder.parent
     results = tmp_path / "results.json"
@@ -349,6 +352,7 @@ def test_the_estimate_is_in_every_grading_and_scored_by_its_curve(small_add, tmp
 
 
 @pytest.mark.jax
+@pytest.mark.grading
 def test_speed_then_merge_through_the_cli_on_a_fake_device(small_add, tmp_path):
     subs = tmp_path / "subs"
     for sid, src in (("good", REPO / "solutions" / "add.py"), ("bad", CORPUS / "add" / "wrong_formula.py")):

@@ -9,7 +9,7 @@ import venv
 import pytest
 from conftest import CORPUS, REPO
 
-pytestmark = pytest.mark.jax
+pytestmark = [pytest.mark.jax, pytest.mark.grading]
 
 
 def _run(cmd, **kw):

@@ -9,7 +9,7 @@ each key block on its own, or drops all but the last, fails them).
 import numpy as np
 from gradescope_utils.autograder_utils.decorators import number, weight
 
-from autograder.children.check_suite import KernelTestCase
+from autograder import KernelTestCase
 
 
 class AttentionProperties(KernelTestCase):

@@ -17,8 +17,10 @@ import tempfile
 import zipfile
 from pathlib import Path
 
-from ..instructor.calibrate import solution_path
+from .. import spec
+from ..instructor import check
 from ..spec import Assignment
+from .rate_limit import Limit
 
 REPO = Path(__file__).resolve().parents[2]
 ROOT_FILES = ("setup.sh", "run_autograder", "requirements.txt", "pyproject.toml", "README.md")
@@ -61,7 +63,7 @@ def self_test_zip(zip_path: Path, assignment: Assignment, timeout_s: float = 900
     """Unpack the zip as Gradescope does, with this Python's environment as its
     venv (the zip pins the same requirements), and grade the solution through
     its run_autograder. Returns the results document."""
-    solution = solution_path(assignment)
+    solution = assignment.solution
     if not solution.is_file():
         raise SelfTestFailed(f"no solution at {solution} to grade")
     with tempfile.TemporaryDirectory(prefix="pallas-selftest-") as tmp:
@@ -100,7 +102,7 @@ def _write(assignment: Assignment, output: Path, rate_limit=None) -> Path:
     missing = [f for f in ROOT_FILES if not (REPO / f).is_file()]
     if missing:
         raise FileNotFoundError(f"build needs a checkout of pallas-autograder; missing {missing} in {REPO}")
-    solution = solution_path(assignment)
+    solution = assignment.solution
     output = Path(output)
     output.parent.mkdir(parents=True, exist_ok=True)
     with zipfile.ZipFile(output, "w") as zf:
@@ -123,3 +125,34 @@ def _write(assignment: Assignment, output: Path, rate_limit=None) -> Path:
             zf.writestr(info, json.dumps({"submissions": rate_limit.submissions,
                                           "window_hours": rate_limit.window_hours}) + "\n")
     return output
+
+
+def add_arguments(p) -> None:
+    p.add_argument("slug")
+    p.add_argument("-o", "--output", type=Path, required=True, help="zip file to write")
+    p.add_argument("--rate-limit", type=int, metavar="N",
+                   help="grade at most N submissions per student per window (see --rate-window-hours)")
+    p.add_argument("--rate-window-hours", type=float, default=24.0, help="the rate limit's window (default 24)")
+    p.add_argument("--no-self-test", action="store_true",
+                   help="skip installing the zip into a temporary root and grading the solution with it")
+
+
+def run(args) -> int:
+    assignment = spec.find(args.slug, args.assignments)
+    rows = check.quick(assignment)
+    if not all(r.ok for r in rows):
+        # A zip that cannot grade would show every student "autograder error".
+        args.parser.exit(1, f"pallas-autograder build: not writing {args.output}: the assignment "
+                         f"cannot grade\n{check.table(rows)}\n")
+    try:
+        limit = (Limit(args.rate_limit, args.rate_window_hours)
+                 if args.rate_limit is not None else None)
+    except ValueError as e:
+        args.parser.error(str(e))
+    try:
+        path = build(assignment, args.output, self_test=not args.no_self_test, rate_limit=limit)
+    except SelfTestFailed as e:
+        args.parser.exit(1, f"pallas-autograder build: not writing {args.output}: self-test failed: {e}\n")
+    tested = "" if args.no_self_test else " (self-test: the solution got full marks from the zip)"
+    print(f"wrote {path}{tested}: upload it as the autograder of a Gradescope programming assignment")
+    return 0

@@ -13,6 +13,8 @@ import math
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 
+from ..feedback.results_format import document, test_entry
+
 REFUSED_TAG = "rate-limited"
 ERROR_TAG = "autograder-error"
 MAX_WINDOW_HOURS = 24 * 366      # a term, with room
@@ -99,7 +101,6 @@ def refused_results(limit: Limit, verdict: Verdict) -> dict:
             f"used {verdict.used}. Your next submission will be graded from {when}. This submission "
             f"keeps the score of your last graded one ({verdict.previous_score:g}). Meanwhile, "
             f"grade locally with the handout's grader: the same feedback on the visible cases.")
-    return {"score": verdict.previous_score, "execution_time": 0.0, "output": text, "output_format": "text",
-            "visibility": "visible", "stdout_visibility": "hidden",
-            "tests": [{"name": "Rate limit", "number": "0", "score": 0.0, "max_score": 0.0, "status": "passed",
-                       "output": text, "output_format": "text", "tags": [REFUSED_TAG], "visibility": "visible"}]}
+    return document(score=verdict.previous_score, execution_time=0.0, output=text, output_format="text",
+                    tests=[test_entry(name="Rate limit", number="0", score=0.0, max_score=0.0, output=text,
+                                      output_format="text", tags=[REFUSED_TAG], visibility="visible")])

@@ -2,7 +2,7 @@
 
 ``run_gradescope`` reads the Gradescope layout under a root (``/autograder``
 unless AUTOGRADER_ROOT says otherwise) and always leaves a valid results.json,
-whatever happens. The document is built by ``gradescope.results_document``.
+whatever happens. The document is built by ``feedback.results``.
 """
 from __future__ import annotations
 
@@ -14,7 +14,11 @@ import time
 import traceback
 from pathlib import Path
 
-from ..feedback import results as gradescope
+from .. import spec
+from ..feedback import results as assembled, results_format, staff
+from ..grading import grade
+from ..isolation import confinement
+from . import rate_limit
 
 
 def _clear_results(folder: Path, keep: str) -> None:
@@ -35,9 +39,6 @@ def root_dir() -> Path:
 def _rate_limited(root: Path, source: Path) -> dict | None:
     """The results of a submission the zip's rate limit refuses, or None to grade it.
     Read before the layout is closed (the metadata is the grader's, not the student's)."""
-    import json
-
-    from . import rate_limit
     config = source / rate_limit.FILE
     if not config.is_file():
         return None
@@ -53,49 +54,61 @@ def _rate_limited(root: Path, source: Path) -> dict | None:
 
 def run_gradescope(root: Path | None = None, slug: str | None = None, staff_report: Path | None = None,
                    programs: Path | None = None) -> int:
-    """Grade ``root/submission`` into ``root/results/results.json``. Never raises.
+    """Grade ``root/submission`` into ``root/results/results.json``; a valid
+    results.json is left whatever happens (``results_format.written_whatever_happens``).
     ``staff_report``: also write the staff's report there (secret cases' evidence
     included; `review` asks for it, Gradescope never does)."""
     root = root or root_dir()
     results = root / "results" / "results.json"
     t0 = time.monotonic()
+    said = []
+
+    def produce() -> dict:
+        doc, said_line = _graded(root, slug, results, staff_report, programs, t0)
+        said.append(said_line)
+        return doc
+
     try:
-        # Left in place if this process is killed (OOM, Gradescope's timeout):
-        # a valid result that says the grader, not the student, failed.
-        gradescope.write(gradescope.catastrophic(
-            detail="grading did not finish: the grader process was stopped before writing results"),
-            results)
-        from .. import spec
-        from ..grading import grade
-        from ..isolation import confinement
-        source = root / "source"
-        slug = slug or (source / "assignment.txt").read_text(encoding="utf-8").strip()
-        assignment = spec.find(slug, source / "assignments" if (source / "assignments").is_dir() else None)
-        refused = _rate_limited(root, source)
-        if refused is not None:
-            _clear_results(results.parent, keep=results.name)
-            gradescope.write(refused, results)
-            print(f"not graded (rate limit): kept score {refused['score']:g}")
-            return 0
-        if (source / "setup.sh").is_file():   # a Gradescope layout, not a developer checkout
-            confinement.protect_layout(root, source)
-        report = grade.grade(assignment, root / "submission",
-                             grade.GradeOptions(keep_programs=programs is not None))
-        doc = gradescope.results_document(report, "md")
-        _clear_results(results.parent, keep=results.name)
-        gradescope.write(doc, results)
-        if staff_report is not None:
-            from ..feedback import staff
-            Path(staff_report).write_text(staff.report_text(report), encoding="utf-8")
-        if programs is not None:
-            Path(programs).write_text(json.dumps(report.programs), encoding="utf-8")
-        print(f"graded {slug}: {report.score:g}/{report.max_score:g} in {time.monotonic() - t0:.1f} s")
-        return 0
-    except BaseException as exc:  # noqa: BLE001 - the one guard that always writes results
+        results_format.written_whatever_happens(
+            results, produce,
+            placeholder="grading did not finish: the grader process was stopped before writing results")
+    except BaseException:  # noqa: BLE001 - results.json says what failed; the exit status says it failed
         traceback.print_exc(file=sys.stderr)
-        try:
-            gradescope.write(gradescope.catastrophic(exc), results)
-        except BaseException:  # noqa: BLE001
-            traceback.print_exc(file=sys.stderr)
-            return 2
-        return 1
+        return 1 if results.is_file() else 2
+    print(said[0])
+    return 0
+
+
+def _graded(root: Path, slug: str | None, results: Path, staff_report: Path | None, programs: Path | None,
+            t0: float) -> tuple[dict, str]:
+    """The results document (refused by the rate limit, or graded), and what to print."""
+    source = root / "source"
+    slug = slug or (source / "assignment.txt").read_text(encoding="utf-8").strip()
+    assignment = spec.find(slug, source / "assignments" if (source / "assignments").is_dir() else None)
+    refused = _rate_limited(root, source)
+    if refused is not None:
+        _clear_results(results.parent, keep=results.name)
+        return refused, f"not graded (rate limit): kept score {refused['score']:g}"
+    if (source / "setup.sh").is_file():   # a Gradescope layout, not a developer checkout
+        confinement.protect_layout(root, source)
+    report = grade.grade(assignment, root / "submission", grade.GradeOptions(keep_programs=programs is not None))
+    doc = assembled.results_document(report, "md")
+    _clear_results(results.parent, keep=results.name)
+    if staff_report is not None:
+        Path(staff_report).write_text(staff.report_text(report), encoding="utf-8")
+    if programs is not None:
+        Path(programs).write_text(json.dumps(report.programs), encoding="utf-8")
+    return doc, f"graded {slug}: {report.score:g}/{report.max_score:g} in {time.monotonic() - t0:.1f} s"
+
+
+def add_arguments(p) -> None:
+    p.add_argument("--root", type=Path, help="the /autograder root (default $AUTOGRADER_ROOT or /autograder)")
+    p.add_argument("--assignment", help="slug (default: source/assignment.txt)")
+    p.add_argument("--staff-report", type=Path, help="also write the staff's report (secret cases' "
+                   "evidence included) to this file, outside the results folder (used by `review`)")
+    p.add_argument("--programs", type=Path, help="also write the checked programs the TPU stage times "
+                   "(JSON: name -> program) to this file (used by `review`)")
+
+
+def run(args) -> int:
+    return run_gradescope(args.root, args.assignment, args.staff_report, args.programs)

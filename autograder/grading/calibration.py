@@ -22,6 +22,8 @@ import platform
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..pallas_surface import facts
+from ..pallas_surface.facts import Schedule
 from ..pallas_surface.release import PINNED_JAX
 from ..spec import Assignment
 from .plan import Run
@@ -51,7 +53,7 @@ class Calibration:
     startup_s: float
     runs: tuple[tuple[tuple[str, str, str], Measured], ...]
     # The solution's schedule facts per [speed] size: the speed estimate's yardstick.
-    speed: dict = field(default_factory=dict, compare=False)
+    speed: dict[str, Schedule] = field(default_factory=dict, compare=False)
 
     def measured(self, run: Run) -> Measured | None:
         return dict(self.runs).get(run_id(run))
@@ -70,8 +72,9 @@ def load(assignment: Assignment) -> Calibration | None:
         cal = Calibration(raw["spec_sha256"], raw["jax"], raw["machine"], float(raw["startup_s"]),
                           tuple(((r["case"], r["probe"], r["run"]),
                                  Measured(float(r["seconds"]), int(r["grid_steps"])))
-                                for r in raw["runs"]), dict(raw.get("speed") or {}))
-    except (OSError, ValueError, KeyError, TypeError):
+                                for r in raw["runs"]),
+                          {str(size): facts.decode("speed", f) for size, f in (raw.get("speed") or {}).items()})
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):   # FactsError is a ValueError
         return None
     if cal.spec_sha256 != spec_hash(assignment) or cal.jax != PINNED_JAX:
         return None
@@ -79,14 +82,14 @@ def load(assignment: Assignment) -> Calibration | None:
 
 
 def save(assignment: Assignment, startup_s: float, measured: dict[Run, Measured],
-         speed: dict | None = None) -> Path:
+         speed: dict[str, Schedule] | None = None) -> Path:
     path = assignment.folder / FILE
     rows = [{"case": c, "probe": p, "run": v, "seconds": round(m.seconds, 3), "grid_steps": m.grid_steps}
             for (c, p, v), m in sorted((run_id(r), m) for r, m in measured.items())]
     doc = {"spec_sha256": spec_hash(assignment), "jax": PINNED_JAX,
            "machine": f"{platform.machine()}, {platform.python_implementation()} {platform.python_version()}",
            "startup_s": round(startup_s, 3), "margin": MARGIN, "min_run_s": MIN_RUN_S, "runs": rows,
-           "speed": speed or {}}
+           "speed": {size: facts.encode(f) for size, f in (speed or {}).items()}}
     path.write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
     return path
 
@@ -101,7 +104,7 @@ class Timing:
         self.startup_ceiling = assignment.limits.startup_s
         self.calibration = None if fixed_s else calibration
         # The solution's speed facts hold whatever the limits are (``--case-timeout`` too).
-        self.solution_speed: dict = calibration.speed if calibration else {}
+        self.solution_speed: dict[str, Schedule] = calibration.speed if calibration else {}
 
     def _scaled(self, m: Measured, factor: float = 1.0) -> float:
         return min(self.ceiling, max(MIN_RUN_S, MARGIN * m.seconds * factor))

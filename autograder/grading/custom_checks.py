@@ -13,7 +13,7 @@ import math
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from ..feedback.results import VISIBILITY
+from ..spec import VISIBILITIES
 
 MAX_TESTS = 200
 MAX_TEXT = 20_000
@@ -76,7 +76,7 @@ def _check(entry: Any) -> CustomCheck | None:
     score = min(max(score, 0.0), max_score) if score is not None else 0.0
     status = "passed" if entry.get("status") == "passed" else "failed"
     tags = entry.get("tags") if isinstance(entry.get("tags"), (list, tuple)) else ()
-    visibility = entry.get("visibility") if entry.get("visibility") in VISIBILITY else "visible"
+    visibility = entry.get("visibility") if entry.get("visibility") in VISIBILITIES else "visible"
     return CustomCheck(_text(entry["name"]), _text(entry.get("number"), 20), score, max_score,
                        status, _text(entry.get("output"), MAX_TEXT), visibility,
                        tuple(_text(t, 60) for t in list(tags)[:10] if isinstance(t, str)))
@@ -101,7 +101,7 @@ def from_planned(planned: Any, why: str) -> tuple[CustomCheck, ...]:
         weight = _number(t.get("weight"))
         out.append(CustomCheck(_text(t["name"]), _text(t.get("number"), 20), 0.0,
                                max(weight or 0.0, 0.0), "failed", why,
-                               t["visibility"] if t.get("visibility") in VISIBILITY else "visible"))
+                               t["visibility"] if t.get("visibility") in VISIBILITIES else "visible"))
     return tuple(out)
 
 

@@ -15,7 +15,8 @@ from pathlib import Path
 
 from ..isolation import channel
 from ..isolation.outcome import LoadError, Outcome
-from ..isolation.sandbox import ChildSpec, Discard, Reply, Stats, Supervisor, Tail
+from ..isolation.sandbox import ChildSpec, Discard, GraderFailure, Reply, Stats, Supervisor, Tail
+from ..pallas_surface.facts import FactsError
 from . import custom_checks
 from .plan import Run
 from .schedule import Schedule
@@ -56,7 +57,10 @@ def _outcome(reply: Reply, run: Run, out_dir: Path, schedule: Schedule) -> Outco
     facts = dict(traced=bool(traced), grid_steps=channel.count(traced.get("grid_steps")),
                  pallas_calls=channel.count(traced.get("pallas_calls")))
     if reply.failure is None:
-        got = channel.outcome(reply.done, out_dir, schedule.expected_shape(run))
+        try:
+            got = channel.outcome(reply.done, out_dir, schedule.expected_shape(run), run.analysis)
+        except FactsError as e:
+            raise GraderFailure(f"the grader's child sent malformed facts for run {run.label}: {e}") from e
         return replace(got, **facts)
     phase = "trace" if reply.phase == "tracing" else "run"
     if reply.failure in ("budget", "tampered"):

@@ -138,10 +138,6 @@ class Finding:
         """Evidence as plain nested dicts/lists for templates and JSON."""
         return _thaw(self.evidence)
 
-    def as_dict(self) -> dict[str, Any]:
-        return {"id": self.id, "rung": self.rung, "case": self.case, "check": self.check,
-                "message": self.message, "evidence": self.facts(), "run": self.run}
-
     @property
     def problem(self) -> str | None:
         """The kind of submission-error (or probe outcome) this is, if it says."""
@@ -206,3 +202,12 @@ def fix_line(f: Finding) -> str:
     if f.id == "submission-error":
         return SUBMISSION_FIXES.get(f.problem or "", FIXES["submission-error"])
     return FIXES[f.id]
+
+
+@dataclass(frozen=True)
+class CheckNote:
+    """A probe check that could not run for a reason that is not the student's
+    (the grader ran out of time, or failed itself): it costs nothing, and says so."""
+    probe: str
+    case: str
+    text: str

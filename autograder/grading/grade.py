@@ -1,4 +1,4 @@
-"""The `grade` verb: one submission through every rung, to a scored report.
+"""Grading one submission: through every rung, to a scored report.
 
 Data flows one way: submission -> plan (every run, typed) -> child process
 (runs them one at a time) -> outcomes keyed by run -> parent (references,
@@ -17,13 +17,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
+from ..children import GRADER, TRACER
 from ..isolation import confinement, sandbox
 from ..isolation.outcome import Outcome
 from ..spec import Assignment, Case
 from ..speed import grade as speed_grade
 from . import (
     calibration,
-    custom_checks,
     diagnosis,
     execution,
     fingerprint,
@@ -36,13 +36,35 @@ from . import (
 from .draws import DrawStore, load_reference
 from .findings import Finding
 from .plan import Plan, Run
+from .report import Report
 from .schedule import Schedule
+
+
+class UnknownSelection(KeyError):
+    """A --case or --rung the assignment does not have (names it)."""
+
+
+@dataclass(frozen=True)
+class Selection:
+    """What one grading grades: every case and rung, or (a local --case/--rung
+    run) some of them, correctness only."""
+    cases: tuple[Case, ...]
+    rungs: tuple[str, ...]
+    partial: bool = False
+
+
+def select(assignment: Assignment, cases: tuple[str, ...] = (), rungs: tuple[str, ...] = ()) -> Selection:
+    """The cases and rungs named (all when none is); an unknown name raises UnknownSelection."""
+    known = {c.name for c in assignment.cases}
+    for name in (*[c for c in cases if c not in known], *[r for r in rungs if r not in assignment.rungs]):
+        raise UnknownSelection(name)
+    return Selection(tuple(c for c in assignment.cases if not cases or c.name in cases),
+                     tuple(r for r in assignment.rungs if not rungs or r in rungs), bool(cases or rungs))
 
 
 @dataclass(frozen=True)
 class GradeOptions:
-    cases: tuple[str, ...] = ()         # empty: every case
-    rungs: tuple[str, ...] = ()         # empty: the spec's rungs
+    selection: Selection | None = None  # None: every case, rung and probe
     case_timeout_s: float | None = None  # one limit for every run (overrides the calibration)
     startup_timeout_s: float | None = None
     run_key: int | None = None          # None: a fresh secret key (replay one with --run-key)
@@ -52,76 +74,12 @@ class GradeOptions:
     progress: Callable[[str, int, int], None] | None = field(default=None, compare=False)
 
 
-@dataclass
-class Report:
-    assignment: Assignment
-    submission: str
-    plan: Plan
-    tests: list[scoring.TestResult]
-    findings: list[Finding]
-    uploaded_as: str | None
-    seconds: float
-    jax_version: str | None = None
-    children: int = 0
-    peak_child_rss_mb: float = 0.0
-    student_output: str = ""
-    notes: list[str] = field(default_factory=list)   # said once, at the top of the feedback
-    output_bytes: int = 0
-    leftovers_killed: int = 0
-    student_uid: int | None = None     # the uid student code ran as (staff data)
-    outcomes: dict[Run, Outcome] = field(default_factory=dict)   # for benchmarks and calibration
-    startup_s: float = 0.0
-    custom: custom_checks.CheckSuite | None = None   # the instructor's checks (``[checks]``)
-    fingerprint: str = ""              # the first traced signature's structure (TA review)
-    speed: speed_grade.SpeedGrade | None = None   # the TPU time estimate ([speed])
-    programs: dict[str, str] = field(default_factory=dict)  # speed size -> its checked program (kept)
-
-    @property
-    def run_key(self) -> int:
-        return self.plan.run_key
-
-    @property
-    def score(self) -> float:
-        return sum(t.score for t in self.tests) + (self.custom.score if self.custom else 0.0) + \
-            (self.speed.score if self.speed else 0.0)
-
-    @property
-    def max_score(self) -> float:
-        return sum(t.max_score for t in self.tests) + (self.custom.max_score if self.custom else 0.0) + \
-            (self.speed.max_score if self.speed else 0.0)
-
-    @property
-    def wide_findings(self) -> list[Finding]:
-        return [f for f in self.findings if f.case is None]
-
-    def seconds_by_check(self) -> dict[str, float]:
-        """Child time spent per check ("correctness" for the tests), runs that
-        really ran only: where a grading's time goes (staff data)."""
-        out: dict[str, float] = {}
-        for run, outcome in self.outcomes.items():
-            if outcome.ran:
-                key = run.probe or "correctness"
-                out[key] = round(out.get(key, 0.0) + outcome.seconds, 3)
-        return out
-
-
-def select(assignment: Assignment, options: GradeOptions) -> tuple[tuple[Case, ...], tuple[str, ...]]:
-    for name in options.cases:
-        assignment.case(name)  # KeyError names the unknown case
-    cases = tuple(c for c in assignment.cases if not options.cases or c.name in options.cases)
-    for rung in options.rungs:
-        if rung not in assignment.rungs:
-            raise KeyError(rung)
-    rungs = tuple(r for r in assignment.rungs if not options.rungs or r in options.rungs)
-    return cases, rungs
-
-
 def make_plan(assignment: Assignment, options: GradeOptions, timing: calibration.Timing) -> Plan:
     """The grading's runs. A local, selective run (--case/--rung) grades correctness only."""
-    cases, rungs = select(assignment, options)
+    sel = options.selection or select(assignment)
     run_key = options.run_key if options.run_key is not None else secrets.randbits(32)
-    return planning.build(assignment, cases, rungs, run_key,
-                          with_probes=not (options.cases or options.rungs), limit=timing.limit)
+    return planning.build(assignment, sel.cases, sel.rungs, run_key,
+                          planners=None if sel.partial else probes.PLANNERS, limit=timing.limit)
 
 
 def grade(assignment: Assignment, submission_path: Path, options: GradeOptions = GradeOptions(),
@@ -130,14 +88,22 @@ def grade(assignment: Assignment, submission_path: Path, options: GradeOptions =
     with confinement.student_slot() as slot:
         confinement.make_reachable(slot.student)
         confinement.make_reachable(slot.grader)
-        report = _grade_as(slot, assignment, submission_path, options, plan)
-        report.student_uid = slot.student.uid
-        return report
+        return _grade_as(slot, assignment, submission_path, options, plan)
 
 
 def _timing(assignment: Assignment, options: GradeOptions) -> calibration.Timing:
     cal = calibration.load(assignment) if options.use_calibration else None
     return calibration.Timing(assignment, cal, options.case_timeout_s)
+
+
+@dataclass(frozen=True)
+class _Start:
+    """What every report of this grading shares, known before anything runs."""
+    plan: Plan
+    submission: Path
+    t0: float
+    student_uid: int
+    notes: tuple[str, ...]
 
 
 def _grade_as(slot: confinement.Slot, assignment: Assignment, submission_path: Path,
@@ -158,11 +124,11 @@ def _grade_as(slot: confinement.Slot, assignment: Assignment, submission_path: P
                          + (f"; and {len(skipped) - 10} more" if len(skipped) > 10 else "") + ".")
         if isinstance(loc, submission.Located) and loc.note:
             notes.append(loc.note[0].upper() + loc.note[1:] + ".")
+        start = _Start(plan, submission_path, t0, slot.student.uid, tuple(notes))
         problem = loc if isinstance(loc, Finding) else submission.check_source(loc)
         if problem is not None:
-            return _report(plan, submission_path, [problem], [], None if problem is loc else loc, t0,
-                           notes)
-        return _execute(slot, plan, submission_path, loc, workdir, timing, options, t0, notes)
+            return _report(start, [problem], [], None if problem is loc else loc)
+        return _execute(slot, start, loc, workdir, timing, options)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
         confinement.remove_files_of(slot.student)
@@ -180,23 +146,23 @@ def _specs(slot: confinement.Slot, plan: Plan, loc: submission.Located, workdir:
         confinement.give_to(workdir / name, who)
     (workdir / "programs").mkdir(mode=0o755)
     tracer = sandbox.ChildSpec(
-        "autograder.children.tracer", {"module_file": str(loc.module_file), "module_dir": str(loc.module_dir),
+        TRACER, {"module_file": str(loc.module_file), "module_dir": str(loc.module_dir),
                               "module_name": Path(a.entry_file).stem, "function": a.entry_function,
                               "arity": len(a.inputs), "out_dir": str(workdir / "traces")},
         slot.student, workdir / "home", (workdir / "home", workdir / "traces"), startup_s,
         a.limits.memory_mb)
     child = sandbox.ChildSpec(
-        "autograder.children.grader", {"out_dir": str(workdir / "out"), "programs": str(workdir / "programs")},
+        GRADER, {"out_dir": str(workdir / "out"), "programs": str(workdir / "programs")},
         slot.grader, workdir / "ghome", (workdir / "ghome", workdir / "out"), max(startup_s, 60.0),
         a.limits.memory_mb)
     return tracer, child
 
 
-def _execute(slot: confinement.Slot, plan: Plan, submission_path: Path, loc: submission.Located,
-             workdir: Path, timing: calibration.Timing, options: GradeOptions, t0: float,
-             notes: list[str]) -> Report:
+def _execute(slot: confinement.Slot, start: _Start, loc: submission.Located, workdir: Path,
+             timing: calibration.Timing, options: GradeOptions) -> Report:
+    plan = start.plan
     a = plan.assignment
-    deadline = t0 + a.limits.total_s
+    deadline = start.t0 + a.limits.total_s
     tracer, child = _specs(slot, plan, loc, workdir, options.startup_timeout_s or timing.startup())
     store = DrawStore(a, load_reference(a), workdir / "in")
     schedule = Schedule(plan, child_inputs=lambda run: store.files(run.draw),
@@ -217,31 +183,24 @@ def _execute(slot: confinement.Slot, plan: Plan, submission_path: Path, loc: sub
                                      reason="" if load_error else "budget"))
     ex = execution.Execution.of(dict(schedule.outcomes), stats, shown, custom)
     findings, check_notes = _diagnose(plan, ex, store, loc)
-    report = _report(plan, submission_path, findings, check_notes, loc, t0, notes)
-    report.jax_version, report.children = ex.jax_version, ex.children
-    report.peak_child_rss_mb, report.student_output = ex.peak_rss_mb, ex.stdout_tail.strip()
-    report.output_bytes, report.leftovers_killed = ex.output_bytes, ex.leftovers_killed
-    report.outcomes, report.startup_s = ex.outcomes, ex.startup_s
-    report.custom = ex.custom
-    report.fingerprint = _fingerprint(traces)
-    report.speed = _speed(plan, report, timing.solution_speed)
-    report.programs = _kept_programs(plan, traces, options)
-    return report
+    return _report(start, findings, check_notes, loc, ex, traces, timing.solution_speed,
+                   options.keep_programs)
 
 
-def _speed(plan: Plan, report: Report, solution: dict) -> speed_grade.SpeedGrade | None:
-    passed = all(t.passed for t in report.tests if t.probe is None)
-    g = speed_grade.grade(plan, report.outcomes, solution, passed)
+def _speed(plan: Plan, outcomes: dict[Run, Outcome], tests: list[scoring.TestResult],
+           solution: dict) -> speed_grade.SpeedGrade | None:
+    passed = all(t.passed for t in tests if t.probe is None)
+    runs = tuple(speed_grade.SizeRun(r.variant, r.draw.case.dims, r.draw.case.dtype, outcomes.get(r))
+                 for r in plan.speed_runs())
+    g = speed_grade.grade(plan.assignment.speed, runs, solution, passed)
     if g is not None and g.max_score == 0 and all(s.estimate is None for s in g.sizes):
         return None     # unscored and nothing to show (nothing traced): no section
     return g
 
 
-def _kept_programs(plan: Plan, traces: dict, options: GradeOptions) -> dict[str, str]:
+def _kept_programs(plan: Plan, traces: dict) -> dict[str, str]:
     """The checked programs of the speed sizes and of the first correctness case:
     what the TPU stage rebuilds, so student code never runs where it times."""
-    if not options.keep_programs:
-        return {}
     wanted = {r.variant: r.draw.signature for r in plan.speed_runs()}
     first = plan.correctness()[0] if plan.correctness() else None
     if first is not None:
@@ -297,8 +256,21 @@ def _diagnose(plan: Plan, ex: execution.Execution, store: DrawStore,
     return findings, notes
 
 
-def _report(plan: Plan, submission_path, findings: list[Finding], check_notes, loc, t0: float,
-            notes: list[str]) -> Report:
+def _report(start: _Start, findings: list[Finding], check_notes: list, loc: submission.Located | None,
+            ex: execution.Execution | None = None, traces: dict | None = None,
+            solution_speed: dict | None = None, keep_programs: bool = False) -> Report:
+    """The grading's report, built once from everything it produced (``ex`` None:
+    the submission failed before anything ran)."""
+    plan = start.plan
     tests = scoring.score(plan, findings, check_notes)
-    return Report(plan.assignment, str(submission_path), plan, tests, findings,
-                  loc.uploaded_as if loc else None, time.monotonic() - t0, notes=list(notes))
+    common = dict(notes=start.notes, student_uid=start.student_uid)
+    if ex is not None:
+        common.update(
+            jax_version=ex.jax_version, children=ex.children, peak_child_rss_mb=ex.peak_rss_mb,
+            student_output=ex.stdout_tail.strip(), output_bytes=ex.output_bytes,
+            leftovers_killed=ex.leftovers_killed, outcomes=ex.outcomes, startup_s=ex.startup_s,
+            custom=ex.custom, fingerprint=_fingerprint(traces or {}),
+            speed=_speed(plan, ex.outcomes, tests, solution_speed or {}),
+            programs=_kept_programs(plan, traces or {}) if keep_programs else {})
+    return Report(plan.assignment, str(start.submission), plan, tuple(tests), tuple(findings),
+                  loc.uploaded_as if loc else None, time.monotonic() - start.t0, **common)

@@ -18,41 +18,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from functools import cached_property
-from typing import TYPE_CHECKING, Any, Callable, Literal
+from typing import Any, Callable, Literal, Mapping
 
-from ..spec import Assignment, Case
+from ..spec import PROBES, Assignment, Case, ProbeRubric, Stress
 from . import inputs
-
-if TYPE_CHECKING:
-    from .probes.base import Probe
 
 Rung = Literal["generic", "tpu-interpret", "static"]
 PRODUCTION = "production"      # the draw of the VMEM budget: abstract shapes at the real size
 SPEED = "speed"                # the speed estimate's runs (not a probe: shown, scored by its curve)
-
-
-@dataclass(frozen=True)
-class Stress:
-    """numerics: one stress input, the probe case with some dims, dtype or input
-    scales replaced (long reductions, bfloat16, large-magnitude values)."""
-    name: str
-    dims: tuple[tuple[str, int], ...] = ()
-    dtype: str | None = None
-    scale: tuple[tuple[str, float], ...] = ()
-
-    def apply(self, case: Case) -> Case:
-        """The case this stress input runs: ``case`` with the overrides."""
-        return replace(case, name=f"{case.name}+{self.name}",
-                       dims=tuple(sorted({**case.dim_map, **dict(self.dims)}.items())),
-                       dtype=self.dtype or case.dtype,
-                       scale=tuple(sorted({**dict(case.scale), **dict(self.scale)}.items())))
-
-    def describe(self) -> str:
-        parts = [f"{k}={v}" for k, v in self.dims]
-        if self.dtype:
-            parts.append(self.dtype)
-        parts += [f"{k} scaled by {v:g}" for k, v in self.scale]
-        return ", ".join(parts) or self.name
 
 
 @dataclass(frozen=True)
@@ -197,10 +170,6 @@ class Plan:
         """The speed estimate's static runs, one per ``[speed]`` size, in order."""
         return tuple(r for r in self.runs if r.probe == SPEED)
 
-    def askers(self, run: Run) -> list[tuple[str, str, str]]:
-        """(probe, case, variant) of every probe that reads this run."""
-        return [ask for ask, index in self.asks if index == run.index]
-
 
 @dataclass
 class _Builder:
@@ -247,18 +216,24 @@ def _variant_draw(b: _Builder, case: Case, v: Variant) -> tuple[Draw, Stress | N
     return b.draw(case, inputs.stream(a, case, v.rung)), None
 
 
+# A probe's planner: the variants it asks for on one case (see ``probes.PLANNERS``).
+Planner = Callable[[Assignment, Case, ProbeRubric], tuple["Variant", ...]]
+
+
 def build(assignment: Assignment, cases: tuple[Case, ...], rungs: tuple[str, ...], run_key: int,
-          *, with_probes: bool = True, limit: Callable[[Run], float] | None = None) -> Plan:
+          *, planners: Mapping[str, Planner] | None = None,
+          limit: Callable[[Run], float] | None = None) -> Plan:
     """Every run of one grading: the correctness runs of ``cases`` x ``rungs``
-    and, with probes, every enabled probe's runs on the probe cases graded."""
-    from .probes import REGISTRY
+    and, given the probes' planners, every enabled probe's runs on the probe
+    cases graded (and the speed estimate's and custom checks' runs)."""
+    with_probes = planners is not None
     b = _Builder(assignment, run_key, limit or (lambda run: assignment.limits.case_s))
     probe_cases = [c for c in cases if c.name in assignment.probe_cases] if with_probes else []
-    planned: list[tuple[Probe, Case, Variant]] = []
+    planned: list[tuple[str, Case, Variant]] = []
     for rubric in assignment.probes if probe_cases else ():
-        probe = REGISTRY[rubric.name]
-        for case in probe_cases if probe.per_case else probe_cases[:1]:
-            planned += [(probe, case, v) for v in probe.plan(assignment, case, rubric)]
+        terms = PROBES[rubric.name]
+        for case in probe_cases if terms.per_case else probe_cases[:1]:
+            planned += [(rubric.name, case, v) for v in planners[rubric.name](assignment, case, rubric)]
     for probe, case, v in [p for p in planned if p[2].rung == "static"]:
         _add_variant(b, probe, case, v)
     if with_probes:
@@ -270,7 +245,7 @@ def build(assignment: Assignment, cases: tuple[Case, ...], rungs: tuple[str, ...
         _add_variant(b, probe, case, v)
     checks = _checks(b, rungs) if with_probes and assignment.checks else None
     return Plan(assignment, run_key, tuple(cases), tuple(rungs),
-                tuple(dict.fromkeys(p.name for p, _c, _v in planned)), tuple(b.runs),
+                tuple(dict.fromkeys(p for p, _c, _v in planned)), tuple(b.runs),
                 tuple(b.draws.values()), tuple(b.asks), checks)
 
 
@@ -302,10 +277,10 @@ def _checks(b: _Builder, rungs: tuple[str, ...]) -> ChecksRun:
     return ChecksRun(a.checks.file, tuple(sigs.items()), rungs, a.checks.limit_s)
 
 
-def _add_variant(b: _Builder, probe: "Probe", case: Case, v: Variant) -> None:
+def _add_variant(b: _Builder, probe: str, case: Case, v: Variant) -> None:
     draw, stress = _variant_draw(b, case, v)
     b.add(Run(0, case, v.rung, draw, v.analysis, v.params, v.fill, v.record, v.races, v.capture,
-              v.in_order, probe.name, v.name, stress), ask=(probe.name, case.name, v.name))
+              v.in_order, probe, v.name, stress), ask=(probe, case.name, v.name))
 
 
 def analysis_plan(assignment: Assignment, case: Case, analysis: str) -> Plan:

@@ -106,7 +106,3 @@ def summarize(tests: list[TestResult], shows) -> tuple[Problem, ...]:
         problems.append(Problem(k, n, f, tuple(x.number for x in lost),
                                 sum(x.max_score - x.score for x in lost), tuple(seen[k]), where))
     return tuple(problems)
-
-
-def by_key(problems: tuple[Problem, ...]) -> dict[tuple[str, str], Problem]:
-    return {p.key: p for p in problems}

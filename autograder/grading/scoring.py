@@ -9,14 +9,10 @@ correctness test keeps its points and names that test.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING
 
-from ..spec import Case
-from .findings import TEST_RUNGS, Finding, primary
+from ..spec import PROBES, Case
+from .findings import TEST_RUNGS, CheckNote, Finding, primary
 from .plan import Plan, Run
-
-if TYPE_CHECKING:
-    from .probes import CheckNote
 
 
 @dataclass(frozen=True)
@@ -155,12 +151,11 @@ def _blocking_test(main: Finding, tests: list[TestResult]) -> TestResult | None:
     return test if test is not None and test.finding.id != "submission-error" else None
 
 
-def score(plan: Plan, findings: list[Finding], notes: list["CheckNote"] = ()) -> list[TestResult]:
+def score(plan: Plan, findings: list[Finding], notes: list[CheckNote] = ()) -> list[TestResult]:
     """Score every (case, rung) test, then every probe check that ran.
 
     Submission-wide findings (case None) fail every test.
     """
-    from .probes import REGISTRY
     wide = [f for f in findings if f.case is None]
     by_test: dict[tuple[str, str], list[Finding]] = {}
     by_probe: dict[str, list[Finding]] = {}
@@ -196,7 +191,7 @@ def score(plan: Plan, findings: list[Finding], notes: list["CheckNote"] = ()) ->
             # grading error of its own (kept beside it as evidence).
             shown = _blocking_test(main, tests).finding
         tests.append(TestResult(
-            number=f"P{pi}", name=REGISTRY[name].title, case=case, rung=REGISTRY[name].rung,
+            number=f"P{pi}", name=PROBES[name].title, case=case, rung=PROBES[name].rung,
             max_score=rubric.points, score=rubric.points if (main is None or already) else 0.0,
             finding=shown, others=tuple(f for f in hits if f is not shown), probe=name,
             visibility=rubric.visibility, charged_in=already, note=note))

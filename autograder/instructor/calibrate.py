@@ -4,19 +4,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from .. import spec
 from ..grading import calibration, grade
 from ..spec import Assignment
-
-
-def solution_path(assignment: Assignment) -> Path:
-    """``solutions/<slug>.py`` beside the assignments folder (a checkout's layout)."""
-    return assignment.folder.parent.parent / "solutions" / f"{assignment.slug}.py"
 
 
 def calibrate(assignment: Assignment, solution: Path | None = None, repeat: int = 3) -> tuple[Path, dict]:
     """Grade the solution ``repeat`` times with the spec's ceilings and keep,
     per run, the slowest time seen. Refuses a solution that is not clean."""
-    solution = solution or solution_path(assignment)
+    solution = solution or assignment.solution
     worst: dict = {}
     startup = 0.0
     speed: dict = {}
@@ -38,3 +34,20 @@ def calibrate(assignment: Assignment, solution: Path | None = None, repeat: int 
     path = calibration.save(assignment, startup, {run: m for run, m in worst.values()}, speed)
     return path, {"startup_s": startup, "runs": len(worst),
                   "slowest_s": max((m.seconds for _r, m in worst.values()), default=0.0)}
+
+
+def add_arguments(p) -> None:
+    p.add_argument("slug")
+    p.add_argument("--solution", type=Path, help="the solution to measure (default solutions/SLUG.py)")
+    p.add_argument("--repeat", type=int, default=3, help="gradings to take the slowest of (default 3)")
+
+
+def run(args) -> int:
+    assignment = spec.find(args.slug, args.assignments)
+    try:
+        path, summary = calibrate(assignment, args.solution, args.repeat)
+    except ValueError as e:
+        args.parser.exit(1, f"pallas-autograder calibrate: {e}\n")
+    print(f"wrote {path}: {summary['runs']} runs, slowest {summary['slowest_s']:.2f} s, "
+          f"start-up {summary['startup_s']:.2f} s")
+    return 0

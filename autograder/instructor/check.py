@@ -25,13 +25,16 @@ from pathlib import Path
 
 import numpy as np
 
+from .. import spec
+from ..children import CHECK_SUITE
 from ..grading import grade, inputs
 from ..grading.draws import load_reference
+from ..grading.report import Report
 from ..isolation import container
 from ..isolation.confinement import python_command
+from ..pallas_surface.facts import CallMap, IndexMaps
 from ..spec import Assignment, ProbeRubric
 from . import starter
-from .calibrate import solution_path
 
 # Gradescope's default container (0.5 CPU, 768 MB) against this machine's full
 # speed: `python benchmarks/grade_bench.py solutions/matmul.py matmul --container`
@@ -75,7 +78,7 @@ def _reference_row(a: Assignment) -> Row:
 
 
 def _solution_rows(a: Assignment) -> list[Row]:
-    path = solution_path(a)
+    path = a.solution
     if not path.is_file():
         return [Row("solution defines the entry function", False, f"no solution at {path}")]
     try:
@@ -100,7 +103,7 @@ def _checks_row(a: Assignment) -> list[Row]:
     """The custom checks import and list their tests (in a process of their own)."""
     if a.checks is None:
         return []
-    proc = subprocess.run(python_command("autograder.children.check_suite", str(a.folder), a.checks.file),
+    proc = subprocess.run(python_command(CHECK_SUITE, str(a.folder), a.checks.file),
                           capture_output=True, text=True, timeout=120)
     if proc.returncode != 0:
         last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
@@ -118,13 +121,13 @@ def quick(a: Assignment) -> list[Row]:
             _reference_row(a), *_solution_rows(a), *_checks_row(a)]
 
 
-def _graded(a: Assignment, path: Path) -> grade.Report:
+def _graded(a: Assignment, path: Path) -> Report:
     return grade.grade(a, path, grade.GradeOptions(run_key=1))
 
 
 def _clean_row(a: Assignment) -> tuple[Row, float]:
     t0 = time.monotonic()
-    report = _graded(a, solution_path(a))
+    report = _graded(a, a.solution)
     seconds = time.monotonic() - t0
     found = sorted({t.finding.id for t in report.tests if t.finding is not None})
     ok = report.score == report.max_score and not found
@@ -133,7 +136,7 @@ def _clean_row(a: Assignment) -> tuple[Row, float]:
                + _estimate_note(report), seconds), seconds
 
 
-def _estimate_note(report: grade.Report) -> str:
+def _estimate_note(report: Report) -> str:
     """The speed estimate of a graded kernel, per [speed] size (the estimate runs on every kernel)."""
     if report.speed is None:
         return ""
@@ -146,22 +149,22 @@ def _exposure_row(a: Assignment) -> Row:
     """The index-map scan on every case, of the solution: its grid per case."""
     scan = next((p for p in a.probes if p.name == "index-maps"), ProbeRubric("index-maps", 1.0))
     every = replace(a, probes=(scan,), probe_cases=tuple(c.name for c in a.cases))
-    report = _graded(every, solution_path(a))
+    report = _graded(every, a.solution)
     short, partial = [], []
     for run, outcome in report.outcomes.items():
         if run.analysis != "index-maps" or not outcome.ok:
             continue
-        calls = (outcome.facts or {}).get("calls", [])
+        calls = outcome.facts.calls if isinstance(outcome.facts, IndexMaps) else ()
         for call in calls:
-            reduction = {a for op in call.get("operands", []) for a in op.get("reduction_axes", [])}
-            for axis, n in enumerate(call["grid"]):
+            reduction = {a for op in call.operands for a in op.reduction_axes}
+            for axis, n in enumerate(call.grid):
                 need = 3 if axis in reduction else 2
                 if n < need:
                     short.append(f"{run.case.name}: grid axis {axis} has {n} block(s), needs >= {need}")
         short += _repeated_blocks(a, run.case, calls)
         if run.case.partial_edge_block:
             partial.append(run.case.name)
-            if not any(op.get("partial_count", 0) for call in calls for op in call.get("operands", [])):
+            if not any(op.partial_count for call in calls for op in call.operands):
                 short.append(f"{run.case.name}: the spec claims a partial edge block, but the solution's "
                              "blocks divide every array")
     detail = ("every grid axis has >= 2 blocks (>= 3 on a reduction axis) on every case; no input "
@@ -172,19 +175,19 @@ def _exposure_row(a: Assignment) -> Row:
                "; ".join(short[:4]) if short else detail + ", for the solution's tiling")
 
 
-def _repeated_blocks(a: Assignment, case, calls: list[dict]) -> list[str]:
+def _repeated_blocks(a: Assignment, case, calls: tuple[CallMap, ...]) -> list[str]:
     """Non-periodic data: no two of an input's blocks (the solution's tiling) are
     equal, or a kernel that reads the wrong block could still pass."""
-    ops = [op for call in calls for op in call.get("operands", []) if not op.get("is_output")]
+    ops = [op for call in calls for op in call.operands if not op.is_output]
     found = []
     for value in inputs.make(a, case):
         if value.kind != "array":
             continue
         arr = np.asarray(value.array)
-        op = next((o for o in ops if tuple(o.get("array_shape", ())) == arr.shape), None)
-        if op is None or len(op.get("block_shape", ())) != arr.ndim:
+        op = next((o for o in ops if o.array_shape == arr.shape), None)
+        if op is None or len(op.block_shape) != arr.ndim:
             continue
-        block = [max(int(b), 1) for b in op["block_shape"]]
+        block = [max(int(b), 1) for b in op.block_shape]
         counts = [s // b for s, b in zip(arr.shape, block)]
         if int(np.prod(counts)) < 2 or int(np.prod(counts)) > 4096:
             continue
@@ -221,7 +224,7 @@ def _container_row(a: Assignment) -> Row:
     wall time against the spec's budget, and full marks under the memory cap."""
     with tempfile.TemporaryDirectory() as tmp:
         results = Path(tmp) / "results.json"
-        cmd = python_command("autograder", "grade", str(solution_path(a)), "-a", a.slug, "--assignments",
+        cmd = python_command("autograder", "grade", str(a.solution), "-a", a.slug, "--assignments",
                              str(a.folder.parent), "--run-key", "1", "--results", str(results))
         with container.Container() as box:
             t0 = time.monotonic()
@@ -237,7 +240,7 @@ def _container_row(a: Assignment) -> Row:
     return Row("fits Gradescope's default container", ok, detail, wall)
 
 
-def run(a: Assignment, quick_only: bool = False, progress: bool = False,
+def rows(a: Assignment, quick_only: bool = False, progress: bool = False,
         estimate_only: bool = False) -> list[Row]:
     rows = quick(a)
     if quick_only or not all(r.ok for r in rows):
@@ -270,3 +273,19 @@ def table(rows: list[Row]) -> str:
         lines.append(f"{r.claim:<{width}}  {'yes' if r.ok else 'NO':<4}  {r.detail}{when}")
     lines.append(f"{sum(r.ok for r in rows)} of {len(rows)} hold")
     return "\n".join(lines)
+
+
+def add_arguments(p) -> None:
+    p.add_argument("slug")
+    p.add_argument("--quick", action="store_true", help="only what build checks: the spec and what it names")
+    p.add_argument("--estimate-container", action="store_true",
+                   help="estimate the time at 0.5 CPU from this machine's (x3.0) instead of measuring "
+                        "it under cgroups (measured by default where this machine allows, as root)")
+
+
+def run(args) -> int:
+    assignment = spec.find(args.slug, args.assignments)
+    found = rows(assignment, quick_only=args.quick, progress=sys.stderr.isatty(),
+                 estimate_only=args.estimate_container)
+    print(table(found))
+    return 0 if all(r.ok for r in found) else 1

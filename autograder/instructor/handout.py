@@ -17,9 +17,9 @@ import shutil
 import tempfile
 from pathlib import Path
 
+from .. import spec
 from ..spec import Assignment
 from . import notebook, public_spec, starter
-from .calibrate import solution_path
 
 REPO = Path(__file__).resolve().parents[2]
 PACKAGE = Path(__file__).resolve().parents[1]
@@ -29,9 +29,10 @@ class HandoutError(RuntimeError):
     """The handout could not be written (or would have leaked): says what and where."""
 
 
-# Instructor-only modules left out of the student kit: `new`'s template is a
-# working solution of its example assignment.
-INSTRUCTOR_ONLY = ("scaffold.py", "reference_page.py")
+# Left out of the student kit: the instructor's tools as a whole (`new`'s
+# template is a working solution of its example assignment; `check` knows where
+# the corpus is). The kit's CLI offers only the verbs its folders allow.
+INSTRUCTOR_ONLY = ("instructor",)
 
 
 def _copy_package(dest: Path) -> None:
@@ -42,7 +43,7 @@ def write(assignment: Assignment, out: Path) -> list[Path]:
     """Write the handout into ``out`` (refusing a non-empty folder); returns the files.
     Everything is written to a folder beside it first and renamed only once the
     leak check found nothing: a refused handout leaves nothing behind."""
-    sol = solution_path(assignment)
+    sol = assignment.solution
     if not sol.is_file():
         raise HandoutError(f"no solution at {sol}: the starter is generated from it")
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
@@ -81,7 +82,7 @@ def _write_into(assignment: Assignment, sol: Path, out: Path) -> None:
 def secrets_of(assignment: Assignment) -> dict[str, list[str]]:
     """What no handout file may contain: solution lines, and each secret case's
     name, shapes (as 'MxN', '(M, N)' and '[M, N]') and seed."""
-    sol = solution_path(assignment)
+    sol = assignment.solution
     lines = starter.solution_lines(sol.read_text(encoding="utf-8")) if sol.is_file() else []
     # What the instructor's stubs show on purpose (a hint quoting the solution) is no leak.
     shown_text = starter.starter_for(sol) if sol.is_file() else ""
@@ -134,3 +135,20 @@ def leaks(assignment: Assignment, folder: Path) -> list[str]:
                 if hit:
                     found.append(f"{what} {needle!r} in {path.relative_to(folder)}")
     return found
+
+
+def add_arguments(p) -> None:
+    p.add_argument("slug")
+    p.add_argument("-o", "--output", type=Path, required=True, help="a new (or empty) folder to write")
+
+
+def run(args) -> int:
+    assignment = spec.find(args.slug, args.assignments)
+    try:
+        files = write(assignment, args.output)
+    except (HandoutError, starter.StarterError, spec.SpecError, RuntimeError, OSError) as e:
+        args.parser.exit(1, f"pallas-autograder handout: {e}\n")
+    print(f"wrote {len(files)} files to {args.output}: {assignment.entry_file} (the starter), README.md, "
+          f"{assignment.slug}.ipynb, and the local grader (python -m autograder grade "
+          f"{assignment.entry_file} -a {assignment.slug}, run in that folder)")
+    return 0

@@ -128,7 +128,7 @@ the kernel's output; it raises KernelError (a failure) when the kernel raised.
 import numpy as np
 from gradescope_utils.autograder_utils.decorators import number, weight
 
-from autograder.children.check_suite import KernelTestCase
+from autograder import KernelTestCase
 
 
 class {check_class}(KernelTestCase):
@@ -319,3 +319,17 @@ def _like(source: Path, folder: Path, slug: str) -> Path:
     out = folder / "spec.toml"
     out.write_text(text, encoding="utf-8")
     return out
+
+
+def add_arguments(p) -> None:
+    p.add_argument("slug", help="a Python identifier: the folder, entry file and function name")
+    p.add_argument("--like", help="copy this existing assignment's spec instead of the template")
+
+
+def run(args) -> int:
+    try:
+        made = new(args.slug, args.assignments or Path("assignments"), args.like)
+    except ScaffoldError as e:
+        args.parser.exit(1, f"pallas-autograder new: {e}\n")
+    print("wrote " + ", ".join(str(p) for p in made))
+    return 0

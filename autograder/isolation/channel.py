@@ -17,6 +17,7 @@ from typing import Any, BinaryIO
 
 import numpy as np
 
+from ..pallas_surface import facts
 from .outcome import LoadError, Outcome
 
 OUTPUT_FILE_LIMIT = 64 * 1024 * 1024   # per file the child writes (also its RLIMIT_FSIZE)
@@ -147,8 +148,11 @@ def _order(value: Any) -> tuple:
     return tuple(out)
 
 
-def outcome(ev: dict, out_dir: Path, expected_shape: tuple[int, ...] | None) -> Outcome:
-    """The typed outcome of one ``done`` event; a kernel output is read now."""
+def outcome(ev: dict, out_dir: Path, expected_shape: tuple[int, ...] | None, analysis: str | None = None) -> Outcome:
+    """The typed outcome of one ``done`` event: a kernel output is read now, a
+    static analysis's facts decoded (``analysis``: the run's). Facts of the wrong
+    form come from the grader's own child, never from student code: a
+    ``facts.FactsError`` is the grader's failure, not a finding."""
     status = ev.get("status")
     common = dict(seconds=float(ev["seconds"]) if isinstance(ev.get("seconds"), (int, float)) else 0.0,
                   phase=_text(ev.get("phase"), 20), pallas_calls=count(ev.get("pallas_calls")),
@@ -165,7 +169,9 @@ def outcome(ev: dict, out_dir: Path, expected_shape: tuple[int, ...] | None) -> 
         return Outcome("error", error_type="ProtocolError",
                        message="the run reported an unknown status", **common)
     if "facts" in ev:
-        return Outcome("ok", facts=ev["facts"], **common)
+        if analysis is None:
+            raise facts.FactsError("a kernel run reported facts")
+        return Outcome("ok", facts=facts.decode(analysis, ev["facts"]), **common)
     dtype, shape = _text(ev.get("dtype"), 40), _ints(ev.get("shape"))
     if expected_shape is not None and shape != tuple(expected_shape):
         return Outcome("ok", dtype=dtype, shape=shape, output_problem="wrong shape", **common)

@@ -480,29 +480,3 @@ def protect_layout(root: Path, source: Path) -> list[str]:
             if not mode & stat.S_IXOTH:
                 os.chmod(p, mode | stat.S_IXOTH)   # traversable, so the venv is reachable
     return closed
-
-
-def main() -> int:
-    """``python -m autograder.isolation.confinement``: what setup.sh runs as root."""
-    identity = student_identity()
-    if not identity.dropped:
-        print("confinement: not root; student code will run as the grader's own user")
-        return 0
-    for p in make_reachable(identity):
-        print(f"confinement: made {p} traversable (o+x) for {identity.name}")
-    # Checked as a uid no grading slot uses (gradings running now kill every
-    # process of their slot's uid); what it may reach goes by the same "other"
-    # permissions as the student user's.
-    checker = dataclasses.replace(identity, uid=SLOT_UID_BASE + SLOTS + 1, name="check")
-    probe = subprocess.run(python_command("autograder.children.grader", "--check"),
-                           stdin=subprocess.DEVNULL, capture_output=True, text=True, cwd="/",
-                           timeout=120, **popen_kwargs(checker))
-    if probe.returncode != 0:
-        print(f"confinement: {identity.name} cannot import the grader: {probe.stderr[-500:]}")
-        return 1
-    print(f"confinement: student code will run as {identity.name} (uid {identity.uid})")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -6,6 +6,8 @@ from typing import Any, Literal
 
 import numpy as np
 
+from ..pallas_surface.facts import Facts
+
 Status = Literal[
     "ok",          # finished; an output (kernel runs) or facts (static runs) came back
     "error",       # raised
@@ -19,7 +21,6 @@ Status = Literal[
 # The error type of an in-order run on a kernel with no shuffled axis: the run
 # in order would be the run as marked, so the child does not repeat it.
 NO_SHUFFLED_AXIS = "NoShuffledAxis"
-FAILED_TO_RUN = ("timeout", "memory", "disk", "died", "skipped", "load-error")
 
 
 @dataclass(frozen=True, eq=False)
@@ -38,7 +39,7 @@ class Outcome:
     traced: bool = False                  # the student's function was traced (the two below are known)
     pallas_calls: int = 0                 # pallas_call equations in the trace, nested ones included
     grid_steps: int = 0                   # grid points over every pallas_call
-    facts: Any = None                     # a static analysis's JSON facts
+    facts: Facts | None = None            # a static analysis's facts, decoded (``pallas_surface.facts``)
     order: tuple = ()                     # recorded grid order: ((point...), core) pairs
     races_found: bool = False
     captured: str = ""                    # what the interpreter printed during the run

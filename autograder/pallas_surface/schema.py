@@ -15,7 +15,8 @@ Document format (version 1)::
     JAXPR  = {"constvars": [VAR], "invars": [VAR], "outvars": [ATOM], "eqns": [EQN]}
     VAR    = {"v": int, "aval": VALUE}          ATOM = VAR-ref {"v": int} | {"lit": VALUE, "aval": VALUE}
     EQN    = {"p": primitive, "in": [ATOM], "out": [VAR], "params": {name: VALUE}, "src": int | null}
-    VALUE  = null | bool | int | str | finite float | {"tag": ...} (see TAGS)
+    VALUE  = null | bool | int | str | finite float | a tagged object
+             ({"dt": dtype}, {"e": [enum, name]}, {"dc": [class, ...]}, ...: see serial)
 """
 from __future__ import annotations
 
@@ -70,8 +71,6 @@ CLASSES = frozenset({"TransformedRef", "Blocked", "Squeezed", "Element", "Bounde
                      "GatherDimensionNumbers", "GatherScatterMode", "ScatterDimensionNumbers"})
 ENUMS = frozenset({"MemorySpace", "TPUMemorySpace", "SemaphoreType", "DeviceIdType", "Precision",
                    "RoundingMethod", "GridDimensionSemantics", "GatherScatterMode", "KernelType"})
-TAGS = frozenset({"f", "t", "l", "d", "s", "a", "dt", "sa", "ref", "e", "dc", "tree", "leaf",
-                  "jx", "cjx"})
 
 
 class Refused(ValueError):

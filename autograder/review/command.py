@@ -6,9 +6,10 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from .. import spec
 from ..spec import Assignment
 from . import batch, site
-from .export import Submission, read_submissions
+from .export import ExportError, Submission, read_submissions
 from .progress import Progress
 
 CACHE = ".review-cache"
@@ -55,7 +56,7 @@ def stored(a: Assignment, submissions: Path, site: Path) -> list[tuple[Submissio
     return [(sub, store.get(batch.job_key(sub, a_hash, g_hash))) for sub in subs]
 
 
-def run(a: Assignment, opts: Options) -> Summary:
+def regrade(a: Assignment, opts: Options) -> Summary:
     out = opts.output
     out.mkdir(parents=True, exist_ok=True)
     subs = read_submissions(opts.submissions, out / EXPORT)
@@ -93,7 +94,7 @@ def needs_review_extra(verb: str) -> None:
 def main(a: Assignment, opts: Options) -> int:
     needs_review_extra("review")
     try:
-        summary = run(a, opts)
+        summary = regrade(a, opts)
     except KeyboardInterrupt:
         stored = len(list((opts.output / CACHE).glob("*.json")))
         print(f"pallas-autograder review: interrupted; {stored} gradings are stored in {opts.output / CACHE}: "
@@ -102,3 +103,28 @@ def main(a: Assignment, opts: Options) -> int:
     print(f"{summary.graded} graded now, {summary.stored} unchanged since the last run, "
           f"{summary.failed} failed; open {summary.index}", file=sys.stdout)
     return 0
+
+
+def add_arguments(p) -> None:
+    p.add_argument("submissions", type=Path, help="export folder or zip, or a folder of submission folders")
+    p.add_argument("--assignment", "-a", required=True, help="assignment slug (see `list`)")
+    p.add_argument("-o", "--output", type=Path, required=True, help="the site's folder (kept between runs: "
+                   "gradings are stored there and reused while nothing changed)")
+    p.add_argument("--jobs", "-j", type=int, help="gradings at once (default: what the cores and free "
+                   "memory allow, about 0.5 GB each)")
+    p.add_argument("--dask", metavar="ADDRESS", help="send the gradings to this Dask scheduler instead "
+                   "(needs the [dask] extra)")
+    p.add_argument("--force", action="store_true", help="regrade even what is stored")
+    p.add_argument("--timeout", type=float, help="seconds one grading may take (default: the spec's "
+                   "Gradescope timeout + 60)")
+
+
+def run(args) -> int:
+    assignment = spec.find(args.assignment, args.assignments)
+    if args.jobs is not None and args.jobs < 1:
+        args.parser.error(f"--jobs must be at least 1; got {args.jobs}")
+    try:
+        return main(assignment, Options(args.submissions, args.output, args.jobs, args.dask, args.force,
+                                        args.timeout))
+    except ExportError as e:
+        args.parser.exit(1, f"pallas-autograder review: {e}\n")

@@ -26,17 +26,24 @@ from .model import (
     Production,
     Speed,
     SpeedSize,
+    Stress,
     Structure,
     Tolerance,
 )
 from .reader import SpecError, TableReader
-from .tables import SpecContext, load
+from .tables import load
+from .vocabulary import PROBES, ProbeTerms, SpecContext
 
 ENV = "PALLAS_AUTOGRADER_ASSIGNMENTS"
 
+
+class UnknownAssignment(LookupError):
+    """No assignment of that slug where assignments are looked for: says which exist, and where."""
+
 __all__ = ["Assignment", "Case", "Checks", "CPU_RUNGS", "DTYPES", "DimRule", "InputSpec", "Limits",
-           "OutputSpec", "ProbeRubric", "Production", "SpecContext", "SpecError", "Speed", "SpeedSize", "Structure",
-           "TableReader", "Tolerance", "VISIBILITIES", "assignments_root", "available", "find",
+           "OutputSpec", "PROBES", "ProbeRubric", "ProbeTerms", "Production", "SpecContext", "SpecError", "Speed",
+           "SpeedSize", "Stress", "Structure",
+           "TableReader", "Tolerance", "UnknownAssignment", "VISIBILITIES", "assignments_root", "available", "find",
            "load", "search_path"]
 
 
@@ -70,6 +77,6 @@ def find(slug: str, root: Path | None = None) -> Assignment:
     folder = assignments_root(root)
     if slug not in available(folder):
         where = ", ".join(str(p) for p in ([folder] if root or os.environ.get(ENV) else search_path()))
-        raise LookupError(f"unknown assignment {slug!r}; valid: {', '.join(available(folder)) or '(none)'}"
+        raise UnknownAssignment(f"unknown assignment {slug!r}; valid: {', '.join(available(folder)) or '(none)'}"
                           f" (looked in {where}; give --assignments DIR or set {ENV})")
     return load(folder / slug)

@@ -1,12 +1,12 @@
 """The assignment spec as frozen dataclasses (what ``spec.toml`` says, validated)."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal, get_args
 
 DTYPES = ("float32", "bfloat16", "float16", "int32")
-Visibility = Literal["visible", "hidden", "after_due_date", "after_published"]
+# Gradescope's visibility values: for tests, cases, probes, stdout and results.json alike.
 VISIBILITIES: tuple[str, ...] = ("visible", "hidden", "after_due_date", "after_published")
 DISTRIBUTIONS = ("normal", "uniform")
 # Rungs that can grade correctness on a CPU-only machine.
@@ -65,6 +65,30 @@ class Limits:
     memory_mb: int = 600              # resident memory of the child and all it starts
     total_s: float = 540.0            # the whole grading run
     gradescope_timeout_s: float = 600.0   # the assignment's Gradescope timeout
+
+
+@dataclass(frozen=True)
+class Stress:
+    """numerics: one stress input, the probe case with some dims, dtype or input
+    scales replaced (long reductions, bfloat16, large-magnitude values)."""
+    name: str
+    dims: tuple[tuple[str, int], ...] = ()
+    dtype: str | None = None
+    scale: tuple[tuple[str, float], ...] = ()
+
+    def apply(self, case: Case) -> Case:
+        """The case this stress input runs: ``case`` with the overrides."""
+        return replace(case, name=f"{case.name}+{self.name}",
+                       dims=tuple(sorted({**case.dim_map, **dict(self.dims)}.items())),
+                       dtype=self.dtype or case.dtype,
+                       scale=tuple(sorted({**dict(case.scale), **dict(self.scale)}.items())))
+
+    def describe(self) -> str:
+        parts = [f"{k}={v}" for k, v in self.dims]
+        if self.dtype:
+            parts.append(self.dtype)
+        parts += [f"{k} scaled by {v:g}" for k, v in self.scale]
+        return ", ".join(parts) or self.name
 
 
 @dataclass(frozen=True)
@@ -193,6 +217,11 @@ class Assignment:
 
     def tolerance(self, dtype: str) -> Tolerance:
         return dict(self.tolerances)[dtype]
+
+    @property
+    def solution(self) -> Path:
+        """The instructor's solution: ``solutions/<slug>.py`` beside the assignments folder."""
+        return self.folder.parent.parent / "solutions" / f"{self.slug}.py"
 
     def case(self, name: str) -> Case:
         for c in self.cases:

@@ -14,10 +14,19 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
-from ..grading.plan import Plan, Run
 from ..isolation.outcome import Outcome
+from ..pallas_surface.facts import Schedule
 from ..spec import Speed
 from . import model as speed
+
+
+@dataclass(frozen=True)
+class SizeRun:
+    """The grading's static run at one ``[speed]`` size, and what came of it."""
+    size: str
+    dims: tuple[tuple[str, int], ...]
+    dtype: str
+    outcome: Outcome | None           # None: not run
 
 
 @dataclass(frozen=True)
@@ -72,28 +81,26 @@ def curve_score(spec: Speed, points: float, relative: float | None) -> float:
     return 0.0 if relative is None else round(points * spec.share(relative), 4)
 
 
-def _size(run: Run, outcome: Outcome | None, solution_facts: dict | None) -> SizeEstimate:
-    dims, dtype = run.draw.case.dims, run.draw.case.dtype
+def _size(run: SizeRun, solution_facts: Schedule | None) -> SizeEstimate:
+    size, dims, dtype, outcome = run.size, run.dims, run.dtype, run.outcome
     solution = speed.estimate(solution_facts) if solution_facts else None
-    if outcome is None or not outcome.ok or not isinstance(outcome.facts, dict):
+    if outcome is None or not outcome.ok or not isinstance(outcome.facts, Schedule):
         why = outcome.status if outcome is not None else "not run"
         if outcome is not None and outcome.error_type:
             why = f"{outcome.error_type}: {outcome.message[:300]}"
-        return SizeEstimate(run.variant, dims, dtype, None, solution, f"the kernel could not be traced at "
+        return SizeEstimate(size, dims, dtype, None, solution, f"the kernel could not be traced at "
                             f"this size ({why})")
-    if not outcome.facts.get("calls"):
-        return SizeEstimate(run.variant, dims, dtype, None, solution, "no pallas_call: nothing to estimate")
-    return SizeEstimate(run.variant, dims, dtype, speed.estimate(outcome.facts), solution)
+    if not outcome.facts.calls:
+        return SizeEstimate(size, dims, dtype, None, solution, "no pallas_call: nothing to estimate")
+    return SizeEstimate(size, dims, dtype, speed.estimate(outcome.facts), solution)
 
 
-def grade(plan: Plan, outcomes: dict[Run, Outcome], solution: dict[str, dict],
+def grade(spec: Speed | None, runs: tuple[SizeRun, ...], solution: dict[str, Schedule],
           correctness_passed: bool) -> SpeedGrade | None:
     """``solution``: size name -> the solution's facts (from its calibration)."""
-    spec = plan.assignment.speed
-    runs = plan.speed_runs()
     if spec is None or not runs:
         return None
-    sizes = tuple(_size(r, outcomes.get(r), solution.get(r.variant)) for r in runs)
+    sizes = tuple(_size(r, solution.get(r.size)) for r in runs)
     g = SpeedGrade(spec.chip, sizes, spec.points, 0.0, leaderboard=spec.leaderboard,
                    visibility=spec.visibility)
     if not correctness_passed:

@@ -31,6 +31,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Literal
 
+from ..pallas_surface.facts import Chip, CostCall, CostOperand, Schedule
+
 STEP_S = 0.35e-6
 LAUNCH_S = 0.1e-3
 VECTOR_SHARE = 1 / 32
@@ -61,45 +63,58 @@ class Estimate:
         return asdict(self)
 
 
-def _call(call: dict, chip: dict) -> dict:
-    bw, peak = chip["hbm_bytes_per_s"], chip["bf16_flops_per_s"]
+@dataclass(frozen=True)
+class _Part:
+    """One pallas_call's share of the estimate."""
+    seconds: float
+    steps: int
+    moved: int
+    minimum: int
+    flops: float
+    compute: float
+    memory: float
+    overhead: float
+    operands: tuple[CostOperand, ...]
+
+
+def _call(call: CostCall, chip: Chip) -> _Part:
+    bw, peak = chip.hbm_bytes_per_s, chip.bf16_flops_per_s
     vector_rate = peak * VECTOR_SHARE
-    steps = max(int(call["steps"]), 1)
-    work = call["per_step"]
-    step_compute = (work["flops"] / peak + work["vector"] / vector_rate
-                    + work["transcendental"] / (peak * TRANSCENDENTAL_SHARE))
-    moved = int(work.get("dma_bytes", 0) * steps)
+    steps = max(call.steps, 1)
+    work = call.per_step
+    step_compute = (work.flops / peak + work.vector / vector_rate
+                    + work.transcendental / (peak * TRANSCENDENTAL_SHARE))
+    moved = int(work.dma_bytes * steps)
     first = last = 0
     minimum = 0
-    for op in call["operands"]:
-        minimum += int(op["array_bytes"])
-        if not op.get("pipelined"):
+    for op in call.operands:
+        minimum += op.array_bytes
+        if not op.pipelined:
             continue
-        moved += int(op["moves"]) * int(op["block_bytes"])
-        if op["is_output"]:
-            last += int(op["block_bytes"])
+        moved += op.moves * op.block_bytes
+        if op.is_output:
+            last += op.block_bytes
         else:
-            first += int(op["block_bytes"])
+            first += op.block_bytes
     step_memory = moved / bw / steps
     per_step = max(STEP_S, step_compute, step_memory)
     seconds = (first + last) / bw + steps * per_step
-    return {"seconds": seconds, "steps": steps, "moved": moved, "minimum": minimum,
-            "flops": work["flops"] * steps, "compute": steps * step_compute, "memory": moved / bw,
-            "overhead": steps * STEP_S, "operands": call["operands"], "grid": call["grid"]}
+    return _Part(seconds, steps, moved, minimum, work.flops * steps, steps * step_compute, moved / bw,
+                 steps * STEP_S, call.operands)
 
 
-def _advice(parts: list[dict], bound: Bound, moved: int, minimum: int, steps: int) -> str:
+def _advice(parts: list[_Part], bound: Bound, moved: int, minimum: int, steps: int) -> str:
     if bound == "per-step overhead":
-        blocks = ", ".join(f"{op['operand']} {tuple(op['block'])}" for p in parts for op in p["operands"]
-                           if op.get("pipelined"))
+        blocks = ", ".join(f"{op.operand} {tuple(op.block)}" for p in parts for op in p.operands
+                           if op.pipelined)
         return (f"blocks of {blocks} give {steps:,} grid steps; the per-step overhead (about "
                 f"{STEP_S * 1e6:.2f} us a step) is most of the time: use larger blocks")
     if bound == "memory" and minimum and moved > 1.5 * minimum:
-        worst = max((op for p in parts for op in p["operands"] if op.get("pipelined")),
-                    key=lambda op: op["moves"] * op["block_bytes"] / max(op["array_bytes"], 1))
-        times = worst["moves"] * worst["block_bytes"] / max(worst["array_bytes"], 1)
-        return (f"{worst['operand']} is moved {times:.1f} times its size (its block index changes "
-                f"{worst['moves']:,} times over the grid): larger blocks along the axes it does not "
+        worst = max((op for p in parts for op in p.operands if op.pipelined),
+                    key=lambda op: op.moves * op.block_bytes / max(op.array_bytes, 1))
+        times = worst.moves * worst.block_bytes / max(worst.array_bytes, 1)
+        return (f"{worst.operand} is moved {times:.1f} times its size (its block index changes "
+                f"{worst.moves:,} times over the grid): larger blocks along the axes it does not "
                 "depend on, or a grid order that keeps its block in place between steps, cut that traffic")
     if bound == "memory":
         return "memory-bound at close to the minimum traffic: each byte is already moved about once"
@@ -111,21 +126,22 @@ def roofline_floor(nbytes: float, flops: float, hbm_bytes_per_s: float, flops_pe
     return max(nbytes / hbm_bytes_per_s, flops / flops_per_s)
 
 
-def estimate(facts: dict) -> Estimate:
-    chip = facts["chip"]
-    parts = [_call(c, chip) for c in facts["calls"]]
-    moved = sum(p["moved"] for p in parts)
-    minimum = sum(p["minimum"] for p in parts)
-    flops = sum(p["flops"] for p in parts)
-    steps = sum(p["steps"] for p in parts)
-    floor = roofline_floor(minimum, flops, chip["hbm_bytes_per_s"], chip["bf16_flops_per_s"])
-    seconds = max(LAUNCH_S * len(parts) + sum(p["seconds"] for p in parts), floor)
-    compute, memory, overhead = (sum(p[k] for p in parts) for k in ("compute", "memory", "overhead"))
+def estimate(schedule: Schedule) -> Estimate:
+    chip = schedule.chip
+    parts = [_call(c, chip) for c in schedule.calls]
+    moved = sum(p.moved for p in parts)
+    minimum = sum(p.minimum for p in parts)
+    flops = sum(p.flops for p in parts)
+    steps = sum(p.steps for p in parts)
+    floor = roofline_floor(minimum, flops, chip.hbm_bytes_per_s, chip.bf16_flops_per_s)
+    seconds = max(LAUNCH_S * len(parts) + sum(p.seconds for p in parts), floor)
+    compute, memory, overhead = (sum(p.compute for p in parts), sum(p.memory for p in parts),
+                                 sum(p.overhead for p in parts))
     bound: Bound = max((("compute", compute), ("memory", memory), ("per-step overhead", overhead)),
                        key=lambda kv: kv[1])[0]
-    pct = 100.0 * flops / seconds / chip["bf16_flops_per_s"] if seconds else 0.0
-    bw_pct = 100.0 * moved / seconds / chip["hbm_bytes_per_s"] if seconds else 0.0
-    return Estimate(seconds, bound, moved, minimum, flops, steps, chip["chip"], pct, floor,
+    pct = 100.0 * flops / seconds / chip.bf16_flops_per_s if seconds else 0.0
+    bw_pct = 100.0 * moved / seconds / chip.hbm_bytes_per_s if seconds else 0.0
+    return Estimate(seconds, bound, moved, minimum, flops, steps, chip.chip, pct, floor,
                     _advice(parts, bound, moved, minimum, steps), compute, memory, overhead, bw_pct)
 
 

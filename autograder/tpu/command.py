@@ -20,8 +20,10 @@ import sys
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
+from .. import spec
+from ..feedback import tpu_timing
 from ..spec import Assignment
-from . import results as tpu_results, stage, timing
+from . import stage, timing
 from .device import Device
 
 CORRECTNESS = re.compile(r"^\d+\.\d+$")      # results.json numbers of correctness tests (case.rung)
@@ -80,11 +82,11 @@ def _graded(a: Assignment, opts: Options) -> list:
     """(submission, stored grading) for every submission, graded on the interpreters first."""
     from ..review import command as review
     site = opts.review or opts.output / "review"
-    review.run(a, review.Options(opts.submissions, site, jobs=opts.jobs))
+    review.regrade(a, review.Options(opts.submissions, site, jobs=opts.jobs))
     return review.stored(a, opts.submissions, site)
 
 
-def run(a: Assignment, opts: Options, solution: Path) -> dict:
+def stage_all(a: Assignment, opts: Options, solution: Path) -> dict:
     if a.speed is None:
         raise SystemExit(f"pallas-autograder speed: {a.slug} has no [speed] sizes (and no [production])")
     graded = _graded(a, opts)
@@ -107,7 +109,7 @@ def run(a: Assignment, opts: Options, solution: Path) -> dict:
     doc = {"assignment": a.slug, "chip": ctx.info.chip, "device": asdict(ctx.info), "rule": asdict(opts.rule),
            "solution": sol.to_json(), "results": out}
     for r in out:
-        r["score"] = tpu_results.score(a.speed, r, doc["solution"]["seconds"])
+        r["score"] = tpu_timing.score(a.speed, r, doc["solution"]["seconds"])
     return doc
 
 
@@ -128,7 +130,7 @@ def main(a: Assignment, opts: Options, solution: Path) -> int:
     from ..review.command import needs_review_extra
     from . import merge
     needs_review_extra("speed")
-    doc = run(a, opts, solution)
+    doc = stage_all(a, opts, solution)
     write(doc, opts.output)
     merge.into_site(a, doc, opts.submissions, opts.review or opts.output / "review")
     timed = sum(r["status"] == "timed" for r in doc["results"])
@@ -136,3 +138,21 @@ def main(a: Assignment, opts: Options, solution: Path) -> int:
     print(f"{timed} timed, {held} held for review, {len(doc['results']) - timed - held} not timed; "
           f"wrote {opts.output / 'speed.json'}")
     return 0
+
+
+def add_arguments(p) -> None:
+    p.add_argument("submissions", type=Path, help="export folder or zip, or a folder of submission folders")
+    p.add_argument("--assignment", "-a", required=True, help="assignment slug (see `list`)")
+    p.add_argument("-o", "--output", type=Path, required=True, help="where speed.json and grades.csv go")
+    p.add_argument("--review", type=Path, help="a review site holding these submissions' gradings (default "
+                   "OUT/review, graded here first); made elsewhere, no student code runs on this machine")
+    p.add_argument("--device", choices=("tpu", "fake"), default="tpu",
+                   help="tpu (default), or fake: a dry run with scripted times, not measurements")
+    p.add_argument("--solution", type=Path, help="the instructor solution (default solutions/SLUG.py)")
+    p.add_argument("--jobs", "-j", type=int, help="interpreter gradings at once (see review)")
+
+
+def run(args) -> int:
+    a = spec.find(args.assignment, args.assignments)
+    return main(a, Options(args.submissions, args.output, args.review, args.device, jobs=args.jobs),
+                args.solution or a.solution)

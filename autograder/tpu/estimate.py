@@ -7,11 +7,14 @@ computes (``pallas_surface.cost``); the parent models the time (``speed``).
 """
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 from pathlib import Path
 
+from .. import spec
 from ..grading import grade, plan as planning
 from ..grading.findings import CATALOGUE
+from ..pallas_surface.facts import Schedule
 from ..spec import Assignment, Case
 from ..speed import model as speed
 
@@ -49,7 +52,7 @@ def target_case(a: Assignment, size: dict[str, int] | None, dtype: str | None) -
     return replace(base, name="estimate", dims=tuple(sorted(dims.items())), dtype=dtype, secret=False)
 
 
-def run(a: Assignment, submission: Path, chip: str = "v5e", size: dict[str, int] | None = None,
+def estimated(a: Assignment, submission: Path, chip: str = "v5e", size: dict[str, int] | None = None,
         dtype: str | None = None) -> tuple[speed.Estimate | None, str, Case]:
     """The estimate, or why there is none (in words)."""
     if chip not in speed.CHIPS:
@@ -60,10 +63,38 @@ def run(a: Assignment, submission: Path, chip: str = "v5e", size: dict[str, int]
     wide = next((f for f in report.findings if f.case is None), None)
     if wide is not None:
         return None, f"{CATALOGUE[wide.id].title} [{wide.id}]: {wide.message}", case
-    if outcome is None or not outcome.ok or not isinstance(outcome.facts, dict):
+    if outcome is None or not outcome.ok or not isinstance(outcome.facts, Schedule):
         what = f"{outcome.error_type}: {outcome.message}" if outcome and outcome.error_type else \
             (outcome.status if outcome else "nothing ran")
         return None, f"the kernel could not be traced at this size ({what[:600]})", case
-    if not outcome.facts.get("calls"):
+    if not outcome.facts.calls:
         return None, "no pallas_call: nothing runs on the TPU to estimate", case
     return speed.estimate(outcome.facts), "", case
+
+
+def add_arguments(p) -> None:
+    p.add_argument("submission", type=Path, help="a .py or .ipynb file, or a folder")
+    p.add_argument("--assignment", "-a", required=True, help="assignment slug (see `list`)")
+    p.add_argument("--chip", default="v5e", help="TPU chip (v4, v5e, v5p, v6e; default v5e)")
+    p.add_argument("--size", help="dimension sizes, e.g. M=4096,K=4096,N=4096 (default: the spec's "
+                   "production size, else its largest case)")
+    p.add_argument("--dtype", help="input dtype (default: the production size's, else the case's)")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+
+
+def run(args) -> int:
+    assignment = spec.find(args.assignment, args.assignments)
+    try:
+        size = parse_size(args.size) if args.size else None
+        result, why, case = estimated(assignment, args.submission, args.chip, size, args.dtype)
+    except EstimateError as e:
+        args.parser.exit(1, f"pallas-autograder estimate: {e}\n")
+    if result is None:
+        args.parser.exit(1, f"pallas-autograder estimate: no estimate: {why}\n")
+    if args.json:
+        print(json.dumps({**result.to_json(), "dims": dict(case.dims), "dtype": case.dtype}))
+    else:
+        dims = ", ".join(f"{k}={v}" for k, v in case.dims)
+        print(f"{assignment.entry_function} at {dims}, {case.dtype}:")
+        print(speed.text(result))
+    return 0

@@ -8,7 +8,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ..feedback.results import validate
+from .. import spec
+from ..feedback.results_format import validate
 from ..spec import Assignment
 from . import results as tpu_results
 
@@ -49,3 +50,15 @@ def main(a: Assignment, speed_json: Path, submissions: Path, site: Path) -> int:
     n = into_site(a, doc, submissions, site)
     print(f"merged {n} TPU results into {site} (pages, grades.csv, merged/<id>/results.json)")
     return 0
+
+
+def add_arguments(p) -> None:
+    p.add_argument("speed_json", type=Path)
+    p.add_argument("submissions", type=Path, help="the export the site was made from")
+    p.add_argument("--assignment", "-a", required=True, help="assignment slug (see `list`)")
+    p.add_argument("--review", type=Path, required=True, help="the review site to update")
+
+
+def run(args) -> int:
+    a = spec.find(args.assignment, args.assignments)
+    return main(a, args.speed_json, args.submissions, args.review)

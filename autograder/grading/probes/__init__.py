@@ -13,13 +13,12 @@ from __future__ import annotations
 import sys
 import traceback
 from collections.abc import Mapping
-from dataclasses import dataclass
 
 import numpy as np
 
 from ...isolation.outcome import Outcome
 from ..diagnosis import REFUSED, known_error
-from ..findings import Finding
+from ..findings import CheckNote, Finding
 from ..plan import Draw, Plan, Run
 from .base import Probe, ProbeResults
 from .grid_order import GRID_ORDER
@@ -30,17 +29,10 @@ from .static import COMPILE, INDEX_MAPS, STRUCTURE, VMEM
 
 REGISTRY: dict[str, Probe] = {p.name: p for p in (
     INDEX_MAPS, COMPILE, VMEM, STRUCTURE, POISONING, GRID_ORDER, RACES, NUMERICS)}
+# What ``plan.build`` is given: each probe's planner, by the name the spec uses.
+PLANNERS = {name: p.plan for name, p in REGISTRY.items()}
 
-__all__ = ["REGISTRY", "CheckNote", "Probe", "ProbeResults", "judge", "settle"]
-
-
-@dataclass(frozen=True)
-class CheckNote:
-    """A probe check that could not run for a reason that is not the student's
-    (the grader ran out of time, or failed itself): it costs nothing, and says so."""
-    probe: str
-    case: str
-    text: str
+__all__ = ["PLANNERS", "REGISTRY", "CheckNote", "Probe", "ProbeResults", "judge", "settle"]
 
 
 def settle(plan: Plan, run: Run, outcome: Outcome) -> tuple[Outcome, tuple[Run, ...]]:

@@ -7,7 +7,7 @@ from typing import Callable, Mapping
 import numpy as np
 
 from ...isolation.outcome import Outcome
-from ...spec import Assignment, Case, ProbeRubric, SpecContext, TableReader
+from ...spec import Assignment, Case, ProbeRubric, ProbeTerms
 from ..compare import Comparison, compare
 from ..findings import Finding
 from ..plan import Draw, Plan, Run, Variant
@@ -15,22 +15,30 @@ from ..plan import Draw, Plan, Run, Variant
 
 @dataclass(frozen=True)
 class Probe:
-    name: str
-    title: str
-    rung: str                       # where its findings are seen
-    ids: tuple[str, ...]            # the finding IDs it can produce
+    """A probe's spec vocabulary (``spec.vocabulary``) with its planner and judge."""
+    terms: ProbeTerms
     plan: Callable[[Assignment, Case, ProbeRubric], tuple[Variant, ...]]
     judge: Callable[["ProbeResults"], list[Finding]]
-    per_case: bool = True           # False: runs once (on the first probe case)
-    # The keys of its [probes.<name>] table beyond points and visibility, and
-    # the reader that turns them into the rubric's settings.
-    keys: frozenset[str] = frozenset()
-    read_settings: Callable[[TableReader, SpecContext], object] | None = None
+
+    @property
+    def name(self) -> str:
+        return self.terms.name
+
+    @property
+    def title(self) -> str:
+        return self.terms.title
+
+    @property
+    def rung(self) -> str:
+        return self.terms.rung
+
+    @property
+    def per_case(self) -> bool:
+        return self.terms.per_case
 
     @property
     def dynamic(self) -> bool:
-        """Runs the kernel (as opposed to reading the traced program)."""
-        return self.rung != "static"
+        return self.terms.dynamic
 
 
 @dataclass(frozen=True)

@@ -2,25 +2,15 @@
 and two cores, the order each run used recorded."""
 from __future__ import annotations
 
-from ...spec import SpecContext, TableReader
+from ...spec import vocabulary
 from ..findings import Finding
 from ..plan import Variant
 from .base import Probe, ProbeResults
 
-DEFAULT_SEEDS = (1, 2, 3)
-
-
-def read_seeds(t: TableReader, ctx: SpecContext) -> tuple[int, ...]:
-    """[probes.grid-order] seeds: TPU interpret mode's random seeds to try."""
-    seeds = t.get("seeds", list, "must be a list of non-negative integers", list(DEFAULT_SEEDS))
-    if not seeds or not all(isinstance(x, int) and not isinstance(x, bool) and x >= 0 for x in seeds):
-        raise t.fail("seeds", "must be a non-empty list of non-negative integers", seeds)
-    return tuple(seeds)
-
 
 def plan_grid_order(assignment, case, rubric) -> tuple[Variant, ...]:
     out = []
-    for seed in rubric.settings or DEFAULT_SEEDS:
+    for seed in rubric.settings or vocabulary.DEFAULT_SEEDS:
         out.append(Variant(f"seed-{seed}", "tpu-interpret", record=True,
                            params=(("random_seed", seed),)))
         out.append(Variant(f"seed-{seed}-2cores", "tpu-interpret", record=True,
@@ -58,6 +48,4 @@ def judge_grid_order(r: ProbeResults) -> list[Finding]:
                       interpret_params={"random_seed": seed, "num_cores_or_threads": cores})]
 
 
-GRID_ORDER = Probe("grid-order", "Grid order: shuffled parallel axes, two cores", "tpu-interpret",
-                   ("grid-order-dependence",), plan_grid_order, judge_grid_order,
-                   keys=frozenset({"seeds"}), read_settings=read_seeds)
+GRID_ORDER = Probe(vocabulary.GRID_ORDER, plan_grid_order, judge_grid_order)

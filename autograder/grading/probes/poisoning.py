@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...pallas_surface.facts import IndexMaps
+from ...spec import vocabulary
 from ..findings import Finding
 from ..plan import Variant
 from .base import Probe, ProbeResults
@@ -25,17 +27,17 @@ def _differs(a: np.ndarray, b: np.ndarray) -> np.ndarray:
         return ~((a == b) | (np.isnan(a) & np.isnan(b)))
 
 
-def _partial_mask(facts: dict | None, shape: tuple[int, ...]) -> np.ndarray | None:
+def _partial_mask(scan: IndexMaps | None, shape: tuple[int, ...]) -> np.ndarray | None:
     """Elements of the output that lie in partial edge blocks, from the index-map scan."""
-    if not facts or not facts.get("calls"):
+    if scan is None or not scan.calls:
         return None
-    outs = [op for op in facts["calls"][-1]["operands"] if op["is_output"]]
-    if not outs or not outs[0]["partial_count"]:
+    outs = [op for op in scan.calls[-1].operands if op.is_output]
+    if not outs or not outs[0].partial_count:
         return None
     op = outs[0]
     mask = np.zeros(shape, dtype=bool)
-    block = op["block_shape"]
-    for b in np.ndindex(*op["block_grid"]):
+    block = op.block_shape
+    for b in np.ndindex(*op.block_grid):
         starts = [i * s for i, s in zip(b, block)]
         if any(st + s > dim for st, s, dim in zip(starts, block, shape)):
             mask[tuple(slice(st, min(st + s, dim)) for st, s, dim in zip(starts, block, shape))] = True
@@ -83,5 +85,4 @@ def _fills_text(passing: list[str], failing: list[str]) -> str:
     return f"wrong with every fill tried ({', '.join(failing)}), and different with each"
 
 
-POISONING = Probe("poisoning", "Memory poisoning: NaN, zero and ±large fills", "tpu-interpret",
-                  ("uninitialized-memory", "padding-dependence"), plan_poisoning, judge_poisoning)
+POISONING = Probe(vocabulary.POISONING, plan_poisoning, judge_poisoning)

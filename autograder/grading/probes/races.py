@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 
 from ...pallas_surface.release import RACE_MARK, SEMAPHORE_MARK
+from ...spec import vocabulary
 from ..findings import Finding
 from ..plan import Variant
 from .base import Probe, ProbeResults
@@ -106,6 +107,4 @@ def judge_races(r: ProbeResults) -> list[Finding]:
     return found + ([semaphores] if semaphores else [])
 
 
-RACES = Probe("races", "Races and DMA protocol", "tpu-interpret",
-              ("data-race", "dma-protocol", "grid-order-dependence"),
-              plan_races, judge_races)
+RACES = Probe(vocabulary.RACES, plan_races, judge_races)

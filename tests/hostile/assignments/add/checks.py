@@ -1,7 +1,7 @@
 """The hostile corpus's custom check: its expected value is a secret marker."""
 import numpy as np
 
-from autograder.children.check_suite import KernelTestCase
+from autograder import KernelTestCase
 
 EXPECTED = "CHECKS-SECRET-4d1e"
 

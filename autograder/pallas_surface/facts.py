@@ -1,0 +1,285 @@
+"""What a static analysis says about a traced kernel, as frozen, typed objects.
+
+The grader's child computes the facts (``analysis``, ``blockmap``, ``cost``)
+and sends them as JSON; the parent decodes them here once (``decode``), checking
+every field's type and bound, and from then on reads attributes, never string
+keys. The wire stays JSON. No JAX here: the parent imports this module.
+"""
+from __future__ import annotations
+
+import math
+import types
+import typing
+from dataclasses import MISSING, dataclass, fields, is_dataclass
+from typing import Any, Union
+
+MAX_INT = 2 ** 62
+MAX_TEXT = 20_000
+MAX_ITEMS = 100_000
+
+Point = tuple[int, ...]
+Range = tuple[tuple[int, int], ...]
+
+
+class FactsError(ValueError):
+    """Facts that do not have the form their analysis promises: names the field and the value seen."""
+
+
+# ---- index maps (``analysis.index_maps`` and ``blockmap.analyse``)
+
+@dataclass(frozen=True)
+class OutOfBounds:
+    grid_point: Point
+    block_index: Point
+    element_range: Range
+    array_shape: Point
+
+
+@dataclass(frozen=True)
+class PartialBlock:
+    block_index: Point
+    element_range: Range
+
+
+@dataclass(frozen=True)
+class Revisit:
+    block_index: Point
+    grid_point: Point
+    previous_grid_point: Point
+
+
+@dataclass(frozen=True)
+class ParallelShared:
+    block_index: Point
+    grid_points: tuple[Point, ...]
+    axis: int
+
+
+@dataclass(frozen=True)
+class OperandMap:
+    """One operand's block indices over the whole grid, summarized."""
+    operand: str
+    is_output: bool
+    array_shape: Point
+    block_shape: Point
+    grid: Point
+    out_of_bounds: tuple[OutOfBounds, ...]
+    out_of_bounds_count: int
+    partial_blocks: tuple[PartialBlock, ...]
+    partial_count: int
+    # Outputs only (empty for inputs):
+    unwritten_blocks: tuple[Point, ...] = ()
+    unwritten_count: int = 0
+    block_grid: Point = ()
+    revisits: tuple[Revisit, ...] = ()
+    reduction_axes: tuple[int, ...] = ()
+    parallel_shared: tuple[ParallelShared, ...] = ()
+
+
+@dataclass(frozen=True)
+class Skipped:
+    operand: str
+    why: str
+
+
+@dataclass(frozen=True)
+class CallMap:
+    grid: Point
+    dimension_semantics: tuple[str, ...]
+    operands: tuple[OperandMap, ...]
+    skipped: tuple[Skipped, ...]
+
+
+@dataclass(frozen=True)
+class IndexMaps:
+    calls: tuple[CallMap, ...]
+
+
+# ---- TPU compile readiness (``analysis.lower_for_tpu``)
+
+@dataclass(frozen=True)
+class Compile:
+    ok: bool
+    type: str = ""
+    rule: str = ""
+    message: str = ""
+
+
+# ---- VMEM at the production size (``analysis.vmem_budget``)
+
+@dataclass(frozen=True)
+class Allocation:
+    shape: Point
+    dtype: str
+    bytes: int
+
+
+@dataclass(frozen=True)
+class Block:
+    operand: str
+    shape: Point
+    dtype: str
+    buffers: int
+    buffering: str
+    bytes: int
+
+
+@dataclass(frozen=True)
+class VmemCall:
+    blocks: tuple[Block, ...]
+    scratch: tuple[Allocation, ...]
+    scoped: tuple[Allocation, ...]
+    bytes: int
+
+
+@dataclass(frozen=True)
+class Vmem:
+    calls: tuple[VmemCall, ...]
+    bytes: int
+
+
+# ---- where the work happens (``analysis.structure``)
+
+@dataclass(frozen=True)
+class Structure:
+    pallas_calls: int
+    outside: dict[str, int]          # primitive -> how often it works on input data outside a kernel
+    manual_dma: bool
+    kernel_primitives: tuple[str, ...]
+
+
+# ---- the schedule, for the speed estimate (``cost.speed_facts``)
+
+@dataclass(frozen=True)
+class Chip:
+    chip: str
+    hbm_bytes_per_s: int
+    bf16_flops_per_s: int
+    vmem_bytes: int
+    lanes: int
+    sublanes: int
+    mxus: int
+
+
+@dataclass(frozen=True)
+class StepWork:
+    flops: float
+    vector: float
+    transcendental: float
+    dma_bytes: float
+
+
+@dataclass(frozen=True)
+class CostOperand:
+    operand: str
+    is_output: bool
+    array_bytes: int
+    shape: Point
+    pipelined: bool
+    block: Point = ()
+    block_bytes: int = 0
+    moves: int = 0
+
+
+@dataclass(frozen=True)
+class CostCall:
+    grid: Point
+    steps: int
+    operands: tuple[CostOperand, ...]
+    per_step: StepWork
+    dtype: str
+
+
+@dataclass(frozen=True)
+class Schedule:
+    calls: tuple[CostCall, ...]
+    chip: Chip
+    pallas_calls: int
+
+
+Facts = Union[IndexMaps, Compile, Vmem, Structure, Schedule]
+
+KINDS: dict[str, type] = {"index-maps": IndexMaps, "compile": Compile, "vmem": Vmem, "structure": Structure,
+                          "speed": Schedule}
+
+
+def kind_of(analysis: str) -> type:
+    """The facts type of an analysis name (``speed:v5e`` is a ``Schedule``)."""
+    kind = KINDS.get(analysis.split(":", 1)[0])
+    if kind is None:
+        raise FactsError(f"analysis: must be one of {sorted(KINDS)}; got {analysis!r}")
+    return kind
+
+
+def decode(analysis: str, raw: Any) -> Facts:
+    """The typed facts of one analysis, every field checked (raises FactsError)."""
+    return _value(kind_of(analysis), raw, analysis)
+
+
+def _value(hint: Any, raw: Any, where: str) -> Any:
+    origin = typing.get_origin(hint)
+    if is_dataclass(hint):
+        return _object(hint, raw, where)
+    if origin in (Union, types.UnionType):
+        options = typing.get_args(hint)
+        if raw is None and type(None) in options:
+            return None
+        return _value(next(o for o in options if o is not type(None)), raw, where)
+    if origin is tuple:
+        item = typing.get_args(hint)[0]
+        if not isinstance(raw, list) or len(raw) > MAX_ITEMS:
+            raise FactsError(f"{where}: must be a list of at most {MAX_ITEMS}; got {type(raw).__name__}")
+        return tuple(_value(item, v, f"{where}[{i}]") for i, v in enumerate(raw))
+    if origin is dict:
+        _key, item = typing.get_args(hint)
+        if not isinstance(raw, dict) or len(raw) > MAX_ITEMS:
+            raise FactsError(f"{where}: must be an object; got {type(raw).__name__}")
+        return {_value(str, k, f"{where} key"): _value(item, v, f"{where}.{k}") for k, v in raw.items()}
+    return _scalar(hint, raw, where)
+
+
+def _scalar(hint: Any, raw: Any, where: str) -> Any:
+    if hint is bool:
+        if isinstance(raw, bool):
+            return raw
+    elif hint is int:
+        if isinstance(raw, int) and not isinstance(raw, bool) and abs(raw) <= MAX_INT:
+            return raw
+    elif hint is float:
+        if isinstance(raw, (int, float)) and not isinstance(raw, bool) and math.isfinite(raw):
+            return float(raw)
+    elif hint is str:
+        if isinstance(raw, str) and len(raw) <= MAX_TEXT:
+            return raw
+    else:
+        raise FactsError(f"{where}: no decoder for {hint!r}")
+    raise FactsError(f"{where}: must be a bounded {hint.__name__}; got {type(raw).__name__} {str(raw)[:80]!r}")
+
+
+def _object(cls: type, raw: Any, where: str) -> Any:
+    if not isinstance(raw, dict):
+        raise FactsError(f"{where}: must be an object; got {type(raw).__name__}")
+    hints = typing.get_type_hints(cls)
+    names = {f.name for f in fields(cls)}
+    unknown = sorted(set(raw) - names)
+    if unknown:
+        raise FactsError(f"{where}: unknown field {unknown[0]!r} (known: {sorted(names)})")
+    values = {}
+    for f in fields(cls):
+        if f.name in raw:
+            values[f.name] = _value(hints[f.name], raw[f.name], f"{where}.{f.name}")
+        elif f.default is MISSING:
+            raise FactsError(f"{where}: field {f.name!r} is missing")
+    return cls(**values)
+
+
+def encode(facts: Any) -> Any:
+    """JSON-ready data of typed facts (what ``decode`` reads back): for
+    calibration files, which keep the solution's schedule."""
+    if is_dataclass(facts):
+        return {f.name: encode(getattr(facts, f.name)) for f in fields(facts)}
+    if isinstance(facts, tuple):
+        return [encode(v) for v in facts]
+    if isinstance(facts, dict):
+        return {k: encode(v) for k, v in facts.items()}
+    return facts
