@@ -31,3 +31,21 @@ def test_lone_surrogates_never_reach_results_json(tmp_path):
     text = (tmp_path / "r.json").read_bytes().decode("utf-8")   # strict UTF-8
     back = json.loads(text)
     assert "\ufffd" in back["output"] and back["tests"][0]["name"].endswith("-not-utf8.py")
+
+
+TROJAN = "ok\u202eevil\u2066x\u2069 zero\u200bwidth\ufeff"
+
+
+def test_bidirectional_and_zero_width_characters_are_replaced_in_every_format():
+    from markupsafe import Markup
+
+    from autograder.feedback import render
+    assert escaping.plain(TROJAN) == "ok\ufffdevil\ufffdx\ufffd zero\ufffdwidth\ufffd"
+    assert "\u202e" not in escaping.md_line(TROJAN) and "\u200b" not in escaping.md_inline(TROJAN)
+    assert escaping.json_text(TROJAN).count("\ufffd") == 5
+    kept = escaping.visible(Markup("<b>\u202e</b>"))
+    assert isinstance(kept, Markup) and kept == Markup("<b>\ufffd</b>")
+    # Every value a template prints goes through it, HTML included (autoescape keeps them).
+    for fmt in ("text", "md", "html"):
+        out = render._env(fmt).from_string("{{ x }}").render(x=TROJAN)
+        assert not any(c in out for c in "\u202e\u2066\u2069\u200b\ufeff"), fmt

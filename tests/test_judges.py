@@ -60,11 +60,25 @@ def test_a_correct_kernel_gets_no_probe_findings():
 def test_poisoning_output_that_changes_with_the_fill_is_uninitialized_memory():
     g = Grading("matmul")
     g.wrong(g.test("tpu-interpret"))                       # NaN fill: wrong
-    g.wrong(g.run("poisoning", "fill-large-positive"), 1e30)
+    huge = g.run("poisoning", "fill-3")
+    g.wrong(huge, huge.fill)
     (f,), _ = g.judge("poisoning")
-    assert f.id == "uninitialized-memory" and f.run == g.run("poisoning", "fill-large-positive").index
-    assert f.facts()["fills_passing"] == ["zero", "large-negative"]
-    assert f.facts()["fills_failing"] == ["nan", "large-positive"]
+    assert f.id == "uninitialized-memory" and f.run == huge.index
+    names = {v: f"{g.run('poisoning', v).fill:.4g}" for v in ("fill-1", "fill-2", "fill-3")}
+    assert f.facts()["fills_passing"] == [names["fill-1"], names["fill-2"]]
+    assert f.facts()["fills_failing"] == ["nan", names["fill-3"]]
+
+
+def test_fills_are_drawn_from_the_run_key_and_are_no_round_numbers():
+    from autograder.grading.probes.poisoning import fills
+    one, again, other = fills(7), fills(7), fills(8)
+    assert one == again and one != other and len(one) == 3
+    for _name, value in one + other:
+        assert value != 0 and value == float(np.float32(value))
+        assert abs(value) not in (1e30, 1.0) and f"{abs(value):.1e}" != f"{abs(value):.7e}"[:7]
+    signs = {v > 0 for k in range(40) for _n, v in fills(k)}
+    assert signs == {True, False}
+    assert sorted(abs(v) for _n, v in fills(3)) == [abs(v) for _n, v in fills(3)]   # small, moderate, huge
 
 
 def test_poisoning_differences_confined_to_partial_blocks_are_padding_dependence():
@@ -81,7 +95,7 @@ def test_poisoning_differences_confined_to_partial_blocks_are_padding_dependence
     assert last < rows, "the probe case has a partial row block"
     bad = ref.copy()
     bad[last:] += 5
-    g.set(g.run("poisoning", "fill-large-positive"), output=bad.astype(np.float32))
+    g.set(g.run("poisoning", "fill-3"), output=bad.astype(np.float32))
     (f,), _ = g.judge("poisoning")
     assert f.id == "padding-dependence" and f.facts()["partial_elements"] == (rows - last) * ref.shape[1]
 

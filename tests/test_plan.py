@@ -35,8 +35,8 @@ def test_probe_case_runs_share_one_draw_other_cases_one_per_rung():
     hidden = plan.assignment.cases[2].name
     hg, ht = plan.test_run(hidden, "generic"), plan.test_run(hidden, "tpu-interpret")
     assert hg.draw != ht.draw and hg.draw.signature == ht.draw.signature   # one trace, two draws
-    fill = plan.probe_runs("poisoning", probe_case)["fill-zero"]
-    assert fill.draw is t.draw and fill.fill == 0.0 and fill.rung == "tpu-interpret"
+    fill = plan.probe_runs("poisoning", probe_case)["fill-1"]
+    assert fill.draw is t.draw and fill.fill not in (0.0, None) and fill.rung == "tpu-interpret"
 
 
 def test_static_runs_come_first_and_a_shared_analysis_runs_once():
@@ -66,7 +66,7 @@ def test_the_child_learns_neither_case_names_nor_probes_nor_limits():
     text = json.dumps([r.to_child([]) for r in plan.runs])
     # (A static run names its analysis: the child runs it. Dynamic probes stay unnamed.)
     secrets = [c.name for c in plan.assignment.cases] + \
-        ["poisoning", "grid-order", "numerics", "fill-zero", "seed-1", "limit", "stress",
+        ["poisoning", "grid-order", "numerics", "fill-1", "seed-1", "limit", "stress",
          "variant", "hidden"]
     for secret in secrets:
         assert f'"{secret}' not in text, secret    # as (the start of) a key or a value

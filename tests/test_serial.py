@@ -43,6 +43,11 @@ def _minimal_doc() -> dict:
     (lambda d: d["program"]["jaxpr"]["invars"][0]["aval"]["sa"].__setitem__(1, {"dt": "object"}), "'object'"),
     (lambda d: d.update(format=99), "format"),
     (lambda d: d["program"]["jaxpr"]["eqns"][0]["params"].append(["x", {"f": float("nan")}]), "NaN"),
+    # A forged source line would make the grader's child build a string that long.
+    (lambda d: d.update(sources=[["add.py", 300_000_000, "add"]]), "line 1..1000000"),
+    (lambda d: d.update(sources=[["add.py", 3, "f" * 5000]]), "at most 200 characters"),
+    (lambda d: d.update(sources={"x": 1}), "source table"),
+    (lambda d: d["program"]["jaxpr"]["eqns"][0]["params"].append(["x", 1 << 80]), "integer out of range"),
 ])
 def test_the_parent_refuses_documents_off_the_allow_list(mutate, needle):
     doc = _minimal_doc()

@@ -45,13 +45,62 @@ def _env(fmt: str) -> jinja2.Environment:
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(TEMPLATES)), undefined=jinja2.StrictUndefined,
         autoescape=(fmt == "html"), trim_blocks=True, lstrip_blocks=True,
-        keep_trailing_newline=False)
+        keep_trailing_newline=False, finalize=escaping.visible)
     env.globals["fmt"] = fmt
     env.globals["rungs"] = RUNGS
     env.filters.update(plain=escaping.plain, md_inline=escaping.md_inline, md_line=escaping.md_line,
                        md_fence=escaping.md_fence, num=figures.num, pct=figures.pct,
                        points=figures.points)
     return env
+
+
+class Withheld(jinja2.Undefined):
+    """A fact a secret case's finding has but does not show. To a template it is
+    undefined (``is defined`` is false, so guarded parts are left out, and it is
+    false), and wherever a template uses it unguarded (prints, joins, loops,
+    indexes, calls a method, compares) it absorbs the use and prints one text
+    saying it is withheld: never a crash, never the value."""
+    TEXT = "(not shown: a secret case)"
+
+    def __str__(self) -> str:
+        return self.TEXT
+
+    def __iter__(self):
+        return iter((self,))
+
+    def __getattr__(self, name: str):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return self
+
+    def __getitem__(self, key):
+        return self
+
+    def __call__(self, *args, **kwargs):
+        return self
+
+    def __len__(self) -> int:
+        return 1
+
+    def __lt__(self, other) -> bool:
+        return False
+
+    __le__ = __gt__ = __ge__ = __lt__
+
+
+class Redacted(dict):
+    """A secret case's facts: the safe ones, and each other fact the finding has
+    as ``Withheld``. A fact the finding never had still fails the template
+    (StrictUndefined): a template bug is not hidden by a secret case."""
+
+    def __init__(self, safe: dict, withheld: set[str]):
+        super().__init__(safe)
+        self.withheld = frozenset(withheld)
+
+    def __missing__(self, key: str):
+        if key in self.withheld:
+            return Withheld(name=key)
+        raise KeyError(key)
 
 
 def _finding_view(f: Finding, visible: bool) -> dict[str, Any]:
@@ -61,7 +110,7 @@ def _finding_view(f: Finding, visible: bool) -> dict[str, Any]:
         facts["mismatch_text"] = (f"{facts['mismatches']} of {facts['total']}" if visible
                                   else f"{share:.1%} of the outputs")
     if not visible:
-        facts = {k: v for k, v in facts.items() if k in _HIDDEN_SAFE}
+        facts = Redacted({k: v for k, v in facts.items() if k in _HIDDEN_SAFE}, set(facts) - _HIDDEN_SAFE)
         problem = facts.get("problem", "")
         message = _HIDDEN_MESSAGES.get(f.id, f"{CATALOGUE[f.id].title.lower()}"
                                        + (f" ({problem.replace('-', ' ')})" if problem else ""))

@@ -216,8 +216,9 @@ def _variant_draw(b: _Builder, case: Case, v: Variant) -> tuple[Draw, Stress | N
     return b.draw(case, inputs.stream(a, case, v.rung)), None
 
 
-# A probe's planner: the variants it asks for on one case (see ``probes.PLANNERS``).
-Planner = Callable[[Assignment, Case, ProbeRubric], tuple["Variant", ...]]
+# A probe's planner: the variants it asks for on one case, given the grading's
+# secret run key (a probe may draw from it), see ``probes.PLANNERS``.
+Planner = Callable[[Assignment, Case, ProbeRubric, int], tuple["Variant", ...]]
 
 
 def build(assignment: Assignment, cases: tuple[Case, ...], rungs: tuple[str, ...], run_key: int,
@@ -233,7 +234,7 @@ def build(assignment: Assignment, cases: tuple[Case, ...], rungs: tuple[str, ...
     for rubric in assignment.probes if probe_cases else ():
         terms = PROBES[rubric.name]
         for case in probe_cases if terms.per_case else probe_cases[:1]:
-            planned += [(rubric.name, case, v) for v in planners[rubric.name](assignment, case, rubric)]
+            planned += [(rubric.name, case, v) for v in planners[rubric.name](assignment, case, rubric, run_key)]
     for probe, case, v in [p for p in planned if p[2].rung == "static"]:
         _add_variant(b, probe, case, v)
     if with_probes:

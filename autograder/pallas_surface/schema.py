@@ -32,6 +32,10 @@ MAX_EQNS = 200_000               # over the whole program, sub-jaxprs included
 MAX_ARRAY_BYTES = 8 * 1024 * 1024   # constants, in all
 MAX_ELEMENTS = 1 << 30           # elements of any one value's shape
 MAX_RANK = 8
+MAX_INT = 1 << 63                # every integer anywhere: |v| < 2^63, as serial writes them
+MAX_SOURCES = 10_000             # distinct source lines named
+MAX_SOURCE_LINE = 1_000_000      # the child builds a function at that line: bounded before it does
+MAX_NAME = 200                   # a source's file and function names
 
 # -- primitives ---------------------------------------------------------------
 # Rebound as they are, with their parameters decoded.
@@ -102,6 +106,8 @@ def _walk(value: Any, depth: int, counts: dict) -> None:
             _walk(v, depth + 1, counts)
     elif isinstance(value, float) and value != value:
         raise Refused("a bare NaN in the program")
+    elif isinstance(value, int) and not isinstance(value, bool) and not -MAX_INT <= value < MAX_INT:
+        raise Refused(f"an integer out of range ({str(value)[:40]}...)")
     if counts["eqns"] > MAX_EQNS:
         raise Refused(f"the program has more than {MAX_EQNS} equations")
 
@@ -122,3 +128,18 @@ def check(doc: Any) -> None:
     if not isinstance(doc, dict) or doc.get("format") != FORMAT or not isinstance(doc.get("program"), dict):
         raise Refused(f"not a traced program of format {FORMAT}")
     _walk(doc, 0, {"eqns": 0})
+    _check_sources(doc.get("sources", []))
+
+
+def _check_sources(sources: Any) -> None:
+    """Each source is [file, line, function] in the student's files: bounded here,
+    before the grader's child builds a traceback at that line."""
+    if not isinstance(sources, list) or len(sources) > MAX_SOURCES:
+        raise Refused(f"the program's source table must be a list of at most {MAX_SOURCES} entries")
+    for s in sources:
+        ok = (isinstance(s, list) and len(s) == 3 and isinstance(s[0], str) and isinstance(s[2], str)
+              and len(s[0]) <= MAX_NAME and len(s[2]) <= MAX_NAME and isinstance(s[1], int)
+              and not isinstance(s[1], bool) and 1 <= s[1] <= MAX_SOURCE_LINE)
+        if not ok:
+            raise Refused(f"a source entry must be [file, line 1..{MAX_SOURCE_LINE}, function] with names "
+                          f"of at most {MAX_NAME} characters")

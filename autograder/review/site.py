@@ -20,6 +20,7 @@ from typing import Any
 
 import jinja2
 
+from ..feedback import escaping
 from .batch import Graded
 from .export import Submission
 
@@ -153,7 +154,8 @@ def _md() -> Any:
 
 def _env() -> jinja2.Environment:
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), autoescape=True,
-                             undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+                             undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
+                             finalize=escaping.visible)
     md = _md()
     env.filters["markdown"] = lambda text: jinja2.utils.markupsafe.Markup(md.render(text or ""))
     env.filters["num"] = lambda v: "" if v is None else f"{v:g}"

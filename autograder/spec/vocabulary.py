@@ -97,7 +97,7 @@ VMEM = ProbeTerms("vmem", "Static: VMEM budget at the real problem size", "stati
                   per_case=False)
 STRUCTURE = ProbeTerms("structure", "Static: the work is done in a kernel", "static", ("not-a-kernel",),
                        per_case=False)
-POISONING = ProbeTerms("poisoning", "Memory poisoning: NaN, zero and ±large fills", "tpu-interpret",
+POISONING = ProbeTerms("poisoning", "Memory poisoning: NaN and random fills", "tpu-interpret",
                        ("uninitialized-memory", "padding-dependence"))
 GRID_ORDER = ProbeTerms("grid-order", "Grid order: shuffled parallel axes, two cores", "tpu-interpret",
                         ("grid-order-dependence",), keys=frozenset({"seeds"}), read_settings=read_seeds)

@@ -8,7 +8,7 @@ from ..plan import Variant
 from .base import Probe, ProbeResults
 
 
-def plan_grid_order(assignment, case, rubric) -> tuple[Variant, ...]:
+def plan_grid_order(assignment, case, rubric, run_key) -> tuple[Variant, ...]:
     out = []
     for seed in rubric.settings or vocabulary.DEFAULT_SEEDS:
         out.append(Variant(f"seed-{seed}", "tpu-interpret", record=True,

@@ -24,7 +24,7 @@ from .base import Probe, ProbeResults
 MANTISSA_BITS = {"float32": 24, "bfloat16": 8, "float16": 11}
 
 
-def plan_numerics(assignment, case, rubric) -> tuple[Variant, ...]:
+def plan_numerics(assignment, case, rubric, run_key) -> tuple[Variant, ...]:
     return tuple(Variant(f"stress-{s.name}", "generic", inputs=s) for s in rubric.settings)
 
 

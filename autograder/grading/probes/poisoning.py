@@ -1,8 +1,13 @@
-"""Memory poisoning: TPU interpret mode rerun with zero and +/-1e30 fills.
+"""Memory poisoning: TPU interpret mode rerun with other fills of the memory a
+kernel has not written (outputs, scratch, padding) than its default NaN.
 
-The fills are read at run time, so the three runs reuse the plain run's
-compiled executable. An output that changes with the fill depends on memory
-the kernel never wrote; confined to partial edge blocks, on their padding.
+The fill values are drawn for each grading from its secret run key: finite
+values of random sign and magnitude whose bits are no round number, so a
+kernel cannot recognise a fill and map it to something harmless (fixed,
+public values could be). The fills are read at run time, so the runs reuse
+the plain run's compiled executable. An output that changes with the fill
+depends on memory the kernel never wrote; confined to partial edge blocks, on
+their padding.
 """
 from __future__ import annotations
 
@@ -14,12 +19,26 @@ from ..findings import Finding
 from ..plan import Variant
 from .base import Probe, ProbeResults
 
-FILLS = {"zero": 0.0, "large-positive": 1e30, "large-negative": -1e30}
+FILLS = 3
+FILL_STREAM = 0xF111         # the fills' own stream of the run key
+# Decades the fills' magnitudes span: tiny to near float32's top, never round.
+DECADES = ((-12, -2), (-2, 6), (6, 30))
 
 
-def plan_poisoning(assignment, case, rubric) -> tuple[Variant, ...]:
+def fills(run_key: int) -> tuple[tuple[str, float], ...]:
+    """This grading's fills (name, value): one small, one moderate, one huge, each
+    of random sign, with a random float32 mantissa."""
+    rng = np.random.default_rng([run_key & 0xFFFFFFFF, run_key >> 32, FILL_STREAM])
+    out = []
+    for k, (lo, hi) in enumerate(DECADES[:FILLS]):
+        value = rng.choice((-1.0, 1.0)) * (1.0 + rng.random()) * 10.0 ** rng.uniform(lo, hi)
+        out.append((f"fill-{k + 1}", float(np.float32(value))))
+    return tuple(out)
+
+
+def plan_poisoning(assignment, case, rubric, run_key) -> tuple[Variant, ...]:
     return (Variant("index-maps", "static", analysis="index-maps"),
-            *(Variant(f"fill-{name}", "tpu-interpret", fill=value) for name, value in FILLS.items()))
+            *(Variant(name, "tpu-interpret", fill=value) for name, value in fills(run_key)))
 
 
 def _differs(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -46,8 +65,9 @@ def _partial_mask(scan: IndexMaps | None, shape: tuple[int, ...]) -> np.ndarray 
 
 def judge_poisoning(r: ProbeResults) -> list[Finding]:
     outputs = {"nan": r.output(r.correctness.get("tpu-interpret"))}
-    for name in FILLS:
-        outputs[name] = r.output(r.outcomes.get(f"fill-{name}"))
+    for variant, run in r.runs.items():
+        if run.fill is not None:
+            outputs[f"{run.fill:.4g}"] = r.output(r.outcomes.get(variant))
     outputs = {k: v for k, v in outputs.items() if v is not None}
     if len(outputs) < 2:
         return []
@@ -61,7 +81,8 @@ def judge_poisoning(r: ProbeResults) -> list[Finding]:
         return []
     failing = [k for k, ok in verdicts.items() if not ok]
     first = [int(i) for i in np.argwhere(diff)[0]]
-    variant = next((f"fill-{k}" for k in failing if k != "nan"), None)
+    by_value = {f"{run.fill:.4g}": v for v, run in r.runs.items() if run.fill is not None}
+    variant = next((by_value[k] for k in failing if k in by_value), None)
     evidence = dict(fills_passing=passing, fills_failing=failing, differing=int(diff.sum()),
                     total=int(diff.size), first_differing=first, variant=variant)
     partial = _partial_mask(r.facts("index-maps"), diff.shape)

@@ -11,7 +11,7 @@ from ..plan import Variant
 from .base import Probe, ProbeResults
 
 
-def plan_races(assignment, case, rubric) -> tuple[Variant, ...]:
+def plan_races(assignment, case, rubric, run_key) -> tuple[Variant, ...]:
     return (*(Variant(f"races-{n}core", "tpu-interpret", races=True, capture=True,
                       params=(("detect_races", True), ("num_cores_or_threads", n))) for n in (1, 2)),
             Variant("dma-eager", "tpu-interpret", capture=True,

@@ -10,7 +10,7 @@ from .base import Probe, ProbeResults
 
 
 def _one(analysis: str, inputs: str = "case"):
-    def plan(assignment, case, rubric):
+    def plan(assignment, case, rubric, run_key):
         return (Variant(analysis, "static", analysis=analysis, inputs=inputs),)
     return plan
 
