@@ -10,8 +10,8 @@ def test_catalogue_holds_every_documented_id():
     assert set(CATALOGUE) == {
         "submission-error", "wrong-result", "numerics", "out-of-bounds", "output-block-revisit",
         "uninitialized-memory", "grid-order-dependence", "padding-dependence", "data-race",
-        "dma-protocol", "compile-reject", "vmem-overflow", "not-a-kernel", "chip-reject",
-        "chip-divergence"}
+        "dma-protocol", "compile-reject", "vmem-overflow", "not-a-kernel", "inconsistent-kernel",
+        "chip-reject", "chip-divergence"}
 
 
 def test_finding_is_immutable_and_evidence_is_frozen():

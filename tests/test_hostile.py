@@ -31,9 +31,11 @@ from autograder.isolation import confinement
 pytestmark = [pytest.mark.jax, pytest.mark.grading]   # grades through real JAX in a child process
 
 HOSTILE = Path(__file__).resolve().parent / "hostile"
+REPO = HOSTILE.parent.parent
 ATTACKS = HOSTILE / "attacks"
 ROOT_USER = os.geteuid() == 0
 FULL = 6.0           # the hostile spec: 2 + 2 correctness points, 1 + 1 probe points
+PROBED = 11.0        # add_probed: 4 correctness points and 7 probes (the "one kernel" attacks)
 MARKERS = {
     "metadata": "METADATA-SECRET-7f3a",
     "solution": "SOLUTION-SECRET-91c2",
@@ -52,6 +54,10 @@ class Expect:
     root_only: bool = False     # only safe when student code runs as another user
     says: str = ""              # text the feedback (summary) must contain
     never: tuple[str, ...] = ()  # text no output of results.json may contain
+    # "add" (the hostile spec), "add_probed" (every probe, a production and a speed
+    # size) or "matmul" (the bundled assignment, graded as matmul.py)
+    assignment: str = "add"
+    test_says: tuple[tuple[str, str], ...] = ()   # (test number, text its output must contain)
 
 
 EXPECT = {
@@ -112,6 +118,34 @@ EXPECT = {
     # The checks are copied for the grader's child only after every trace, into a
     # folder the student user cannot enter; the source is closed to it.
     "read_checks.py": Expect(FULL, root_only=True, says="Instructor checks: 1 of 1 passed."),
+    # One kernel for every check: the tracer is asked once per size, and each size's
+    # program is a claim about that size only (grading/faces.py).
+    "two_faced_probe_case.py": Expect(0.0, ("no-pallas-call", "inconsistent-kernel"), assignment="add_probed"),
+    "two_faced_secret_case.py": Expect(0.0, ("no-pallas-call", "inconsistent-kernel"), assignment="add_probed"),
+    "two_faced_production.py": Expect(PROBED - 1, ("inconsistent-kernel", "not-the-graded-kernel"),
+                                      assignment="add_probed", test_says=(("S1", "No estimate"),)),
+    "one_step_at_speed_size.py": Expect(PROBED - 1, ("inconsistent-kernel",), assignment="add_probed",
+                                        test_says=(("S1", "another kernel than the one the tests"),),
+                                        never=("x the instructor solution",)),
+    "vmem_two_faced_matmul.py": Expect(17.0, ("inconsistent-kernel",), assignment="matmul"),
+    # Work outside the kernel wherever the data goes (compile readiness keeps its point).
+    "scalar_work_outside.py": Expect(1.0, ("work-outside",), assignment="add_probed"),
+    "closed_over_run_scoped.py": Expect(0.0, ("work-outside", "compile-reject"), assignment="add_probed"),
+    "taint_through_cond.py": Expect(1.0, ("work-outside",), assignment="add_probed"),
+    "taint_through_scan.py": Expect(1.0, ("work-outside",), assignment="add_probed"),
+    # A copy kernel: the probes examined a copy and earn nothing.
+    "copy_kernel_jnp_work.py": Expect(1.0, ("work-outside",), assignment="add_probed"),
+    # Fills drawn from the run key: neither fixed values nor a range gives them away
+    # (TPU interpret mode's reused output buffers catch both on its own tests).
+    "fills_mapped_to_zero.py": Expect(PROBED - 2, ("uninitialized-memory",), assignment="add_probed"),
+    "fills_recognised_by_range.py": Expect(PROBED - 2, ("uninitialized-memory",), assignment="add_probed"),
+    # Every rung judges the branch a TPU would run (here x - y).
+    "platform_branch.py": Expect(PROBED - 4, ("wrong-result",), assignment="add_probed"),
+    # A primitive off the allow-list at the secret size only: no crash, and never named.
+    "secret_only_primitive.py": Expect(PROBED - 6, ("unsupported", "nothing-to-check"), assignment="add_probed",
+                                       never=("fft",)),
+    "forged_line_number.py": Expect(0.0, ("unsupported", "nothing-to-check"), assignment="add_probed"),
+    "trojan_source_names": Expect(0.0, ("file-missing",), never=("\u202e", "\u200b", "\u2066")),
 }
 
 
@@ -140,7 +174,13 @@ def _layout(base: Path, install: Path, attack: Path) -> Path:
     root = fresh_root(install, base)
     source = root / "source"
     shutil.rmtree(source / "assignments" / "add")
-    shutil.copytree(HOSTILE / "assignments" / "add", source / "assignments" / "add")
+    assignment = EXPECT[attack.name].assignment
+    if assignment == "matmul":
+        shutil.copytree(REPO / "assignments" / "matmul", source / "assignments" / "matmul")
+        shutil.copy(REPO / "solutions" / "matmul.py", source / "solutions" / "matmul.py")
+        (source / "assignment.txt").write_text("matmul\n")
+    else:
+        shutil.copytree(HOSTILE / "assignments" / assignment, source / "assignments" / "add")
     with open(source / "solutions" / "add.py", "a") as f:
         f.write(f"# {MARKERS['solution']}\n")
     (root / "submission_metadata.json").write_text(json.dumps(
@@ -151,7 +191,8 @@ def _layout(base: Path, install: Path, attack: Path) -> Path:
         shutil.copytree(attack, sub, symlinks=True)
     else:
         sub.mkdir()
-        shutil.copy(attack, sub / ("add.py" if attack.suffix == ".py" else attack.name))
+        entry = "matmul.py" if assignment == "matmul" else "add.py"
+        shutil.copy(attack, sub / (entry if attack.suffix == ".py" else attack.name))
     if attack.name != "zipped_upload":
         for helper in ("honest_add.py", "wrong_add.py", "attack_kit.py"):
             shutil.copy(HOSTILE / helper, sub / helper)
@@ -246,6 +287,8 @@ def test_attack_is_contained(name, gradescope_install, tmp_path):
     assert expect.says in doc["output"]
     for text in expect.never:
         assert text not in doc["output"] and all(text not in t["output"] for t in doc["tests"]), text
+    for number, text in expect.test_says:
+        assert text in next(t["output"] for t in doc["tests"] if t["number"] == number), (number, text)
     assert ("could not switch your code" in doc["output"]) == (not ROOT_USER)
     for what, marker in MARKERS.items():
         assert marker not in text, f"the {what} leaked into results.json"

@@ -46,8 +46,36 @@ def test_static_runs_come_first_and_a_shared_analysis_runs_once():
     probe_case = plan.assignment.probe_cases[0]
     scan = plan.probe_runs("index-maps", probe_case)["index-maps"]
     assert plan.probe_runs("poisoning", probe_case)["index-maps"] is scan
-    assert sum(r.analysis == "index-maps" for r in plan.runs) == 1
+    # One scan per traced signature (every case's), shared by the probes that read it.
+    scans = [r for r in plan.runs if r.analysis == "index-maps"]
+    assert len(scans) == len({r.draw.signature for r in plan.runs if r.probe is None})
+    assert {r.case.name for r in scans} == {c.name for c in plan.cases}
     assert {ask[0] for ask, index in plan.asks if index == scan.index} == {"index-maps", "poisoning"}
+
+
+def test_every_static_check_runs_on_every_graded_signature_and_vmem_at_the_production_size_too():
+    plan = _plan()
+    sigs = {r.draw.signature for r in plan.runs if r.probe is None}
+    for analysis in ("index-maps", "compile", "structure"):
+        assert {r.draw.signature for r in plan.runs if r.analysis == analysis} == sigs, analysis
+    vmem = [r for r in plan.runs if r.analysis == "vmem"]
+    assert {r.draw.signature for r in vmem} == sigs | {r.draw.signature for r in vmem if r.draw.abstract}
+    assert sum(r.draw.abstract for r in vmem) == 1
+    # A static run of a graded case reads exactly the data of that case's first correctness run.
+    for r in plan.runs:
+        if r.analysis == "index-maps":
+            assert r.draw is plan.test_run(r.case.name, plan.rungs[0]).draw
+
+
+def test_the_dynamic_probes_run_on_probe_cases_drawn_from_the_run_key():
+    from dataclasses import replace
+    a = spec.find("add")
+    pool = replace(a, probe_cases=tuple(c.name for c in a.cases if c.visible), probe_draw=1)
+    chosen = {k: planning.build(pool, pool.cases, pool.rungs, k, planners=PLANNERS).probe_cases("races")
+              for k in range(12)}
+    assert all(len(c) == 1 for c in chosen.values())
+    assert {c[0].name for c in chosen.values()} == set(pool.probe_cases)    # each can be drawn
+    assert chosen[5] == planning.build(pool, pool.cases, pool.rungs, 5, planners=PLANNERS).probe_cases("races")
 
 
 def test_stress_and_production_draws_are_their_own():

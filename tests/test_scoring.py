@@ -138,8 +138,24 @@ def test_the_structure_gate_takes_every_correctness_point():
     assert all(t.score == 0 and t.finding.id == "not-a-kernel" and t.gated_by == structure.number
                for t in correctness)
     assert structure.score == 0 and not structure.passed
-    # Other probes are not gated by it.
-    assert all(t.gated_by is None for t in tests if t.probe not in (None, "structure"))
+    # The probes that examine the kernel's behaviour examined a copy: they earn nothing
+    # either; compile readiness stays its own.
+    kernel_probes = {"index-maps", "vmem", "poisoning", "grid-order", "races", "numerics"}
+    for t in tests:
+        if t.probe in kernel_probes:
+            assert t.score == 0 and t.gated_by == structure.number and t.finding.id == "not-a-kernel", t.probe
+        elif t.probe == "compile":
+            assert t.gated_by is None and t.passed
+    assert {t.probe for t in tests if t.gated_by} == kernel_probes & set(plan.probes) | {None}
+
+
+def test_a_spec_may_grant_the_kernel_probes_without_a_kernel():
+    from dataclasses import replace
+    plan = _plan("add")
+    a = replace(plan.assignment, structure=replace(plan.assignment.structure, probes_need_kernel=False))
+    plan = replace(plan, assignment=a)
+    tests = scoring.score(plan, [_no_kernel(plan)])
+    assert all(t.gated_by is None and t.passed for t in tests if t.probe not in (None, "structure"))
 
 
 def test_the_gate_leaves_tests_that_fail_on_their_own_cause():

@@ -60,6 +60,9 @@ _KINDS = (
                 "block tiling, dtype or an unsupported op, though both interpreters run it"),
     FindingKind("vmem-overflow", "Blocks overflow VMEM",
                 "blocks plus scratch exceed the target chip's VMEM at the real problem size"),
+    FindingKind("inconsistent-kernel", "A different kernel at other sizes",
+                "the function builds different kernels at different sizes: the checks that "
+                "examined one of them cannot vouch for the others"),
     FindingKind("not-a-kernel", "Work done outside the kernel",
                 "the work is not done in a pallas_call (jnp outside the kernel, the "
                 "reference called)"),
@@ -72,7 +75,7 @@ CATALOGUE: dict[str, FindingKind] = {k.id: k for k in _KINDS}
 # Root-cause order: when several findings hit one test, the earliest here is the
 # primary one (an out-of-bounds map explains the wrong numbers it causes).
 PRECEDENCE: tuple[str, ...] = (
-    "submission-error", "not-a-kernel", "out-of-bounds", "output-block-revisit",
+    "submission-error", "not-a-kernel", "inconsistent-kernel", "out-of-bounds", "output-block-revisit",
     "dma-protocol", "data-race", "uninitialized-memory", "padding-dependence",
     "grid-order-dependence", "compile-reject", "vmem-overflow", "chip-reject",
     "numerics", "wrong-result", "chip-divergence",
@@ -174,6 +177,7 @@ FIXES: dict[str, str] = {
     "compile-reject": "use blocks whose last two dimensions are multiples of (8, 128)",
     "vmem-overflow": "use fixed block sizes that fit VMEM at the real problem size",
     "not-a-kernel": "do the assignment's work inside the kernel passed to pl.pallas_call",
+    "inconsistent-kernel": "build one kernel for every size: pick only block sizes from the shape",
     "chip-reject": "see the compiler's message for the construct it refused",
     "chip-divergence": "compare the chip's output with the interpreters' on the failing case",
     "submission-error": "make the file import and run on its own (see the details)",

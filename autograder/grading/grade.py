@@ -7,7 +7,6 @@ imports no JAX; the reference is float64 numpy run here, in the parent.
 """
 from __future__ import annotations
 
-import json
 import os
 import secrets
 import shutil
@@ -26,7 +25,7 @@ from . import (
     calibration,
     diagnosis,
     execution,
-    fingerprint,
+    faces,
     plan as planning,
     probes,
     scoring,
@@ -182,18 +181,20 @@ def _execute(slot: confinement.Slot, start: _Start, loc: submission.Located, wor
         schedule.record(run, Outcome("load-error" if load_error else "skipped",
                                      reason="" if load_error else "budget"))
     ex = execution.Execution.of(dict(schedule.outcomes), stats, shown, custom)
-    findings, check_notes = _diagnose(plan, ex, store, loc)
+    kernels = faces.of(plan, {sig: t.program for sig, t in traces.items() if t.program is not None})
+    findings, check_notes = _diagnose(plan, ex, store, loc, kernels)
     return _report(start, findings, check_notes, loc, ex, traces, timing.solution_speed,
-                   options.keep_programs)
+                   options.keep_programs, kernels)
 
 
 def _speed(plan: Plan, outcomes: dict[Run, Outcome], tests: list[scoring.TestResult],
-           solution: dict) -> speed_grade.SpeedGrade | None:
+           solution: dict, kernels: faces.Faces | None) -> speed_grade.SpeedGrade | None:
     passed = all(t.passed for t in tests if t.probe is None)
-    runs = tuple(speed_grade.SizeRun(r.variant, r.draw.case.dims, r.draw.case.dtype, outcomes.get(r))
+    runs = tuple(speed_grade.SizeRun(r.variant, r.draw.case.dims, r.draw.case.dtype, outcomes.get(r),
+                                     kernels is None or kernels.graded_kernel(r.draw.signature))
                  for r in plan.speed_runs())
     g = speed_grade.grade(plan.assignment.speed, runs, solution, passed)
-    if g is not None and g.max_score == 0 and all(s.estimate is None for s in g.sizes):
+    if g is not None and g.max_score == 0 and not any(s.traced for s in g.sizes):
         return None     # unscored and nothing to show (nothing traced): no section
     return g
 
@@ -213,13 +214,6 @@ def _kept_programs(plan: Plan, traces: dict) -> dict[str, str]:
     return out
 
 
-def _fingerprint(traces: dict) -> str:
-    """The structure of the first signature that traced (TA review groups by it):
-    one program read back, the checked document the parent wrote itself."""
-    first = next((t.program for _sig, t in sorted(traces.items()) if t.program is not None), None)
-    return fingerprint.of(json.loads(first.read_text(encoding="utf-8"))) if first is not None else ""
-
-
 def _checks_folder(plan: Plan, workdir: Path) -> str | None:
     """The assignment's Python files (the checks and what they import), where
     only the grader's child can read them: never beside student code."""
@@ -234,7 +228,7 @@ def _checks_folder(plan: Plan, workdir: Path) -> str | None:
 
 
 def _diagnose(plan: Plan, ex: execution.Execution, store: DrawStore,
-              loc: submission.Located) -> tuple[list[Finding], list]:
+              loc: submission.Located, kernels: faces.Faces) -> tuple[list[Finding], list]:
     findings: list[Finding] = []
     if ex.tampered:
         findings.append(Finding.make(
@@ -242,7 +236,7 @@ def _diagnose(plan: Plan, ex: execution.Execution, store: DrawStore,
             check="submission", problem="channel-tampered", detail=ex.tampered))
     elif ex.load_error is not None:
         findings.append(diagnosis.from_load_error(ex.load_error, loc, plan.assignment))
-    probe_findings, notes = probes.judge(plan, ex.outcomes, store)
+    probe_findings, notes = probes.judge(plan, ex.outcomes, store, kernels)
     findings += probe_findings
     for run in plan.correctness():
         outcome = ex.outcomes.get(run, Outcome("skipped", reason="budget"))
@@ -258,7 +252,8 @@ def _diagnose(plan: Plan, ex: execution.Execution, store: DrawStore,
 
 def _report(start: _Start, findings: list[Finding], check_notes: list, loc: submission.Located | None,
             ex: execution.Execution | None = None, traces: dict | None = None,
-            solution_speed: dict | None = None, keep_programs: bool = False) -> Report:
+            solution_speed: dict | None = None, keep_programs: bool = False,
+            kernels: faces.Faces | None = None) -> Report:
     """The grading's report, built once from everything it produced (``ex`` None:
     the submission failed before anything ran)."""
     plan = start.plan
@@ -269,8 +264,8 @@ def _report(start: _Start, findings: list[Finding], check_notes: list, loc: subm
             jax_version=ex.jax_version, children=ex.children, peak_child_rss_mb=ex.peak_rss_mb,
             student_output=ex.stdout_tail.strip(), output_bytes=ex.output_bytes,
             leftovers_killed=ex.leftovers_killed, outcomes=ex.outcomes, startup_s=ex.startup_s,
-            custom=ex.custom, fingerprint=_fingerprint(traces or {}),
-            speed=_speed(plan, ex.outcomes, tests, solution_speed or {}),
+            custom=ex.custom, fingerprint=kernels.fingerprint() if kernels else "",
+            speed=_speed(plan, ex.outcomes, tests, solution_speed or {}, kernels),
             programs=_kept_programs(plan, traces or {}) if keep_programs else {})
     return Report(plan.assignment, str(start.submission), plan, tuple(tests), tuple(findings),
                   loc.uploaded_as if loc else None, time.monotonic() - start.t0, **common)

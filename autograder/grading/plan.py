@@ -20,10 +20,13 @@ from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any, Callable, Literal, Mapping
 
+import numpy as np
+
 from ..spec import PROBES, Assignment, Case, ProbeRubric, Stress
 from . import inputs
 
 Rung = Literal["generic", "tpu-interpret", "static"]
+PROBE_DRAW_STREAM = 0x9B0E   # the run key's stream that picks the probe cases
 PRODUCTION = "production"      # the draw of the VMEM budget: abstract shapes at the real size
 SPEED = "speed"                # the speed estimate's runs (not a probe: shown, scored by its curve)
 
@@ -213,7 +216,23 @@ def _variant_draw(b: _Builder, case: Case, v: Variant) -> tuple[Draw, Stress | N
     if isinstance(v.inputs, Stress):
         scase = v.inputs.apply(case)
         return b.draw(scase, inputs.stream(a, scase, v.rung)), v.inputs
-    return b.draw(case, inputs.stream(a, case, v.rung)), None
+    # A static analysis reads the data its case's first correctness run gets
+    # (scalar-prefetch values drive index maps).
+    rung = v.rung if v.rung in a.rungs else a.rungs[0]
+    return b.draw(case, inputs.stream(a, case, rung)), None
+
+
+def drawn_probe_cases(a: Assignment, cases: tuple[Case, ...], run_key: int) -> list[Case]:
+    """The cases this grading's dynamic probes run on: ``probe_draw`` of the
+    spec's ``probe_cases`` (all of them by default), drawn from the secret run
+    key, so the submission cannot know which of its signatures is probed."""
+    pool = [c for c in cases if c.name in a.probe_cases]
+    k = min(a.probe_draw or len(pool), len(pool))
+    if k >= len(pool):
+        return pool
+    order = np.random.default_rng([run_key & 0xFFFFFFFF, run_key >> 32, PROBE_DRAW_STREAM]).permutation(len(pool))
+    chosen = set(order[:k].tolist())
+    return [c for i, c in enumerate(pool) if i in chosen]
 
 
 # A probe's planner: the variants it asks for on one case, given the grading's
@@ -229,12 +248,20 @@ def build(assignment: Assignment, cases: tuple[Case, ...], rungs: tuple[str, ...
     cases graded (and the speed estimate's and custom checks' runs)."""
     with_probes = planners is not None
     b = _Builder(assignment, run_key, limit or (lambda run: assignment.limits.case_s))
-    probe_cases = [c for c in cases if c.name in assignment.probe_cases] if with_probes else []
+    probe_cases = drawn_probe_cases(assignment, cases, run_key) if with_probes else []
     planned: list[tuple[str, Case, Variant]] = []
     for rubric in assignment.probes if probe_cases else ():
         terms = PROBES[rubric.name]
+        planner = planners[rubric.name]
+        if terms.rung == "static":
+            # Every signature a correctness test traces is analysed: a function
+            # cannot show one kernel where the grader looks and another elsewhere.
+            for case in cases:
+                planned += [(rubric.name, case, v) for v in planner(assignment, case, rubric, run_key)
+                            if v.inputs != "production" or case is cases[0]]
+            continue
         for case in probe_cases if terms.per_case else probe_cases[:1]:
-            planned += [(rubric.name, case, v) for v in planners[rubric.name](assignment, case, rubric, run_key)]
+            planned += [(rubric.name, case, v) for v in planner(assignment, case, rubric, run_key)]
     for probe, case, v in [p for p in planned if p[2].rung == "static"]:
         _add_variant(b, probe, case, v)
     if with_probes:

@@ -205,6 +205,16 @@ def _gates(finding: Finding | None) -> bool:
             and finding.problem not in ("check-not-run", "nothing-to-check"))
 
 
+def _kernel_probes(plan: Plan, gate: TestResult) -> set[str]:
+    """While the structure check finds the work outside the kernel, the probes
+    that examine the kernel's behaviour examined a copy: they earn nothing
+    (unless the spec grants them: ``[structure] probes_need_kernel = false``)."""
+    if (gate.probe != "structure" or gate.finding.problem not in ("work-outside", "no-pallas-call")
+            or not plan.assignment.structure.probes_need_kernel):
+        return set()
+    return {name for name in plan.probes if PROBES[name].examines_kernel}
+
+
 def _gated(plan: Plan, tests: list[TestResult]) -> list[TestResult]:
     """The rubric's dependencies: a probe with ``gates`` takes the points of the
     tests it gates while its check fails (e.g. no correctness points for work
@@ -213,7 +223,7 @@ def _gated(plan: Plan, tests: list[TestResult]) -> list[TestResult]:
     # A check that kept its points (its finding charged elsewhere, or borrowed from the
     # test that stopped it) gates nothing: its own check did not fail.
     for gate in (t for t in tests if t.probe is not None and t.charged_in is None and _gates(t.finding)):
-        targets = set(plan.assignment.probe(gate.probe).gates)
+        targets = set(plan.assignment.probe(gate.probe).gates) | _kernel_probes(plan, gate)
         for i, t in enumerate(out):
             group = "correctness" if t.probe is None else t.probe
             if t is gate or group not in targets or t.score == 0 and t.finding is not None:

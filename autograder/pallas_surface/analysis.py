@@ -14,7 +14,7 @@ import numpy as np
 from jax._src import core as jax_core
 
 from . import release
-from .rung import Traced, evaluate, sub_jaxprs, tpu_target
+from .rung import Traced, eqn_subprograms, evaluate, sub_jaxprs, tpu_branch, tpu_target
 
 
 @dataclass
@@ -37,9 +37,8 @@ def call_sites(traced: Traced, args: Sequence[Any] | None = None) -> list[CallSi
             for eqn in jaxpr.eqns:
                 if eqn.primitive.name == release.PALLAS_CALL:
                     sites.append(CallSite(eqn, None))
-                for v in eqn.params.values():
-                    for sub in sub_jaxprs(v):
-                        walk(sub)
+                for sub in eqn_subprograms(eqn):
+                    walk(sub)
         walk(traced.closed.jaxpr)
         return sites
 
@@ -312,7 +311,7 @@ class _Taint:
             if name == release.PALLAS_CALL:
                 self.kernel(eqn.params["jaxpr"])
                 outs = [any(fed)] * len(eqn.outvars)
-            elif any(True for v in eqn.params.values() for _ in sub_jaxprs(v)):
+            elif any(True for _ in eqn_subprograms(eqn)):
                 outs = self._sub(eqn, fed)
             else:
                 outs = [any(fed)] * len(eqn.outvars)
@@ -334,6 +333,8 @@ class _Taint:
 
     def _sub(self, eqn, fed: list[bool]) -> list[bool]:
         name, p = eqn.primitive.name, eqn.params
+        if name == "cond" and p.get(release.BRANCHES_PLATFORMS) is not None:
+            return self._into(p["branches"][tpu_branch(p[release.BRANCHES_PLATFORMS])].jaxpr, fed[1:])
         if name == "cond":
             outs = [self._into(b.jaxpr, fed[1:]) for b in p["branches"]]
             return [any(o[i] for o in outs) for i in range(len(eqn.outvars))]

@@ -15,6 +15,11 @@ PINNED_JAX = "0.10.2"
 
 # -- the traced program -------------------------------------------------------
 PALLAS_CALL = "pallas_call"
+# lax.platform_dependent: a platform_index equation picks a cond's branch by the
+# platform the program is lowered for. The grader judges the branch a TPU would
+# run on every rung (the interpreters run on a CPU, which would pick another).
+PLATFORM_INDEX = "platform_index"
+BRANCHES_PLATFORMS = "branches_platforms"
 # Higher-order primitives whose bodies the rung rewrite re-evaluates, and the
 # param that holds the body: closed jaxprs, then open ones.
 INLINE_CLOSED = {"pjit": "jaxpr", "jit": "jaxpr", "closed_call": "call_jaxpr",

@@ -90,14 +90,24 @@ def sub_jaxprs(value: Any):
             yield from sub_jaxprs(v)
 
 
+def eqn_subprograms(eqn: Any):
+    """The sub-programs an equation runs: every body and branch, except that of a
+    lax.platform_dependent only the branch a TPU runs counts (see ``tpu_branch``)."""
+    platforms = eqn.params.get(release.BRANCHES_PLATFORMS) if eqn.primitive.name == "cond" else None
+    if platforms is not None:
+        yield eqn.params["branches"][tpu_branch(platforms)].jaxpr
+        return
+    for v in eqn.params.values():
+        yield from sub_jaxprs(v)
+
+
 def count_pallas_calls(jaxpr: Any) -> int:
     n = 0
     for eqn in jaxpr.eqns:
         if eqn.primitive.name == PALLAS_CALL:
             n += 1
-        for v in eqn.params.values():
-            for sub in sub_jaxprs(v):
-                n += count_pallas_calls(sub)
+        for sub in eqn_subprograms(eqn):
+            n += count_pallas_calls(sub)
     return n
 
 
@@ -134,8 +144,26 @@ def _retraced(closed: Any, interpret: Any, stub: Callable | None) -> Any:
     return jax.make_jaxpr(_closed_fn(closed, interpret, stub))(*args)
 
 
+def tpu_branch(platforms: Any) -> int:
+    """The branch of a lax.platform_dependent a TPU runs: the one naming "tpu",
+    else the default (``None``); a program with neither cannot run on a TPU."""
+    for i, names in enumerate(platforms):
+        if names is not None and "tpu" in names:
+            return i
+    for i, names in enumerate(platforms):
+        if names is None:
+            return i
+    raise UnsupportedPrimitive("lax.platform_dependent has no branch for a TPU (and no default): the kernel "
+                               "cannot run on the chip the course grades for")
+
+
 def _eval_loop(name: str, p: dict, invals: list, interpret: Any, stub: Callable | None) -> Any:
     """cond, while and scan rebuilt around re-evaluated bodies."""
+    if name == "cond" and p.get(release.BRANCHES_PLATFORMS) is not None:
+        # lax.platform_dependent: the TPU's branch alone, on every rung (the
+        # interpreters run on a CPU and would pick the CPU's).
+        branch = p["branches"][tpu_branch(p[release.BRANCHES_PLATFORMS])]
+        return evaluate(branch.jaxpr, branch.consts, invals[1:], interpret, stub)
     if name == "cond":
         # Rebound with retraced branches and every other parameter kept: lax.switch
         # would drop branches_platforms (lax.platform_dependent), and the TPU
@@ -171,6 +199,8 @@ def _eval_eqn(eqn: Any, invals: list, interpret: Any, stub: Callable | None = No
     cache can serve one rung's executable to another.
     """
     name, p = eqn.primitive.name, eqn.params
+    if name == release.PLATFORM_INDEX:
+        return jax.numpy.int32(tpu_branch(p["platforms"]))
     if name == PALLAS_CALL:
         if stub is not None:
             return stub(eqn, invals)

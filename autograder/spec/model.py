@@ -115,6 +115,9 @@ class Production:
 class Structure:
     allow: tuple[str, ...] = ()       # primitives allowed outside the kernel
     require: tuple[str, ...] = ()     # techniques the kernel must use
+    # While the work is done outside the kernel, the probes that examine the
+    # kernel's behaviour examined a copy: they earn nothing (a spec may grant them).
+    probes_need_kernel: bool = True
 
 
 @dataclass(frozen=True)
@@ -205,6 +208,7 @@ class Assignment:
     snippet_reference: str
     probes: tuple[ProbeRubric, ...] = ()
     probe_cases: tuple[str, ...] = ()
+    probe_draw: int | None = None     # dynamic probes run on this many of probe_cases, drawn per grading
     production: Production | None = None
     structure: Structure = Structure()
     stdout_visibility: str = "hidden"  # Gradescope's: who sees the grader's own stdout

@@ -36,7 +36,7 @@ from .vocabulary import PROBES, SpecContext
 
 TOP_KEYS = frozenset({"title", "entry_file", "entry_function", "reference", "inputs", "output",
                       "dims", "tolerance", "numerics_bound", "reduction_dim", "rungs", "cases",
-                      "limits", "snippet_reference", "probes", "probe_cases", "production",
+                      "limits", "snippet_reference", "probes", "probe_cases", "probe_draw", "production",
                       "structure", "stdout_visibility", "numerics_hint", "checks", "speed"})
 PROBE_KEYS = frozenset({"points", "visibility", "gates"})   # every probe's; each adds its own
 GATED = ("correctness",)     # what a probe may gate besides other probes
@@ -241,6 +241,18 @@ def read_probe_cases(r: TableReader, cases: tuple[Case, ...]) -> tuple[str, ...]
     return tuple(probe_cases)
 
 
+def read_probe_draw(r: TableReader) -> int | None:
+    """How many of probe_cases the dynamic probes run on, drawn per grading from
+    the secret run key (list only cases that expose the same bugs)."""
+    n = r.get("probe_draw", int, "must be an integer >= 1, at most the number of probe_cases", None,
+              documented="every probe case")
+    if n is None:
+        return None
+    if n < 1 or n > len(r.table.get("probe_cases", [None])):
+        raise r.fail("probe_draw", "must be an integer >= 1, at most the number of probe_cases", n)
+    return n
+
+
 def read_production(r: TableReader, dims: tuple[DimRule, ...]) -> Production | None:
     if "production" not in r.table:
         return None
@@ -258,14 +270,15 @@ def read_production(r: TableReader, dims: tuple[DimRule, ...]) -> Production | N
 
 def read_structure(r: TableReader) -> Structure:
     sr = r.sub("structure", {})
-    sr.unknown({"allow", "require"})
+    sr.unknown({"allow", "require", "probes_need_kernel"})
     allow = sr.get("allow", list, "must be a list of primitive names", [])
     require = sr.get("require", list, f"must be a list of techniques {list(STRUCTURE_TECHNIQUES)}", [])
     for i, tech in enumerate(require):
         if tech not in STRUCTURE_TECHNIQUES:
             raise SpecError(r.file, f"structure.require[{i}]",
                             f"must be one of {list(STRUCTURE_TECHNIQUES)}", tech)
-    return Structure(tuple(str(a) for a in allow), tuple(require))
+    return Structure(tuple(str(a) for a in allow), tuple(require),
+                     sr.get("probes_need_kernel", bool, "must be true or false", True))
 
 
 def read_checks(r: TableReader, folder: Path) -> Checks | None:
@@ -374,7 +387,7 @@ def load(folder: Path | str) -> Assignment:
         slug=folder.name, folder=folder, **entry, inputs=inputs, output=output, dims=dims,
         tolerances=tolerances, numerics_bound=float(r.positive("numerics_bound", 0.05)),
         reduction_dim=reduction_dim, rungs=rungs, cases=cases, limits=limits, probes=probes,
-        probe_cases=read_probe_cases(r, cases), production=production,
+        probe_cases=read_probe_cases(r, cases), probe_draw=read_probe_draw(r), production=production,
         structure=read_structure(r),
         stdout_visibility=r.choice("stdout_visibility", VISIBILITIES, "hidden"),
         numerics_hint=r.get("numerics_hint", str, "must be a sentence of advice", ""),

@@ -36,6 +36,9 @@ class ProbeTerms:
     # and the reader that turns them into the rubric's settings.
     keys: frozenset[str] = frozenset()
     read_settings: Callable[[TableReader, SpecContext], object] | None = None
+    # It examines the kernel's behaviour: while the work is done outside the
+    # kernel it has examined a copy, and earns nothing ([structure] probes_need_kernel).
+    examines_kernel: bool = True
 
     @property
     def dynamic(self) -> bool:
@@ -92,11 +95,12 @@ def read_stress(t: TableReader, ctx: SpecContext) -> tuple[Stress, ...]:
 
 INDEX_MAPS = ProbeTerms("index-maps", "Static: index maps over the whole grid", "static",
                         ("out-of-bounds", "uninitialized-memory", "output-block-revisit"))
-COMPILE = ProbeTerms("compile", "Static: TPU compile readiness", "static", ("compile-reject",))
+COMPILE = ProbeTerms("compile", "Static: TPU compile readiness", "static", ("compile-reject",),
+                     examines_kernel=False)
 VMEM = ProbeTerms("vmem", "Static: VMEM budget at the real problem size", "static", ("vmem-overflow",),
                   per_case=False)
 STRUCTURE = ProbeTerms("structure", "Static: the work is done in a kernel", "static", ("not-a-kernel",),
-                       per_case=False)
+                       per_case=False, examines_kernel=False)
 POISONING = ProbeTerms("poisoning", "Memory poisoning: NaN and random fills", "tpu-interpret",
                        ("uninitialized-memory", "padding-dependence"))
 GRID_ORDER = ProbeTerms("grid-order", "Grid order: shuffled parallel axes, two cores", "tpu-interpret",

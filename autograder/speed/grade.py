@@ -27,6 +27,7 @@ class SizeRun:
     dims: tuple[tuple[str, int], ...]
     dtype: str
     outcome: Outcome | None           # None: not run
+    graded_kernel: bool = True        # its program is a kernel the correctness tests graded (grading.faces)
 
 
 @dataclass(frozen=True)
@@ -37,6 +38,7 @@ class SizeEstimate:
     estimate: speed.Estimate | None
     solution: speed.Estimate | None
     problem: str = ""                   # why there is no estimate (in words)
+    traced: bool = True                 # the kernel traced at this size (else nothing to show)
 
     @property
     def relative(self) -> float | None:
@@ -89,7 +91,10 @@ def _size(run: SizeRun, solution_facts: Schedule | None) -> SizeEstimate:
         if outcome is not None and outcome.error_type:
             why = f"{outcome.error_type}: {outcome.message[:300]}"
         return SizeEstimate(size, dims, dtype, None, solution, f"the kernel could not be traced at "
-                            f"this size ({why})")
+                            f"this size ({why})", traced=False)
+    if not run.graded_kernel:
+        return SizeEstimate(size, dims, dtype, None, solution, "at this size the function builds another "
+                            "kernel than the one the tests graded: no estimate of it is an estimate of yours")
     if not outcome.facts.calls:
         return SizeEstimate(size, dims, dtype, None, solution, "no pallas_call: nothing to estimate")
     return SizeEstimate(size, dims, dtype, speed.estimate(outcome.facts), solution)

@@ -18,6 +18,7 @@ import numpy as np
 
 from ...isolation.outcome import Outcome
 from ..diagnosis import REFUSED, known_error
+from ..faces import Faces
 from ..findings import CheckNote, Finding
 from ..plan import Draw, Plan, Run
 from .base import Probe, ProbeResults
@@ -63,16 +64,22 @@ def _results(plan: Plan, probe: Probe, case, outcomes: Mapping[Run, Outcome],
                         references)
 
 
-def judge(plan: Plan, outcomes: Mapping[Run, Outcome],
-          references: Mapping[Draw, np.ndarray]) -> tuple[list[Finding], list[CheckNote]]:
+def judge(plan: Plan, outcomes: Mapping[Run, Outcome], references: Mapping[Draw, np.ndarray],
+          faces: Faces | None = None) -> tuple[list[Finding], list[CheckNote]]:
     """Every planned probe check judged on its outcomes: findings, and notes for
-    checks that could not run through no fault of the student."""
+    checks that could not run through no fault of the student. ``faces``: the
+    traced kernels (see ``grading.faces``); a check that cannot vouch for every
+    kernel the tests graded is ``inconsistent-kernel``."""
     findings: list[Finding] = []
     notes: list[CheckNote] = []
     for name in plan.probes:
         probe = REGISTRY[name]
         for case in plan.probe_cases(name):
             r = _results(plan, probe, case, outcomes, references)
+            unvouched = _unvouched(r, faces) if faces is not None else None
+            if unvouched is not None:
+                findings.append(unvouched)
+                continue
             if name != STRUCTURE.name and _no_kernel(plan, case, outcomes):
                 findings.append(r.finding("not-a-kernel", "there is no pallas_call for this check to "
                                           "examine: it earns nothing", problem="nothing-to-check"))
@@ -90,6 +97,23 @@ def judge(plan: Plan, outcomes: Mapping[Run, Outcome],
                     notes.append(CheckNote(name, case.name, note))
             findings.extend(judged)
     return findings, notes
+
+
+def _unvouched(r: ProbeResults, faces: Faces) -> Finding | None:
+    """A check that examined a kernel the tests did not grade, or (a dynamic
+    probe) one of several kernels the function builds: it cannot vouch."""
+    if r.probe.dynamic and not faces.one_kernel:
+        return r.finding("inconsistent-kernel", f"the function builds {len(faces.graded)} different kernels at "
+                         "the sizes the tests grade; this check examined one of them", problem="sizes-differ",
+                         **faces.evidence())
+    other = next((run for run in r.runs.values() if not faces.graded_kernel(run.draw.signature)), None)
+    if other is None:
+        return None
+    what = "the production size" if other.draw.abstract and r.probe.name == "vmem" else (
+        "a speed size" if other.draw.abstract else "this check's input")
+    return r.finding("inconsistent-kernel", f"at {what} the function builds another kernel than the one the "
+                     "tests graded, so this check says nothing about the graded kernel",
+                     problem="not-the-graded-kernel", **faces.evidence())
 
 
 def _no_kernel(plan: Plan, case, outcomes: Mapping[Run, Outcome]) -> bool:

@@ -98,20 +98,38 @@ def judge_compile(r: ProbeResults) -> list[Finding]:
                       headline=headline, operation=op, variant="compile")]
 
 
+def plan_vmem(assignment, case, rubric, run_key):
+    """The budget at the production size (what the chip will run), and at each
+    graded case's own size (every signature is analysed)."""
+    return (Variant("vmem", "static", analysis="vmem", inputs="production"),
+            Variant("vmem-case", "static", analysis="vmem"))
+
+
 def judge_vmem(r: ProbeResults) -> list[Finding]:
-    budget: Vmem | None = r.facts("vmem")
     prod = r.assignment.production
-    if budget is None or prod is None or budget.bytes <= prod.vmem_limit_bytes:
+    if prod is None:
         return []
+    for variant in ("vmem", "vmem-case"):
+        budget: Vmem | None = r.facts(variant)
+        if budget is not None and budget.bytes > prod.vmem_limit_bytes:
+            return [_overflow(r, budget, prod, variant)]
+    return []
+
+
+def _overflow(r: ProbeResults, budget: Vmem, prod, variant: str) -> Finding:
+    at_case = variant == "vmem-case"
     call = max(budget.calls, key=lambda c: c.bytes)
     mib = budget.bytes / 2 ** 20
     limit = prod.vmem_limit_bytes / 2 ** 20
-    return [r.finding("vmem-overflow",
-                      f"at the real problem size the kernel needs {mib:.1f} MiB of VMEM; {prod.chip} "
-                      f"allows {limit:.0f} MiB", bytes=budget.bytes, limit_bytes=prod.vmem_limit_bytes,
-                      chip=prod.chip, blocks=[encode(b) for b in call.blocks],
-                      scratch=[encode(a) for a in call.scratch], scoped=[encode(a) for a in call.scoped],
-                      production_dims=dict(prod.dims), production_dtype=prod.dtype, variant="vmem")]
+    where = "at this case's size" if at_case else "at the real problem size"
+    dims = dict(r.case.dims) if at_case else dict(prod.dims)
+    return r.finding("vmem-overflow",
+                     f"{where} the kernel needs {mib:.1f} MiB of VMEM; {prod.chip} "
+                     f"allows {limit:.0f} MiB", bytes=budget.bytes, limit_bytes=prod.vmem_limit_bytes,
+                     chip=prod.chip, blocks=[encode(b) for b in call.blocks],
+                     scratch=[encode(a) for a in call.scratch], scoped=[encode(a) for a in call.scoped],
+                     production_dims=dims, production_dtype=r.case.dtype if at_case else prod.dtype,
+                     variant=variant)
 
 
 def judge_structure(r: ProbeResults) -> list[Finding]:
@@ -139,5 +157,5 @@ def judge_structure(r: ProbeResults) -> list[Finding]:
 
 INDEX_MAPS = Probe(vocabulary.INDEX_MAPS, _one("index-maps"), judge_index_maps)
 COMPILE = Probe(vocabulary.COMPILE, _one("compile"), judge_compile)
-VMEM = Probe(vocabulary.VMEM, _one("vmem", inputs="production"), judge_vmem)
+VMEM = Probe(vocabulary.VMEM, plan_vmem, judge_vmem)
 STRUCTURE = Probe(vocabulary.STRUCTURE, _one("structure"), judge_structure)
