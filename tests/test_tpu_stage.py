@@ -729,7 +729,7 @@ def _jax_device(platform: str):
     from autograder.tpu.real import JaxDevice
     dev = JaxDevice(platform)
     if dev.info() is None:
-        pytest.skip(f"{dev.absent()}: the real device's tests run on a TPU VM")
+        pytest.skip(f"{dev.absent()}: this test runs where JAX sees a {platform.upper()}")
     return dev
 
 
@@ -763,7 +763,7 @@ def test_a_tpu_held_by_another_process_is_told_apart_from_no_tpu(monkeypatch):
 
 
 @pytest.mark.jax
-@pytest.mark.parametrize("platform", ["cpu", pytest.param("tpu", marks=pytest.mark.tpu)])
+@pytest.mark.parametrize("platform", ["cpu", "gpu", pytest.param("tpu", marks=pytest.mark.tpu)])
 def test_the_real_device_makes_runs_profiles_and_digests_on_the_device(small_add, platform, tmp_path,
                                                                          monkeypatch):
     import tempfile

@@ -29,7 +29,7 @@ from .device import Device
 CORRECTNESS = re.compile(r"^\d+\.\d+$")      # results.json numbers of correctness tests (case.rung)
 
 
-DEVICES = ("tpu", "cpu", "fake")
+DEVICES = ("tpu", "cpu", "gpu", "fake")
 
 
 @dataclass(frozen=True)
@@ -37,13 +37,13 @@ class Options:
     submissions: Path
     output: Path
     review: Path | None = None
-    device: str = "tpu"                     # "tpu"; "cpu" (the real code on JAX's CPU backend, the generic
+    device: str = "tpu"                     # "tpu"; "cpu"/"gpu" (the real code on that JAX backend, the generic
     rule: timing.Rule = timing.Rule()       # interpreter for Mosaic: not a TPU measurement); "fake" (scripted)
     jobs: int | None = None
 
 
 def open_device(name: str, a: Assignment) -> Device:
-    if name in ("tpu", "cpu"):
+    if name in ("tpu", "cpu", "gpu"):
         from .real import JaxDevice
         return JaxDevice(name)
     if name == "fake":
@@ -184,8 +184,8 @@ def add_arguments(p) -> None:
     p.add_argument("--review", type=Path, help="a review site holding these submissions' gradings (default "
                    "OUT/review, graded here first); made elsewhere, no student code runs on this machine")
     p.add_argument("--device", choices=DEVICES, default="tpu",
-                   help="tpu (default); cpu: the same code on JAX's CPU backend with the generic interpreter in "
-                   "Mosaic's place (not a TPU measurement: a rehearsal, and what CI runs); fake: a dry run with "
+                   help="tpu (default); cpu or gpu: the same code on that JAX backend with the generic interpreter "
+                   "in Mosaic's place (not a TPU measurement: a rehearsal; CI runs cpu); fake: a dry run with "
                    "scripted times")
     p.add_argument("--solution", type=Path, help="the instructor solution (default solutions/SLUG.py)")
     p.add_argument("--jobs", "-j", type=int, help="interpreter gradings at once (see review)")
