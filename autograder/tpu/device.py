@@ -53,11 +53,6 @@ class DeviceInfo:
     cores: int = 1                      # TensorCores in one JAX device
 
     @property
-    def tpu(self) -> bool:
-        """Are its times a TPU's (a fake device's scripted ones pretend to be)?"""
-        return self.kind in ("tpu", "fake")
-
-    @property
     def label(self) -> str:
         """How results measured here are labelled."""
         if self.kind == "cpu" or self.kind == "gpu":
