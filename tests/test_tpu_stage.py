@@ -492,6 +492,10 @@ def add(x, y):
                           out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype), grid=(m // 8, n // 128),
                           in_specs=[spec, spec], out_specs=spec, interpret=True)(x, y)
 '''
+# Right at every graded case, wrong only at the speed size (which the interpreters never run).
+WRONG_AT_SPEED_SIZE_ADD = GOOD_ADD.replace("import jax\n", "import jax\nimport jax.numpy as jnp\n").replace(
+    "o_ref[...] = x_ref[...] + y_ref[...]",
+    "o_ref[...] = x_ref[...] + jnp.where(pl.num_programs(0) < 2, y_ref[...], 0.0)   # y dropped past one row block")
 E2E_SPEED = textwrap.dedent('''
     [speed]
     chip = "v5e"
@@ -512,7 +516,8 @@ def test_speed_on_the_cpu_device_end_to_end(tmp_path):
     checked and timed under the profiler, the solution timed again, the merge)."""
     root = trimmed_add(tmp_path / "assignments", CASES, E2E_SPEED).parent
     subs, out = tmp_path / "export", tmp_path / "out"
-    for sid, text in (("good", GOOD_ADD), ("diverging", DIVERGING_ADD), ("slow", SLOW_ADD)):
+    for sid, text in (("good", GOOD_ADD), ("diverging", DIVERGING_ADD), ("slow", SLOW_ADD),
+                      ("wrong-at-speed", WRONG_AT_SPEED_SIZE_ADD)):
         (subs / sid).mkdir(parents=True)
         (subs / sid / "add.py").write_text(text)
     proc = run_cli("speed", str(subs), "-a", "add", "--assignments", str(root), "-o", str(out), "--device", "cpu",
@@ -534,6 +539,10 @@ def test_speed_on_the_cpu_device_end_to_end(tmp_path):
     assert {p.name for p in Path(div["evidence"]["files"]).iterdir()} >= {"chip.npy", "interpreters.npy"}
     # Held: more than 10x the solution at the speed size, compared on the same clock.
     assert got["slow"]["status"] == "held" and [h.split(":")[0] for h in got["slow"]["holds"]] == ["slow"]
+    # Held: right on the interpreters, wrong at the speed size; the calls timed are the calls checked.
+    wrong = got["wrong-at-speed"]
+    assert wrong["status"] == "held" and [h.split(":")[0] for h in wrong["holds"]] == ["output-check"]
+    assert wrong["sizes"][0]["mismatched"] == wrong["sizes"][0]["checked"]     # element-wise and digests
     # Ranked: timed, faster than the solution, every point, on the leaderboard labelled as not a TPU's.
     good = got["good"]
     assert good["status"] == "timed" and good["sizes"][0]["source"] == "profiler" and good["score"] == 4.0
@@ -671,6 +680,17 @@ def test_the_solution_is_a_baseline_only_when_sound():
         with pytest.raises(baseline.SolutionUnusable) as e:
             baseline.guard(bad)
         assert needle in str(e.value) and "cannot be the baseline" in str(e.value)
+
+
+def test_a_solution_whose_stage_fails_or_diverges_stops_the_run(small_add):
+    with pytest.raises(baseline.SolutionUnusable, match="chip-divergence"):
+        baseline.timed(replace(_ctx(small_add, Script(compute=_honest(small_add), diverge=0.01)),
+                               interpret=lambda p, args, d: args[0] + args[1]), {**PROGRAMS, "check:small": b"{}"})
+    with pytest.raises(baseline.SolutionUnusable, match="its stage failed: OutputMismatch"):
+        baseline.timed(_ctx(small_add, Script(compute=lambda x, y: (x + y)[None])), PROGRAMS)
+    noisy = Script(compute=_honest(small_add), times=(1e-3, 9e-3), profiled=(1e-3, 9e-3))
+    with pytest.raises(baseline.SolutionUnusable, match="noisy"):
+        baseline.timed(replace(_ctx(small_add, noisy), rule=timing.Rule(max_calls=20)), PROGRAMS)
 
 
 def test_the_solutions_drift_between_its_two_timings_is_reported():

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from . import stage
 from .stage import StageResult
 
 DRIFT = 0.05        # the solution's medians may move this much (relative) between its two timings
@@ -19,6 +20,17 @@ DRIFT = 0.05        # the solution's medians may move this much (relative) betwe
 
 class SolutionUnusable(SystemExit):
     """The instructor solution cannot be the baseline; the message says why."""
+
+
+def timed(ctx: stage.Context, programs: dict[str, bytes], name: str = "solution") -> StageResult:
+    """The solution through the whole stage, guarded: the baseline, or SolutionUnusable."""
+    try:
+        return guard(stage.run(ctx, name, programs))
+    except SolutionUnusable:
+        raise
+    except Exception as e:  # noqa: BLE001 - whatever failed, nothing can be compared with it
+        raise SolutionUnusable(f"pallas-autograder speed: the instructor solution cannot be the baseline: its stage "
+                               f"failed: {type(e).__name__}: {e}"[:3000]) from None
 
 
 def guard(sol: StageResult) -> StageResult:
