@@ -814,6 +814,52 @@ def test_the_real_device_makes_runs_profiles_and_digests_on_the_device(small_add
         dev.run(replace(c, kernel=replace(k, output_shape=(1, 64, 256))), x)
 
 
+def _pb(field: int, value) -> bytes:
+    """One protobuf field: an int (varint) or bytes/str/nested message (length-delimited)."""
+    def varint(n: int) -> bytes:
+        out = b""
+        while True:
+            out += bytes([(n & 0x7F) | (0x80 if n > 0x7F else 0)])
+            n >>= 7
+            if not n:
+                return out
+    if isinstance(value, int):
+        return varint(field << 3) + varint(value)
+    data = value.encode() if isinstance(value, str) else value
+    return varint(field << 3 | 2) + varint(len(data)) + data
+
+
+def _xplane(name: str, lines: dict[str, list[tuple[str, int, int]]]) -> bytes:
+    """An XPlane (tsl/profiler/protobuf/xplane.proto): lines of (event name, offset ps, duration ps)."""
+    names = sorted({e[0] for events in lines.values() for e in events})
+    ids = {n: i + 1 for i, n in enumerate(names)}
+    out = _pb(2, name)
+    for i, (line, events) in enumerate(lines.items()):
+        body = _pb(1, i) + _pb(2, line) + b"".join(
+            _pb(4, _pb(1, ids[n]) + _pb(2, off) + _pb(3, dur)) for n, off, dur in events)
+        out += _pb(3, body)
+    for n, i in ids.items():
+        out += _pb(4, _pb(1, i) + _pb(2, _pb(1, i) + _pb(2, n)))         # event_metadata map entry
+    return out
+
+
+@pytest.mark.jax
+def test_a_tpu_traces_module_line_gives_one_time_per_call_of_this_kernel_only(tmp_path):
+    """The TPU branch of the trace parser, on a hand-made trace (no TPU here):
+    the kernel's executions on a device plane's "XLA Modules" line, named
+    "jit_name" or "jit_name(N)", other modules ignored, one plane where a
+    megacore device's two cores both show them, in time order."""
+    from autograder.tpu.real import module_runs
+    ours = [("jit_pallas_stage_ab(7)", 3_000_000, 2_000_000), ("jit_pallas_stage_ab", 1_000_000, 1_000_000),
+            ("jit_make(3)", 2_000_000, 9_000_000), ("jit_pallas_stage_abc(7)", 5_000_000, 9_000_000)]
+    core0 = _xplane("/device:TPU:0", {"XLA Modules": ours, "XLA Ops": [("fusion", 0, 5)]})
+    core1 = _xplane("/device:TPU:1", {"XLA Modules": ours[:1]})
+    host = _xplane("/host:CPU", {"python": [("jit_pallas_stage_ab", 0, 50_000_000)]})
+    trace = tmp_path / "t.xplane.pb"
+    trace.write_bytes(b"".join(_pb(1, p) for p in (core1, core0, host)))
+    assert module_runs(str(trace), "jit_pallas_stage_ab") == pytest.approx([1e-6, 2e-6])
+
+
 @pytest.mark.jax
 def test_a_mosaic_refusal_is_chip_reject_and_other_compile_failures_are_not(small_add):
     dev = _jax_device("cpu")
