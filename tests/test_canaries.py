@@ -506,3 +506,37 @@ def test_platform_dependent_keeps_its_platforms_through_the_rewrite():
     traced = rung.trace(f, [x, y])
     assert _lower(f, [x, y]) == {"ok": True}
     np.testing.assert_array_equal(np.asarray(rung.run(traced, [x, y], "generic")), 2 * np.ones((56, 256)))
+
+
+def test_mosaic_gets_no_precision_for_a_default_float32_dot_and_fp32_for_highest():
+    """The TPU stage's chip precision (pallas_surface/precision.py): Pallas's TPU
+    lowering gives tpu.matmul no precision attribute at DEFAULT (libtpu then
+    rounds float32 operands to bfloat16) and contract_precision<fp32> at
+    HIGHEST; HIGH it refuses, with what the stage counts as a refusal."""
+    import contextlib
+    import io
+
+    def lowered(precision):
+        def kernel(x_ref, y_ref, o_ref):
+            o_ref[...] = jnp.dot(x_ref[...], y_ref[...], precision=precision, preferred_element_type=jnp.float32)
+        x = jax.ShapeDtypeStruct((128, 128), jnp.float32)
+        f = lambda a, b: pl.pallas_call(kernel, out_shape=x, debug=True)(a, b)  # noqa: E731
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):     # debug=True prints the Mosaic module
+            rung.lowered_for_tpu(rung.trace(f, [x, x]), [x, x])
+        return [line for line in out.getvalue().splitlines() if "tpu.matmul" in line]
+
+    (default,), (highest,) = lowered(None), lowered(jax.lax.Precision.HIGHEST)
+    assert "precision" not in default and "precision = #tpu.contract_precision<fp32>" in highest
+    with pytest.raises(rung.Refused, match="Unsupported dot precision"):
+        lowered(jax.lax.Precision.HIGH)
+    assert release.DEFAULT_DOT_ROUNDS_TO == "bfloat16"
+
+
+def test_the_tpu_stages_release_facts_resolve():
+    """What the TPU stage classifies compile failures by, and the CPU trace option, exist."""
+    import importlib
+    for module, name in release.MOSAIC_REFUSALS:
+        assert isinstance(getattr(importlib.import_module(module), name), type)
+    f = jax.jit(lambda a: a + 1).lower(jnp.ones(3)).compile(compiler_options=release.CPU_TRACE_OPTIONS)
+    assert float(f(jnp.ones(3))[0]) == 2.0

@@ -11,6 +11,7 @@ are marked ``tpu`` and skip where none is visible.
 import json
 import math
 import textwrap
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -21,9 +22,19 @@ from autograder import spec
 from autograder.feedback import tpu_timing
 from autograder.feedback.results_format import validate
 from autograder.speed import grade as speed_grade
-from autograder.tpu import results as tpu_results, stage, timing
+from autograder.tpu import baseline, results as tpu_results, stage, timing
 from autograder.tpu.command import passed_interpreters
-from autograder.tpu.device import DeviceInfo, InputSpec, Kernel
+from autograder.tpu.device import (
+    ChipReject,
+    CompileFailed,
+    DeviceInfo,
+    InputSpec,
+    Kernel,
+    OutputMismatch,
+    check_output,
+    digest_host,
+    projection,
+)
 from autograder.tpu.fake import FakeDevice, Script
 
 SPEED = textwrap.dedent('''
@@ -128,8 +139,13 @@ def test_noisy_calls_stop_at_the_cap_and_are_flagged():
 
 # -- anomaly gates -------------------------------------------------------------------
 
-def _size(name, median, floor=1e-6, stopped="converged", rse=0.001, mismatched=()):
-    return stage.SizeTime(name, median, rse, 20, stopped, "profiler", 0.5, floor, (1, 2, 3), tuple(mismatched))
+def _size(name, median, floor=1e-6, stopped="converged", rse=0.001, mismatched=(), source="profiler"):
+    return stage.SizeTime(name, median, rse, 20, stopped, source, 0.5, floor, (1, 2, 3), tuple(mismatched))
+
+
+def _base(**medians):
+    """A solution baseline: size -> its timing (device time)."""
+    return {k: _size(k, v) for k, v in medians.items()}
 
 
 @pytest.mark.parametrize("size,gate", [
@@ -139,15 +155,23 @@ def _size(name, median, floor=1e-6, stopped="converged", rse=0.001, mismatched=(
     (_size("a", 1e-3, mismatched=(4,)), "output-check"),
 ])
 def test_every_anomaly_gate_holds_a_result(size, gate):
-    found = stage.holds((size,), {"a": 1e-3})
+    found = stage.holds((size,), _base(a=1e-3))
     assert [h.split(":")[0] for h in found] == [gate]
-    assert stage.holds((_size("a", 1e-3),), {"a": 1e-3}) == ()
+    assert stage.holds((_size("a", 1e-3),), _base(a=1e-3)) == ()
+
+
+def test_times_on_different_clocks_are_never_compared():
+    wall = _size("a", 50e-3, source="wall")         # 50x the solution, but on the wall clock
+    assert [h.split(":")[0] for h in stage.holds((wall,), _base(a=1e-3))] == ["clock"]
+    assert stage.holds((_size("a", 1e-3, source="wall"),), {"a": _size("a", 1e-3, source="wall")}) == ()
+    # No floor where the chip's figures are unknown (a CPU stand-in, an unknown TPU): no gate.
+    assert stage.holds((_size("a", 1e-9, floor=0.0),), {}) == ()
 
 
 def test_the_noisy_gate_follows_the_rule_in_use():
     loose = timing.Rule(target_rse=0.05)
     noisy = _size("a", 1e-3, stopped="cap", rse=0.04)
-    assert stage.holds((noisy,), {"a": 1e-3}, loose) == ()
+    assert stage.holds((noisy,), _base(a=1e-3), loose) == ()
     s = timing.measure(lambda i: 1e-3 * (1 + 0.03 * (-1) ** i), timing.Rule(max_calls=20, target_rse=1e-6))
     assert s.stopped == "cap" and s.noisy and not loose.noisy(s.stopped, s.rse)
 
@@ -159,7 +183,8 @@ def _ctx(a, script, solution=None):
     from autograder.grading.draws import load_reference
     ref = load_reference(a)
     return stage.Context(a, dev, dev.info(), lambda *x: np.asarray(ref(*x), np.float64),
-                         interpret=_no_interpreter, secret=12345, rule=timing.Rule(), solution=solution or {})
+                         interpret=_no_interpreter, secret=12345, rule=timing.Rule(),
+                         solution={k: _size(k, v) for k, v in (solution or {}).items()})
 
 
 def _no_interpreter(program, args, dtypes):
@@ -175,17 +200,28 @@ PROGRAMS = {"s1": b"{}", "s2": b"{}"}
 
 
 def test_an_honest_kernel_is_timed_on_fresh_inputs_and_its_outputs_checked(small_add):
-    script = Script(compute=_honest(small_add), times=(2e-2, 2.02e-2, 1.98e-2))
+    script = Script(compute=_honest(small_add), times=(2e-2, 2.02e-2, 1.98e-2), profiled=(1.9e-2,))
     r = stage.run(_ctx(small_add, script, {"s1": 2e-2, "s2": 2e-2}), "honest", PROGRAMS)
-    assert r.status == "timed" and r.holds == () and r.seconds == pytest.approx(2e-2)
+    assert r.status == "timed" and r.holds == () and r.seconds == pytest.approx(1.9e-2)
     assert all(len(s.checked) == 3 and s.mismatched == () and s.calls >= 10 for s in r.sizes)
+    # The call checked element by element was chosen before the run, among the calls certain to happen.
+    assert all(s.checked[0] < timing.Rule().min_calls for s in r.sizes)
 
 
 def test_device_time_from_the_profiler_is_preferred_and_the_wall_time_kept(small_add):
     script = Script(compute=_honest(small_add), times=(2e-2,), profiled=(5e-3, 5.1e-3))
     r = stage.run(_ctx(small_add, script), "profiled", PROGRAMS)
     s = r.sizes[0]
-    assert (s.source, s.wall_median_s) == ("profiler", 2e-2) and s.median_s == pytest.approx(5.05e-3)
+    assert (s.source, s.wall_median_s, s.clock_note) == ("profiler", 2e-2, "") and s.median_s == pytest.approx(5.05e-3)
+
+
+def test_a_profiler_failure_is_said_and_never_compared_with_device_time(small_add, capsys):
+    script = Script(compute=_honest(small_add), times=(2e-2,), no_profiler="the profiler did not start: busy")
+    r = stage.run(_ctx(small_add, script, {"s1": 2e-2, "s2": 2e-2}), "walled", PROGRAMS)
+    assert {s.source for s in r.sizes} == {"wall"} and "did not start: busy" in r.sizes[0].clock_note
+    assert r.status == "held" and {h.split(":")[0] for h in r.holds} == {"clock"}
+    assert "walled at s1: no device time from the profiler (the profiler did not start: busy)" in \
+        capsys.readouterr().err
 
 
 @pytest.mark.parametrize("times,solution,gate", [
@@ -193,7 +229,7 @@ def test_device_time_from_the_profiler_is_preferred_and_the_wall_time_kept(small
     ((2e-2,), {"s1": 1e-3, "s2": 2e-2}, "slow"),
 ])
 def test_the_gates_hold_results_timed_on_the_fake_device(small_add, times, solution, gate):
-    script = Script(compute=_honest(small_add), times=times)
+    script = Script(compute=_honest(small_add), times=times, profiled=times)
     r = stage.run(_ctx(small_add, script, solution), gate, PROGRAMS)
     assert r.status == "held" and {h.split(":")[0] for h in r.holds} == {gate}
 
@@ -211,7 +247,7 @@ def test_inputs_differ_on_every_call_and_between_submissions(small_add):
     k = stage.kernel(small_add, "s1", b"{}", {"M": 64, "N": 256}, "float32")
     c = ctx.device.compile(k)
     seeds = {stage.seed(ctx.secret, sub, "s1", "timed", i) for sub in ("a", "b") for i in range(50)}
-    assert len(seeds) == 100
+    assert len(seeds) == 100 and all(0 <= s < 2 ** 32 for s in seeds)   # what jax.random.key keeps
     x0, x1 = (ctx.device.inputs(c, stage.seed(ctx.secret, "a", "s1", "timed", i)) for i in (0, 1))
     assert not np.array_equal(x0[0], x1[0])
 
@@ -254,6 +290,21 @@ def test_the_cpu_grading_says_not_run_and_the_merge_replaces_it(small_add):
                               device, 1.2e-3)
     assert again["score"] == pytest.approx(10.0) and not any(r["name"].startswith("TPU") for r in again["leaderboard"])
     assert "Held for review" in next(t for t in again["tests"] if t["number"] == "T1")["output"]
+
+
+def test_results_are_labelled_with_the_chip_that_measured_them(small_add):
+    result = stage.StageResult("x", "timed", sizes=(_size("s1", 1e-3), _size("s2", 1e-3))).to_json()
+    note = "measured on a TPU v5p (TPU v5), but the assignment's [speed] chip is v5e"
+    first = tpu_results.merge(_doc(), small_add.speed, result, {"kind": "tpu", "chip": "v5e"}, 1e-3)
+    merged = tpu_results.merge(first, small_add.speed, result, {"kind": "tpu", "chip": "v5p", "chip_note": note},
+                               1e-3)
+    t1 = next(t for t in merged["tests"] if t["number"] == "T1")
+    assert t1["name"] == "TPU timing (v5p)" and note in t1["output"] and "Timed on a TPU v5p" in t1["output"]
+    assert [r["name"] for r in merged["leaderboard"]] == ["checks ran", "TPU v5p time (ms)"]   # v5e's replaced
+    cpu = tpu_results.merge(merged, small_add.speed, result, {"kind": "cpu", "chip": "cpu",
+                                                               "label": "not a TPU measurement: x"}, 1e-3)
+    assert [r["name"] for r in cpu["leaderboard"]][1:] == ["CPU stand-in time, not a TPU measurement (ms)"]
+    assert "Not a TPU measurement: x" in next(t for t in cpu["tests"] if t["number"] == "T1")["output"]
 
 
 @pytest.mark.parametrize("status,needle", [
@@ -378,53 +429,473 @@ def test_speed_then_merge_through_the_cli_on_a_fake_device(small_add, tmp_path):
     assert again.returncode == 0 and "merged 2 TPU results" in again.stdout
 
 
-# -- the real TPU ---------------------------------------------------------------------------
+GOOD_ADD = '''
+import jax
+from jax.experimental import pallas as pl
 
-def _tpu():
-    from autograder.tpu.real import TpuDevice
-    dev = TpuDevice()
+
+def add_kernel(x_ref, y_ref, o_ref):
+    o_ref[...] = x_ref[...] + y_ref[...]
+
+
+@jax.jit
+def add(x, y):
+    m, n = x.shape
+    spec = pl.BlockSpec((16, 256), lambda i, j: (i, j))     # 4x fewer grid steps than the solution's
+    return pl.pallas_call(add_kernel, out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype), grid=(m // 16, n // 256),
+                          in_specs=[spec, spec], out_specs=spec, interpret=True)(x, y)
+'''
+# Right on the interpreters (y @ I is y exactly in float32); a TPU's default
+# precision rounds y to bfloat16 first, and so does the CPU stand-in.
+DIVERGING_ADD = '''
+import jax
+import jax.numpy as jnp
+from jax import lax
+from jax.experimental import pallas as pl
+
+
+def add_kernel(x_ref, y_ref, o_ref):
+    n = y_ref.shape[1]
+    eye = lax.broadcasted_iota(jnp.int32, (n, n), 0) == lax.broadcasted_iota(jnp.int32, (n, n), 1)
+    o_ref[...] = x_ref[...] + jnp.dot(y_ref[...], eye.astype(jnp.float32), preferred_element_type=jnp.float32)
+
+
+@jax.jit
+def add(x, y):
+    m, n = x.shape
+    spec = pl.BlockSpec((8, 128), lambda i, j: (i, j))
+    return pl.pallas_call(add_kernel, out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype), grid=(m // 8, n // 128),
+                          in_specs=[spec, spec], out_specs=spec, interpret=True)(x, y)
+'''
+# Right everywhere, and slow only at the speed size: 200 tanh per element that change nothing.
+SLOW_ADD = '''
+import functools
+
+import jax
+import jax.numpy as jnp
+from jax.experimental import pallas as pl
+
+
+def add_kernel(x_ref, y_ref, o_ref, *, repeat):
+    z = x_ref[...] + y_ref[...]
+    w = z
+    for _ in range(repeat):
+        w = jnp.tanh(w)
+    o_ref[...] = z + 0.0 * w
+
+
+@jax.jit
+def add(x, y):
+    m, n = x.shape
+    spec = pl.BlockSpec((8, 128), lambda i, j: (i, j))
+    return pl.pallas_call(functools.partial(add_kernel, repeat=200 if m >= 128 else 1),
+                          out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype), grid=(m // 8, n // 128),
+                          in_specs=[spec, spec], out_specs=spec, interpret=True)(x, y)
+'''
+# Right at every graded case, wrong only at the speed size (which the interpreters never run).
+WRONG_AT_SPEED_SIZE_ADD = GOOD_ADD.replace("import jax\n", "import jax\nimport jax.numpy as jnp\n").replace(
+    "o_ref[...] = x_ref[...] + y_ref[...]",
+    "o_ref[...] = x_ref[...] + jnp.where(pl.num_programs(0) < 2, y_ref[...], 0.0)   # y dropped past one row block")
+E2E_SPEED = textwrap.dedent('''
+    [speed]
+    chip = "v5e"
+    tpu_points = 4
+    leaderboard = true
+    [[speed.sizes]]
+    name = "s1"
+    dims = { M = 128, N = 256 }
+    dtype = "float32"
+    ''')
+
+
+@pytest.mark.jax
+@pytest.mark.grading
+def test_speed_on_the_cpu_device_end_to_end(tmp_path):
+    """`speed --device cpu`: the real device's code on JAX's CPU backend over a
+    small export (the review grading, the solution as baseline, each kernel
+    checked and timed under the profiler, the solution timed again, the merge)."""
+    root = trimmed_add(tmp_path / "assignments", CASES, E2E_SPEED).parent
+    subs, out = tmp_path / "export", tmp_path / "out"
+    for sid, text in (("good", GOOD_ADD), ("diverging", DIVERGING_ADD), ("slow", SLOW_ADD),
+                      ("wrong-at-speed", WRONG_AT_SPEED_SIZE_ADD)):
+        (subs / sid).mkdir(parents=True)
+        (subs / sid / "add.py").write_text(text)
+    proc = run_cli("speed", str(subs), "-a", "add", "--assignments", str(root), "-o", str(out), "--device", "cpu",
+                   "--solution", str(REPO / "solutions" / "add.py"), "--target-rse", "0.2", "--max-seconds", "2")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    doc = json.loads((out / "speed.json").read_text())
+    got = {r["submission"]: r for r in doc["results"]}
+    assert doc["device"]["kind"] == "cpu" and doc["device"]["label"].startswith("not a TPU measurement")
+    # The solution: the baseline, timed on device time from the trace, its outputs checked; timed again after.
+    sol = doc["solution"]
+    assert sol["status"] == "timed" and [s["source"] for s in sol["sizes"]] == ["profiler"]
+    assert len(sol["sizes"][0]["checked"]) == 3 and sol["sizes"][0]["mismatched"] == []
+    assert set(doc["solution_drift"]["sizes"]) == {"s1"} and doc["solution_drift"]["again_status"] == "timed"
+    # Divergence: wrong on the chip's precision, right on the interpreters, found at the check case.
+    div = got["diverging"]
+    assert div["status"] == "chip-divergence" and div["evidence"]["kernel"] == "check:small"
+    assert not math.isclose(div["evidence"]["chip"], div["evidence"]["reference"], rel_tol=1e-4)
+    assert math.isclose(div["evidence"]["interpreters"], div["evidence"]["reference"], rel_tol=1e-6)
+    assert {p.name for p in Path(div["evidence"]["files"]).iterdir()} >= {"chip.npy", "interpreters.npy"}
+    # Held: more than 10x the solution at the speed size, compared on the same clock.
+    assert got["slow"]["status"] == "held" and [h.split(":")[0] for h in got["slow"]["holds"]] == ["slow"]
+    # Held: right on the interpreters, wrong at the speed size; the calls timed are the calls checked.
+    wrong = got["wrong-at-speed"]
+    assert wrong["status"] == "held" and [h.split(":")[0] for h in wrong["holds"]] == ["output-check"]
+    assert wrong["sizes"][0]["mismatched"] == wrong["sizes"][0]["checked"]     # element-wise and digests
+    # Ranked: timed, faster than the solution, every point, on the leaderboard labelled as not a TPU's.
+    good = got["good"]
+    assert good["status"] == "timed" and good["sizes"][0]["source"] == "profiler" and good["score"] == 4.0
+    assert good["seconds"] < sol["seconds"]
+    merged = json.loads((out / "review" / "merged" / "good" / "results.json").read_text())
+    assert validate(merged) == []
+    t1 = next(t for t in merged["tests"] if t["number"] == "T1")
+    assert "Not a TPU measurement" in t1["output"]
+    rows = [r["name"] for r in merged["leaderboard"]]
+    assert "CPU stand-in time, not a TPU measurement (ms)" in rows and "TPU v5e time (ms)" not in rows
+
+
+def test_speed_on_a_tpu_host_grades_nothing_and_says_to_run_review_elsewhere(small_add, tmp_path):
+    subs = tmp_path / "export"
+    (subs / "one").mkdir(parents=True)
+    (subs / "one" / "add.py").write_text((REPO / "solutions" / "add.py").read_text())
+    site = tmp_path / "site"
+    proc = run_cli("speed", str(subs), "-a", "add", "--assignments", str(small_add.folder.parent), "-o",
+                   str(tmp_path / "out"), "--review", str(site), "--device", "tpu")
+    assert proc.returncode != 0
+    assert "1 of 1 submissions have no grading in" in proc.stderr and "on a CPU machine" in proc.stderr
+    assert not list((site / ".review-cache").glob("*.json"))           # nothing was graded here
+
+
+# -- what the chip gives back, and how it is checked (no JAX) ------------------------------
+
+def test_a_call_gives_one_output_of_the_declared_shape_and_dtype_never_a_broadcast_list():
+    """An executable returns a list of outputs; a one-element list read as an
+    array was (1, M, N), which broadcasting let pass when right and turned into
+    an IndexError when wrong. Now the list is unwrapped and the output checked."""
+    k = Kernel("s1", b"", (), (4, 128), "float32")
+    out = np.zeros((4, 128), np.float32)
+    assert check_output([out], k) is out and check_output(out, k) is out
+    for bad in ([out, out], [out[None]], out[:2], out.astype(np.float64)):
+        with pytest.raises(OutputMismatch):
+            check_output(bad, k)
+
+
+def _attention(q, k, v, keys=None, p_bf16=False):
+    """Softmax attention in float64 (over the first ``keys`` keys), P in bfloat16 as TPU kernels feed P·V."""
+    from autograder.grading.inputs import round_to
+    keys = keys or k.shape[1]
+    s = q @ k[:, :keys].transpose(0, 2, 1) / np.sqrt(q.shape[-1])
+    p = np.exp(s - s.max(-1, keepdims=True))
+    p = p / p.sum(-1, keepdims=True)
+    return (round_to(p, "bfloat16") if p_bf16 else p) @ v[:, :keys]
+
+
+def test_the_digest_bound_catches_zeros_and_half_the_keys_at_flash_attentions_speed_size():
+    """At flash attention's speed size (S = 2048, D = 128, bfloat16) the old
+    bound (per-element tolerances summed along a row) let an all-zeros output
+    and attention over half the keys pass; the statistical bound does not, and
+    still passes a right kernel's output (P rounded to bfloat16 for P·V)."""
+    from autograder.grading.inputs import round_to
+    fa = spec.find("flash_attention")
+    size = fa.speed.sizes[0]
+    dims = dict(size.dims)
+    rng = np.random.default_rng(0)
+    q, k, v = (round_to(rng.standard_normal((1, dims["S"], dims["D"])), "bfloat16").astype(np.float64)
+               for _ in range(3))
+    ref = _attention(q, k, v)
+    tol, red, key = fa.tolerance(size.dtype), dims["S"], 1234
+    e = stage.Expected(ref, tol, "ref")
+    flat = ref.reshape(-1, ref.shape[-1])
+    r = projection(key, flat.shape[-1])
+    old = (tol.atol * math.sqrt(red) + tol.rtol * np.abs(flat)) @ np.abs(r)     # the old bound, per row
+    zeros = np.zeros_like(ref)
+    assert np.all(np.abs(digest_host(zeros, key) - flat @ r) <= old + 1e-6)   # the old bound passed it
+    assert tol.atol * math.sqrt(red) > np.sqrt(np.mean(ref ** 2))              # per element too: 0.09 > RMS
+    for wrong in (zeros, _attention(q, k, v, keys=red // 2)):
+        assert not stage.digest_ok(digest_host(wrong, key), e, key, red, fa.numerics_bound)
+        assert not stage.close(wrong, e, red, fa.numerics_bound)
+    right = _attention(q, k, v, p_bf16=True).astype(np.float32)
+    assert stage.digest_ok(digest_host(right, key), e, key, red, fa.numerics_bound)
+    assert stage.close(right, e, red, fa.numerics_bound)
+
+
+MATMUL_TABLES = textwrap.dedent("""
+    [[cases]]
+    name = "f32"
+    dims = { M = 128, K = 256, N = 128 }
+    dtype = "float32"
+    seed = 1
+    points = 1
+    [speed]
+    [[speed.sizes]]
+    name = "s1"
+    dims = { M = 128, K = 384, N = 128 }
+    dtype = "float32"
+    """)
+
+
+def _matmul_spec(root: Path):
+    """`matmul` with one float32 case, no probes, and a small float32 [speed] size."""
+    import shutil
+    folder = root / "matmul"
+    shutil.copytree(REPO / "assignments" / "matmul", folder)
+    text = (folder / "spec.toml").read_text().replace('probe_cases = ["f32-256x384x256"]\n', "")
+    (folder / "spec.toml").write_text(text[:text.index("[[cases]]")] + MATMUL_TABLES)
+    (folder / "calibration.json").unlink()
+    return spec.load(folder)
+
+
+def _rounded_matmul(x, y):
+    from autograder.grading.inputs import round_to
+    return round_to(np.asarray(x), "bfloat16").astype(np.float64) @ round_to(np.asarray(y), "bfloat16")
+
+
+def _exact_matmul(program, args, dtypes):
+    return np.asarray(args[0], np.float64) @ np.asarray(args[1], np.float64)
+
+
+def test_float32_products_a_tpu_rounds_are_checked_at_the_chips_precision(tmp_path):
+    """A TPU computes a kernel's float32 jnp.dot from bfloat16-rounded operands
+    (Mosaic's default precision): a right matmul kernel misses the float64
+    reference there. The stage accepts the reference of the rounded inputs
+    within the bfloat16 tolerance for such kernels, and only for them."""
+    mm = _matmul_spec(tmp_path)
+    programs = {"check:f32": b"{}", "s1": b"{}"}
+    for dots, status in ((1, "timed"), (0, "chip-divergence")):
+        script = Script(compute=_rounded_matmul, profiled=(1e-3,), bf16_dots=dots)
+        r = stage.run(replace(_ctx(mm, script), interpret=_exact_matmul), "rounding", programs)
+        assert r.status == status, (r.status, r.holds, r.message)
+    assert "rounded to bfloat16" not in r.evidence["compared with"]
+
+
+def test_the_solution_is_a_baseline_only_when_sound():
+    timed = stage.StageResult("solution", "timed", sizes=(_size("s1", 1e-3),))
+    assert baseline.guard(timed) is timed
+    for bad, needle in ((stage.StageResult("solution", "chip-divergence", "differs"), "chip-divergence"),
+                        (stage.StageResult("solution", "chip-reject", "Mosaic: no"), "chip-reject"),
+                        (stage.StageResult("solution", "held", holds=("noisy: at s1, 4%",)), "noisy"),
+                        (stage.StageResult("solution", "timed", sizes=(_size("s1", 1e-3, source="wall"),)),
+                         "wall clock")):
+        with pytest.raises(baseline.SolutionUnusable) as e:
+            baseline.guard(bad)
+        assert needle in str(e.value) and "cannot be the baseline" in str(e.value)
+
+
+def test_a_solution_whose_stage_fails_or_diverges_stops_the_run(small_add):
+    with pytest.raises(baseline.SolutionUnusable, match="chip-divergence"):
+        baseline.timed(replace(_ctx(small_add, Script(compute=_honest(small_add), diverge=0.01)),
+                               interpret=lambda p, args, d: args[0] + args[1]), {**PROGRAMS, "check:small": b"{}"})
+    with pytest.raises(baseline.SolutionUnusable, match="its stage failed: OutputMismatch"):
+        baseline.timed(_ctx(small_add, Script(compute=lambda x, y: (x + y)[None])), PROGRAMS)
+    noisy = Script(compute=_honest(small_add), times=(1e-3, 9e-3), profiled=(1e-3, 9e-3))
+    with pytest.raises(baseline.SolutionUnusable, match="noisy"):
+        baseline.timed(replace(_ctx(small_add, noisy), rule=timing.Rule(max_calls=20)), PROGRAMS)
+
+
+def test_the_solutions_drift_between_its_two_timings_is_reported():
+    before = stage.StageResult("solution", "timed", sizes=(_size("s1", 1e-3), _size("s2", 2e-3)))
+    steady = baseline.drift(before, stage.StageResult("s", "timed", sizes=(_size("s1", 1.02e-3),
+                                                                           _size("s2", 1.97e-3))))
+    assert steady.exceeded == () and steady.message() == "" and steady.sizes["s1"] == pytest.approx(0.02)
+    moved = baseline.drift(before, stage.StageResult("s", "timed", sizes=(_size("s1", 1.2e-3), _size("s2", 2e-3))))
+    assert moved.exceeded == ("s1",) and "s1 +20.0%" in moved.message()
+
+
+def test_every_device_takes_32_bit_seeds(small_add):
+    dev = FakeDevice(Script(compute=_honest(small_add)))
+    c = dev.compile(stage.kernel(small_add, "s1", b"{}", {"M": 64, "N": 256}, "float32"))
+    dev.inputs(c, 2 ** 32 - 1)
+    with pytest.raises(ValueError, match="32-bit"):
+        dev.inputs(c, 2 ** 32)
+
+
+# -- the real device, on JAX's CPU backend (and on a TPU where one is visible) -----------------
+
+def _kernels():
+    """Small kernels, traced in this process into checked program documents."""
+    import jax
+    import jax.numpy as jnp
+    from jax.experimental import pallas as pl
+
+    def add_kernel(x_ref, y_ref, o_ref):
+        o_ref[...] = x_ref[...] + y_ref[...]
+
+    def add(x, y, block=(8, 128)):
+        spec = pl.BlockSpec(block, lambda i, j: (i, j))
+        return pl.pallas_call(add_kernel, out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),
+                              grid=(x.shape[0] // block[0], x.shape[1] // block[1]),
+                              in_specs=[spec, spec], out_specs=spec)(x, y)
+
+    def matmul(x, y, precision=None):
+        def kernel(x_ref, y_ref, o_ref):
+            o_ref[...] = jnp.dot(x_ref[...], y_ref[...], precision=precision, preferred_element_type=jnp.float32)
+        return pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct((x.shape[0], y.shape[1]), jnp.float32))(x, y)
+
+    return {"add": add, "bad_block": lambda x, y: add(x, y, block=(8, 100)), "matmul": matmul,
+            "matmul_highest": lambda x, y: matmul(x, y, jax.lax.Precision.HIGHEST)}
+
+
+def _program(name: str, *shapes) -> bytes:
+    import jax
+    import jax.numpy as jnp
+
+    from autograder.pallas_surface import rung, serial
+    traced = rung.trace(_kernels()[name], [jax.ShapeDtypeStruct(s, jnp.float32) for s in shapes])
+    return json.dumps(serial.encode(traced, {__file__})).encode()
+
+
+def _jax_device(platform: str):
+    from autograder.tpu.real import JaxDevice
+    dev = JaxDevice(platform)
     if dev.info() is None:
-        pytest.skip("no TPU visible (jax.devices('tpu') is empty): the real device's tests run on a TPU VM")
+        pytest.skip(f"{dev.absent()}: this test runs where JAX sees a {platform.upper()}")
     return dev
 
 
-@pytest.mark.tpu
 @pytest.mark.jax
-def test_the_real_device_compiles_runs_and_times_the_solution(small_add):
-    from autograder.tpu import command
-    dev = _tpu()
-    programs, _ = command.solution_programs(small_add, REPO / "solutions" / "add.py")
-    k = stage.kernel(small_add, "s1", programs["s1"], {"M": 64, "N": 256}, "float32")
-    c = dev.compile(k)
-    x = dev.inputs(c, 1)
-    out = dev.fetch(dev.run(c, x))
-    args = dev.fetch(x)
-    assert np.allclose(out, args[0] + args[1], rtol=1e-5, atol=1e-5)
-    assert dev.time(c, x).seconds > 0
+def test_jax_names_the_chip_from_its_device_kind():
+    from autograder.pallas_surface import chips
+    assert [chips.chip_of(k) for k in ("TPU v4 lite", "TPU v4", "TPU v5 lite", "TPU v5", "TPU v6 lite")] == \
+        ["v4i", "v4", "v5e", "v5p", "v6e"]
+    assert chips.chip_of("TPU v99 ultra") is None and chips.chip_of("cpu") is None    # unknown: no error
+    one, megacore = chips.figures("v5p", 1), chips.figures("v5p", 2)
+    # JAX's table is per TensorCore; a megacore device is two of them.
+    assert megacore.hbm_bytes_per_s == 2 * one.hbm_bytes_per_s == pytest.approx(2.46e12)
+    assert megacore.bf16_flops_per_s == pytest.approx(4.59e14)
 
 
 @pytest.mark.jax
-def test_canary_the_profilers_trace_reads_back_with_its_public_api(tmp_path):
-    """jax.profiler.ProfileData (what the real device reads device time from):
-    planes, lines and events with durations; a CPU trace has no TPU plane."""
-    import glob
-
+def test_a_tpu_held_by_another_process_is_told_apart_from_no_tpu(monkeypatch):
     import jax
-    import jax.numpy as jnp
-    from jax.profiler import ProfileData
 
-    from autograder.tpu.real import module_times
-    f = jax.jit(lambda x: (x @ x).sum())
-    x = jnp.ones((128, 128))
-    f(x).block_until_ready()
-    with jax.profiler.trace(str(tmp_path)):
-        f(x).block_until_ready()
-    files = glob.glob(f"{tmp_path}/**/*.xplane.pb", recursive=True)
-    data = ProfileData.from_file(files[0])
-    events = [e for p in data.planes for line in p.lines for e in line.events]
-    assert any(p.name.startswith("/host:CPU") for p in data.planes) and events
-    assert all(e.duration_ns >= 0 for e in events)
-    assert module_times(files[0], 1) is None
+    from autograder.tpu import real
+    devices, why = real.backend("tpu")
+    if not devices:
+        assert why.startswith("no TPU is visible to JAX here")
+
+    def held(platform):
+        raise RuntimeError("Unable to initialize backend 'tpu': ABORTED: The TPU is already in use by process "
+                           "with pid 4242. Not attempting to load libtpu.so in this process.")
+    monkeypatch.setattr(jax, "devices", held)
+    devices, why = real.backend("tpu")
+    assert devices == [] and why.startswith("the TPU is held by another process") and "pid 4242" in why
+
+
+@pytest.mark.jax
+@pytest.mark.parametrize("platform", ["cpu", "gpu", pytest.param("tpu", marks=pytest.mark.tpu)])
+def test_the_real_device_makes_runs_profiles_and_digests_on_the_device(small_add, platform, tmp_path,
+                                                                         monkeypatch):
+    import tempfile
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))        # where the profiler's folders go
+    dev = _jax_device(platform)
+    info = dev.info()
+    assert info.kind == platform and info.label.startswith("not a TPU measurement") == (platform != "tpu")
+    k = stage.kernel(small_add, "s1", _program("add", (64, 256), (64, 256)), {"M": 64, "N": 256}, "float32")
+    c = dev.compile(k)
+    assert c.bf16_dots == 0 and c.compile_s > 0
+    x = dev.inputs(c, 2 ** 32 - 1)
+    out = dev.run(c, x)
+    host, args = dev.fetch(out), dev.fetch(x)
+    assert host.shape == (64, 256) and host.dtype == np.float32 and not np.array_equal(args[0], args[1])
+    np.testing.assert_array_equal(host, args[0] + args[1])
+    assert np.allclose(dev.digest(out, 7), digest_host(host, 7), rtol=1e-6, atol=1e-5)
+    # The profiled loop is the timed loop: inputs made, the call timed, its output digested;
+    # the trace picks this kernel's executions out by its module's name.
+    with dev.profile(c) as trace:
+        walls = [dev.time(c, dev.inputs(c, i)) for i in range(5)]
+        for t in walls:
+            dev.digest(t.output, 7)
+    got = trace.result(5)
+    assert got.why == "" and len(got.times) == 5 and all(0 < s <= t.seconds for s, t in zip(got.times, walls))
+    assert trace.result(6).times is None and "5 executions" in trace.result(6).why
+    assert not list(tmp_path.glob("pallas-profile-*"))                 # the trace folder is deleted
+    with pytest.raises(OutputMismatch):
+        dev.run(replace(c, kernel=replace(k, output_shape=(1, 64, 256))), x)
+
+
+def _pb(field: int, value) -> bytes:
+    """One protobuf field: an int (varint) or bytes/str/nested message (length-delimited)."""
+    def varint(n: int) -> bytes:
+        out = b""
+        while True:
+            out += bytes([(n & 0x7F) | (0x80 if n > 0x7F else 0)])
+            n >>= 7
+            if not n:
+                return out
+    if isinstance(value, int):
+        return varint(field << 3) + varint(value)
+    data = value.encode() if isinstance(value, str) else value
+    return varint(field << 3 | 2) + varint(len(data)) + data
+
+
+def _xplane(name: str, lines: dict[str, list[tuple[str, int, int]]]) -> bytes:
+    """An XPlane (tsl/profiler/protobuf/xplane.proto): lines of (event name, offset ps, duration ps)."""
+    names = sorted({e[0] for events in lines.values() for e in events})
+    ids = {n: i + 1 for i, n in enumerate(names)}
+    out = _pb(2, name)
+    for i, (line, events) in enumerate(lines.items()):
+        body = _pb(1, i) + _pb(2, line) + b"".join(
+            _pb(4, _pb(1, ids[n]) + _pb(2, off) + _pb(3, dur)) for n, off, dur in events)
+        out += _pb(3, body)
+    for n, i in ids.items():
+        out += _pb(4, _pb(1, i) + _pb(2, _pb(1, i) + _pb(2, n)))         # event_metadata map entry
+    return out
+
+
+@pytest.mark.jax
+def test_a_tpu_traces_module_line_gives_one_time_per_call_of_this_kernel_only(tmp_path):
+    """The TPU branch of the trace parser, on a hand-made trace (no TPU here):
+    the kernel's executions on a device plane's "XLA Modules" line, named
+    "jit_name" or "jit_name(N)", other modules ignored, one plane where a
+    megacore device's two cores both show them, in time order."""
+    from autograder.tpu.real import module_runs
+    ours = [("jit_pallas_stage_ab(7)", 3_000_000, 2_000_000), ("jit_pallas_stage_ab", 1_000_000, 1_000_000),
+            ("jit_make(3)", 2_000_000, 9_000_000), ("jit_pallas_stage_abc(7)", 5_000_000, 9_000_000)]
+    core0 = _xplane("/device:TPU:0", {"XLA Modules": ours, "XLA Ops": [("fusion", 0, 5)]})
+    core1 = _xplane("/device:TPU:1", {"XLA Modules": ours[:1]})
+    host = _xplane("/host:CPU", {"python": [("jit_pallas_stage_ab", 0, 50_000_000)]})
+    trace = tmp_path / "t.xplane.pb"
+    trace.write_bytes(b"".join(_pb(1, p) for p in (core1, core0, host)))
+    assert module_runs(str(trace), "jit_pallas_stage_ab") == pytest.approx([1e-6, 2e-6])
+
+
+@pytest.mark.jax
+def test_a_mosaic_refusal_is_chip_reject_and_other_compile_failures_are_not(small_add):
+    dev = _jax_device("cpu")
+    bad = stage.kernel(small_add, "s1", _program("bad_block", (64, 200), (64, 200)), {"M": 64, "N": 256},
+                       "float32")
+    with pytest.raises(ChipReject, match="divisible by 8 and 128"):
+        dev.compile(bad)
+    broken = stage.kernel(small_add, "s1", b'{"format": 1}', {"M": 64, "N": 256}, "float32")
+    with pytest.raises(CompileFailed, match="rebuilding the checked program failed"):
+        dev.compile(broken)
+    r = stage.run(replace(_ctx(small_add, Script(compute=_honest(small_add))), device=dev), "broken",
+                  {"s1": broken.program, "s2": broken.program})
+    assert r.status == "error" and "not because the TPU compiler refused" in r.message
+
+
+@pytest.mark.jax
+def test_the_cpu_device_rounds_a_kernels_float32_products_as_a_tpu_does(tmp_path):
+    """Mosaic's default precision, emulated: the stand-in's float32 jnp.dot
+    takes bfloat16-rounded operands (HIGHEST keeps float32), and the stage
+    checks such a kernel at the chip's precision: a right kernel passes."""
+    mm = _matmul_spec(tmp_path)
+    dev = _jax_device("cpu")
+    dims = {"M": 128, "K": 384, "N": 128}
+    outs = {}
+    for name in ("matmul_highest", "matmul"):
+        k = stage.kernel(mm, "s1", _program(name, (128, 384), (384, 128)), dims, "float32")
+        c = dev.compile(k)
+        assert c.bf16_dots == (1 if name == "matmul" else 0)
+        x = dev.inputs(c, 3)
+        outs[name], args = dev.fetch(dev.run(c, x)).astype(np.float64), dev.fetch(x)
+    exact = np.asarray(args[0], np.float64) @ args[1]
+    np.testing.assert_allclose(outs["matmul_highest"], exact, rtol=1e-5, atol=1e-4)
+    np.testing.assert_allclose(outs["matmul"], _rounded_matmul(*args), rtol=1e-5, atol=1e-4)
+    assert np.abs(outs["matmul"] - exact).max() > 1e-2          # far outside the float32 tolerance
+    ctx = replace(_ctx(mm, Script(compute=_rounded_matmul)), device=dev, interpret=_exact_matmul)
+    assert stage.check(ctx, "rounding", k, dims, "float32") is None
 
 
 def test_the_kernel_signature_comes_from_the_spec_at_each_size(small_add):

@@ -11,8 +11,21 @@ from .results_format import test_entry
 NUMBER = "T1"
 
 
-def board_name(chip: str) -> str:
+def board_name(chip: str, kind: str = "tpu") -> str:
+    """The leaderboard row of a time measured on ``chip`` (by a device of ``kind``)."""
+    if kind in ("cpu", "gpu"):
+        return f"{kind.upper()} stand-in time, not a TPU measurement (ms)"
     return f"TPU {chip} time (ms)"
+
+
+def is_board_row(name: str) -> bool:
+    """Is this leaderboard row the TPU stage's (whichever device measured it)?"""
+    return (name.startswith("TPU ") and name.endswith(" time (ms)")) or "not a TPU measurement" in name
+
+
+def _chip(spec: Speed, device: dict | None) -> str:
+    """The chip that measured (the spec's until something has)."""
+    return (device or {}).get("chip") or spec.chip
 
 
 def score(spec: Speed, result: dict, solution_s: float | None) -> float:
@@ -30,9 +43,12 @@ def view(spec: Speed, result: dict | None, device: dict | None, solution_s: floa
     seconds = result.get("seconds")
     lines = [f"{s['size']}: median {s['median_s'] * 1e3:.4f} ms over {s['calls']} calls (relative standard "
              f"error {s['rse']:.2%}, {s['stopped']}); compiled in {s['compile_s']:.2f} s"
+             + (f"; wall clock: {s['clock_note']}" if s.get("clock_note") else "")
              for s in result.get("sizes", [])]
-    fake = (device or {}).get("kind") == "fake"
-    return {"status": result["status"], "fake": fake, "chip": (device or {}).get("chip", spec.chip),
+    kind = (device or {}).get("kind", "tpu")
+    return {"status": result["status"], "fake": kind == "fake", "stand_in": kind in ("cpu", "gpu"),
+            "label": (device or {}).get("label", ""), "chip_note": (device or {}).get("chip_note", ""),
+            "chip": _chip(spec, device),
             "jax": (device or {}).get("jax", "?"), "libtpu": (device or {}).get("libtpu", "?"),
             "ms": f"{seconds * 1e3:.4f}" if seconds else "?",
             "solution_ms": f"{solution_s * 1e3:.4f}" if solution_s else "",
@@ -47,7 +63,8 @@ def entry(spec: Speed, result: dict | None, device: dict | None, solution_s: flo
           fmt: str = "md") -> dict:
     points = score(spec, result, solution_s) if result is not None else 0.0
     status = result["status"] if result is not None else "not-run"
-    return test_entry(name=f"TPU timing ({spec.chip})", number=NUMBER, score=points, max_score=spec.tpu_points,
+    return test_entry(name=f"TPU timing ({_chip(spec, device)})", number=NUMBER, score=points,
+                      max_score=spec.tpu_points,
                       output=render("tpu.j2", fmt, tpu=view(spec, result, device, solution_s)),
                       output_format=fmt, visibility=spec.visibility,
                       # Tags are finding IDs, as on every other test.

@@ -115,3 +115,35 @@ COMPILE_RULES = (
      "a 1-D block must be the whole array, a multiple of 1024 elements (8 x 128), or a power of "
      "two of at least 128 elements (256 for 16-bit types)"),
 )
+
+# -- the TPU stage's device (autograder/tpu/real.py) --------------------------
+# What Mosaic refuses with: Pallas's TPU lowering wraps a rule's failure in
+# LoweringException (NotImplementedError for an unsupported op or precision),
+# and a refusal of the compiler proper comes back as a JaxRuntimeError whose
+# message names Mosaic (re-raised as MosaicError where Pallas can place it).
+# (module, class name); anything else raised while compiling is not a refusal.
+MOSAIC_REFUSALS = (("jax._src.pallas.mosaic.lowering", "LoweringException"),
+                   ("jax._src.pallas.mosaic.error_handling", "MosaicError"))
+MOSAIC_MARK = "Mosaic"
+# libtpu takes a lock on the chip: a second process that asks for the TPU
+# backend gets "ABORTED: The TPU is already in use by process with pid N"
+# (or, from the driver, "open(/dev/accel0): Device or resource busy").
+TPU_HELD = re.compile(r"already in use|resource busy|libtpu_lockfile", re.I)
+# XLA:CPU's thunk runtime tags each op it runs with its module and run
+# (stats "hlo_module" and "run_id") only when compiled with this option; the
+# CPU stand-in's kernels are, so the profiler trace gives their execution
+# time as it gives a TPU module's. Without it a CPU trace has no module names.
+CPU_TRACE_OPTIONS = {"xla_cpu_enable_xprof_traceme": True}
+# A profiler trace's device planes list each execution of a compiled module on
+# this line, the event named after the module (TPU: "jit_name" or
+# "jit_name(run)"; GPU: the module name as the "hlo_module" stat).
+MODULES_LINE = "XLA Modules"
+# Pallas lowers a dot_general to tpu.matmul with no precision attribute when
+# its precision is None or DEFAULT ("That's the default in Mosaic"), with
+# #tpu.contract_precision<fp32> for HIGHEST, and raises for HIGH
+# (jax/_src/pallas/mosaic/lowering.py, _dot_general_lowering_rule). What the
+# default means is decided in libtpu (closed source since the Mosaic passes
+# left the jax repository); the Pallas TPU docs (details.rst) say 32-bit
+# operands "will be rounded to bfloat16 unless float32 precision is
+# requested", and lax.Precision.DEFAULT's docstring says the same for TPUs.
+DEFAULT_DOT_ROUNDS_TO = "bfloat16"

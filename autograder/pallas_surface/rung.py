@@ -236,14 +236,23 @@ def _in_order(interpret: Any) -> Callable:
 
 
 def forced(traced: Traced, rung: str, params: dict[str, Any] | None = None,
-           in_order: bool = False) -> Callable:
+           in_order: bool = False, *, name: str | None = None, options: dict | None = None,
+           tpu_precision: bool = False) -> Callable:
     """A fresh jitted function running ``traced`` with every kernel on ``rung``
-    (with ``in_order``, every grid axis as 'arbitrary')."""
+    (with ``in_order``, every grid axis as 'arbitrary'; with ``tpu_precision``,
+    float32 products in kernels rounded as a TPU rounds them). ``name`` names
+    its compiled module ("jit_" + name), for finding it in a profiler trace;
+    ``options`` adds XLA compiler options to the rung's."""
+    from .precision import rounded_kernels
     interpret = interpret_value(rung, params)
     closed = traced.closed
-    stub = _in_order(interpret) if in_order else None
-    return jax.jit(lambda *a: evaluate(closed.jaxpr, closed.consts, a, interpret, stub),
-                   compiler_options=release.COMPILER_OPTIONS.get(rung))
+    stub = _in_order(interpret) if in_order else rounded_kernels(interpret) if tpu_precision else None
+
+    def run(*a):
+        return evaluate(closed.jaxpr, closed.consts, a, interpret, stub)
+    if name is not None:
+        run.__name__ = run.__qualname__ = name
+    return jax.jit(run, compiler_options={**release.COMPILER_OPTIONS.get(rung, {}), **(options or {})} or None)
 
 
 def _key(params: dict[str, Any] | None):
@@ -294,6 +303,55 @@ def run(traced: Traced, array_args: Sequence[Any], rung: str,
     flat = forced(traced, rung, params)(*array_args)
     flat = [jax.block_until_ready(x) for x in flat]
     return jax.tree.unflatten(traced.out_tree, flat)
+
+
+class Refused(Exception):
+    """Mosaic refused the kernel; the message is the compiler's."""
+
+
+def refused_by_mosaic(exc: BaseException) -> bool:
+    """Is this exception, raised while compiling for a TPU, Mosaic refusing the
+    kernel (rather than anything else going wrong: memory, the runtime)?"""
+    import importlib
+    for module, name in release.MOSAIC_REFUSALS:
+        cls = getattr(importlib.import_module(module), name, None)
+        if cls is not None and isinstance(exc, cls):
+            return True
+    from jax.errors import JaxRuntimeError
+    return isinstance(exc, JaxRuntimeError) and release.MOSAIC_MARK in str(exc)
+
+
+def lowered_for_tpu(traced: Traced, specs: Sequence[Any], name: str | None = None) -> Any:
+    """``traced`` with every kernel lowered by Pallas's TPU lowering (Mosaic's
+    input), on a TPU or cross-lowered on any machine. Tracing is the grader's
+    own rewrite and raises as it is; an exception while lowering is the
+    lowering refusing the kernel (it raises ValueError, NotImplementedError or
+    LoweringException for what Mosaic does not take), raised as ``Refused``."""
+    staged = forced(traced, "tpu", name=name).trace(*specs)
+    try:
+        with tpu_target() if jax.default_backend() != "tpu" else _nothing():
+            return staged.lower(lowering_platforms=("tpu",))
+    except (MemoryError, RecursionError):
+        raise
+    except Exception as e:  # noqa: BLE001 - any other failure to lower is the refusal
+        raise Refused(f"{type(e).__name__}: {e}") from None
+
+
+def compiled_for_tpu(traced: Traced, specs: Sequence[Any], name: str | None = None) -> Any:
+    """The TPU executable of ``traced`` (on a TPU); ``Refused`` when Mosaic
+    will not compile it, anything else raised as it is."""
+    lowered = lowered_for_tpu(traced, specs, name)
+    try:
+        return lowered.compile()
+    except Exception as e:
+        if refused_by_mosaic(e):
+            raise Refused(f"{type(e).__name__}: {e}") from None
+        raise
+
+
+def _nothing():
+    from contextlib import nullcontext
+    return nullcontext()
 
 
 def unwrap_error(exc: BaseException) -> tuple[str, str]:

@@ -10,18 +10,22 @@ told to behave like a broken chip or a cheating kernel:
 - ``replay``: every call returns the first call's output (a kernel that
   caches its answer);
 - ``stale``: every call returns the previous call's output;
-- ``times``: seconds per timed call, cycled (or a function of the call number).
+- ``times``: seconds per timed call, cycled (or a function of the call number);
+- ``profiled``: device times the profiler reports, cycled (none: the profiler
+  gives none, and says why: ``no_profiler``);
+- ``bf16_dots``: float32 products the chip rounds to bfloat16.
 """
 from __future__ import annotations
 
 import itertools
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Callable, Literal
+from typing import Callable, Iterator, Literal
 
 import numpy as np
 
-from ..grading.inputs import round_to
-from .device import ChipReject, Compiled, DeviceInfo, Kernel, Timed, digest_host
+from ..grading.inputs import numpy_dtype, round_to
+from .device import ChipReject, Compiled, DeviceInfo, DeviceTimes, Kernel, Timed, check_output, digest_host
 
 Behaviour = Literal["honest", "replay", "stale"]
 
@@ -39,6 +43,8 @@ class Script:
     compile_s: float = 0.5
     present: bool = True
     profiled: tuple[float, ...] = ()                     # device times a profiler would report (none: no profiler)
+    no_profiler: str = "the fake device's script has no profiled times"
+    bf16_dots: int = 0
     calls: list = field(default_factory=list)           # what was asked of it (for tests)
 
 
@@ -54,13 +60,18 @@ class FakeDevice:
         return DeviceInfo("fake", s.chip, "fake", "fake", s.hbm_bytes_per_s, s.bf16_flops_per_s) \
             if s.present else None
 
+    def absent(self) -> str:
+        return "" if self.script.present else "the fake device's script says there is no device"
+
     def compile(self, kernel: Kernel) -> Compiled:
         self.script.calls.append(("compile", kernel.name))
         if self.script.reject:
             raise ChipReject(self.script.reject)
-        return Compiled(kernel, self.script.compile_s)
+        return Compiled(kernel, self.script.compile_s, bf16_dots=self.script.bf16_dots)
 
     def inputs(self, compiled: Compiled, seed: int) -> list:
+        if not 0 <= seed < 2 ** 32:
+            raise ValueError(f"seeds are 32-bit, as on a real device; got {seed}")
         rng = np.random.default_rng([seed, 0x1A9])
         out = []
         for spec in compiled.kernel.inputs:
@@ -77,7 +88,7 @@ class FakeDevice:
         honest = np.asarray(self.script.compute(*inputs), dtype=np.float64)
         if self.script.diverge:
             honest = honest * (1 + self.script.diverge) + self.script.diverge
-        out = honest.astype(np.float32)
+        out = honest.astype(numpy_dtype(compiled.kernel.output_dtype))
         if self.script.behaviour == "replay":
             out = self._first.setdefault(name, out)
         elif self.script.behaviour == "stale":
@@ -85,20 +96,17 @@ class FakeDevice:
             self._last[name] = out
             out = previous
         self.script.calls.append(("run", name))
-        return out
+        return check_output(out, compiled.kernel)
 
     def time(self, compiled: Compiled, inputs: list) -> Timed:
         n = next(self._timed)
         t = self.script.times
         seconds = t(n) if callable(t) else t[n % len(t)]
-        return Timed(float(seconds), "wall", self.run(compiled, inputs))
+        return Timed(float(seconds), self.run(compiled, inputs))
 
-    def device_times(self, compiled: Compiled, inputs: list) -> list[float] | None:
-        if not self.script.profiled:
-            return None
-        for x in inputs:
-            self.run(compiled, x)
-        return [self.script.profiled[i % len(self.script.profiled)] for i in range(len(inputs))]
+    @contextmanager
+    def profile(self, compiled: Compiled) -> Iterator["_Profile"]:
+        yield _Profile(self.script)
 
     def digest(self, output: np.ndarray, key: int) -> np.ndarray:
         return digest_host(output, key)
@@ -107,3 +115,14 @@ class FakeDevice:
         if isinstance(value, list):
             return [v if isinstance(v, float) else np.asarray(v) for v in value]
         return np.asarray(value)
+
+
+class _Profile:
+    def __init__(self, script: Script) -> None:
+        self.script = script
+
+    def result(self, calls: int) -> DeviceTimes:
+        p = self.script.profiled
+        if not p:
+            return DeviceTimes(None, self.script.no_profiler)
+        return DeviceTimes(tuple(p[i % len(p)] for i in range(calls)))

@@ -7,11 +7,12 @@ import numpy as np
 
 
 def generic(program: bytes, args: list, dtypes: list[str]) -> np.ndarray:
-    """``args``: float32 arrays (values exact in ``dtypes``) and floats."""
+    """``args``: float32 arrays (values exact in ``dtypes``) and floats (static:
+    part of the program, as in the grader's child, so not passed to it)."""
     import jax
 
     from ..grading.inputs import numpy_dtype
-    args = [a if isinstance(a, float) else np.asarray(a).astype(numpy_dtype(d)) for a, d in zip(args, dtypes)]
+    args = [np.asarray(a).astype(numpy_dtype(d)) for a, d in zip(args, dtypes) if not isinstance(a, float)]
     from ..pallas_surface import rebuild, rung, schema
     fn = rebuild.load(schema.loads(program)).function()
     with jax.default_device(jax.devices("cpu")[0]):

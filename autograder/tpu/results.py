@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import copy
 
-from ..feedback.tpu_timing import NUMBER, board_name, entry
+from ..feedback.tpu_timing import NUMBER, board_name, entry, is_board_row
 from ..spec import Speed
 
 
@@ -18,9 +18,10 @@ def merge(results: dict, spec: Speed, result: dict, device: dict, solution_s: fl
                 (old or {}).get("output_format", "md"))
     doc["tests"] = [t for t in tests if t.get("number") != NUMBER] + [new]
     doc["score"] = round(float(doc.get("score", 0.0)) - float((old or {}).get("score", 0.0)) + new["score"], 4)
-    board = [row for row in doc.get("leaderboard", []) if row.get("name") != board_name(spec.chip)]
+    board = [row for row in doc.get("leaderboard", []) if not is_board_row(str(row.get("name", "")))]
     if result.get("status") == "timed" and result.get("seconds"):
-        board.append({"name": board_name(spec.chip), "value": round(result["seconds"] * 1e3, 4), "order": "asc"})
+        name = board_name(device.get("chip") or spec.chip, device.get("kind", "tpu"))
+        board.append({"name": name, "value": round(result["seconds"] * 1e3, 4), "order": "asc"})
     if board:
         doc["leaderboard"] = board
     doc.setdefault("extra_data", {})["tpu_stage"] = {

@@ -1,22 +1,30 @@
 """The TPU stage for one kernel: check it on the chip, then time it so that
-replaying, caching or a lucky run cannot help.
+replaying, caching, a lucky run or a wrong answer at the timed size cannot help.
 
 1. The check case: compile, run on inputs made on the device, compare with the
    float64 reference and with the interpreters' output on the same inputs. A
    compiler refusal is ``chip-reject``; a chip output that misses the reference
    where the interpreters' matches is ``chip-divergence`` (both outputs kept).
+   Float32 products inside a kernel at default precision take bfloat16-rounded
+   operands on a TPU (``pallas_surface.precision``): for such a kernel the chip
+   may instead match the reference of its inputs rounded to bfloat16, within
+   the bfloat16 tolerance (what it computes when the kernel is right).
 2. Each timed size: warm-up calls on a separate input stream, then timed
    calls, each on fresh inputs made on the device from a secret seed, until
-   ``timing.measure``'s rule holds; each timed output is digested on the
-   device (a secret random projection); after the run a sample of calls,
-   chosen then, is checked against the reference of that call's own inputs.
+   ``timing.measure``'s rule holds, all under one profiler trace that gives
+   each of those calls' device time. Every timed output is digested on the
+   device (a secret random projection); after the run three calls are checked
+   against the reference of their own inputs: one of them, chosen secretly
+   before the run, element by element (its output kept), the others, chosen
+   after the run, through their digests. The calls checked are the calls timed.
 3. Anomaly gates hold a result for review instead of ranking it: faster than
-   the roofline floor, more than 10x the solution, noisy, or a timed output
-   that does not match its inputs.
+   the roofline floor, more than 10x the solution, noisy, a timed output that
+   does not match its inputs, or timed on another clock than the solution.
 """
 from __future__ import annotations
 
 import math
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Literal
@@ -24,15 +32,30 @@ from typing import Any, Callable, Literal
 import numpy as np
 
 from ..grading.compare import compare
-from ..grading.inputs import numpy_dtype
-from ..spec import Assignment
+from ..grading.inputs import numpy_dtype, round_to
+from ..spec import Assignment, Tolerance
 from ..speed.grade import geometric_mean
 from ..speed.model import roofline_floor
 from . import timing
-from .device import ChipReject, Compiled, Device, DeviceInfo, InputSpec, Kernel, projection
+from .device import (
+    SEED_BITS,
+    ChipReject,
+    Compiled,
+    CompileFailed,
+    Device,
+    DeviceInfo,
+    DeviceTimes,
+    InputSpec,
+    Kernel,
+    projection,
+)
 
 Status = Literal["timed", "held", "chip-reject", "chip-divergence", "wrong-result", "not-queued", "error"]
 SLOWER_THAN_SOLUTION = 10.0
+# A digest's error is the output's error projected on a secret Gaussian vector:
+# normal, with the error's norm as its standard deviation. Six of them: a false
+# alarm once in 5e8 rows.
+SIGMAS = 6.0
 
 
 @dataclass(frozen=True)
@@ -44,10 +67,11 @@ class SizeTime:
     stopped: str
     source: str                        # "profiler" (device time) or "wall" (an upper bound)
     compile_s: float
-    floor_s: float                     # the roofline floor at this size on this chip
-    checked: tuple[int, ...] = ()      # timed calls whose outputs were checked
+    floor_s: float                     # the roofline floor at this size on this chip (0: unknown figures)
+    checked: tuple[int, ...] = ()      # timed calls whose outputs were checked (the first element-wise)
     mismatched: tuple[int, ...] = ()
     wall_median_s: float = 0.0         # wall clock around each call (the upper bound)
+    clock_note: str = ""               # why the profiler gave no device time, where it gave none
 
 
 @dataclass(frozen=True)
@@ -79,16 +103,25 @@ class Context:
     interpret: Callable[[bytes, list, list], np.ndarray]   # (program, args, dtypes) -> interpreters' output
     secret: int
     rule: timing.Rule = timing.Rule()
-    solution: dict[str, float] = field(default_factory=dict)   # size -> the solution's median
-    flops: dict[str, float] = field(default_factory=dict)      # size -> the work's flops (floor)
+    solution: dict[str, SizeTime] = field(default_factory=dict)   # size -> the solution's timing there
+    flops: dict[str, float] = field(default_factory=dict)         # size -> the work's flops (floor)
     evidence_dir: Path | None = None   # where a divergence's inputs and both outputs are kept
 
 
+@dataclass(frozen=True)
+class Expected:
+    """An output the chip may give: a reference and the tolerance around it."""
+    reference: np.ndarray
+    tolerance: Tolerance
+    what: str
+
+
 def seed(secret: int, *words: Any) -> int:
-    """A seed no submission can predict: the secret mixed with where it is used."""
+    """A 32-bit seed no submission can predict: the secret mixed with where it
+    is used (32 bits: what jax.random.key keeps, so every device draws the same)."""
     import hashlib
     text = [int.from_bytes(hashlib.sha256(str(w).encode()).digest()[:8], "little") for w in words]
-    return int(np.random.SeedSequence([secret, *text]).generate_state(2, np.uint64)[0] >> 1)
+    return int(np.random.SeedSequence([secret, *text]).generate_state(1, np.uint32)[0]) % 2 ** SEED_BITS
 
 
 def kernel(a: Assignment, name: str, program: bytes, dims: dict[str, int], dtype: str) -> Kernel:
@@ -111,28 +144,47 @@ def _host_args(values: list) -> list:
     return [v if isinstance(v, float) else np.asarray(v, dtype=np.float32) for v in values]
 
 
+def expectations(ctx: Context, args: list, dtype: str, bf16_dots: int) -> list[Expected]:
+    """What a right kernel's output on this chip may be: the float64 reference
+    within the case's tolerance; and, when the kernel has float32 products the
+    chip rounds to bfloat16, the reference of the inputs rounded to bfloat16
+    within the bfloat16 tolerance (the spec's, else the case's)."""
+    a = ctx.assignment
+    out = [Expected(np.asarray(ctx.reference(*args), np.float64), a.tolerance(dtype), "the float64 reference")]
+    if not bf16_dots:
+        return out
+    rounded = [v if isinstance(v, float) else round_to(v, "bfloat16") for v in args]
+    # Inputs already exact in bfloat16 round to themselves: the same reference, computed once.
+    if any(not isinstance(v, float) and not np.array_equal(v, r) for v, r in zip(args, rounded)):
+        tol = dict(a.tolerances).get("bfloat16", a.tolerance(dtype))
+        out.append(Expected(np.asarray(ctx.reference(*rounded), np.float64), tol,
+                            "the reference of the inputs rounded to bfloat16, as a TPU rounds a float32 product's "
+                            "operands at default precision"))
+    return out
+
+
 def check(ctx: Context, sub: str, k: Kernel, dims: dict[str, int], dtype: str) -> StageResult | None:
     """The check case on the chip; None when the chip's output is right."""
     a = ctx.assignment
-    try:
-        compiled = ctx.device.compile(k)
-    except ChipReject as e:
-        return StageResult(sub, "chip-reject", str(e)[:3000], evidence={"kernel": k.name})
+    compiled = _compile(ctx, sub, k)
+    if isinstance(compiled, StageResult):
+        return compiled
     x = ctx.device.inputs(compiled, seed(ctx.secret, sub, k.name, "check"))
     out = np.asarray(ctx.device.fetch(ctx.device.run(compiled, x)), dtype=np.float64)
     args = _host_args(ctx.device.fetch(x))
-    ref = np.asarray(ctx.reference(*args), dtype=np.float64)
-    tol = a.tolerance(dtype)
     red = _reduction(a, dims)
-    chip = compare(out, ref, tol, red, a.numerics_bound)
-    if chip.ok:
+    allowed = expectations(ctx, args, dtype, compiled.bf16_dots)
+    if any(compare(out, e.reference, e.tolerance, red, a.numerics_bound).ok for e in allowed):
         return None
+    ref = allowed[0].reference
+    chip = compare(out, ref, allowed[0].tolerance, red, a.numerics_bound)
     interp = np.asarray(ctx.interpret(k.program, args, [i.dtype for i in k.inputs]), dtype=np.float64)
-    ok_interp = compare(interp, ref, tol, red, a.numerics_bound).ok
+    ok_interp = compare(interp, ref, allowed[0].tolerance, red, a.numerics_bound).ok
     worst = np.unravel_index(int(np.nanargmax(np.where(np.isfinite(out), np.abs(out - ref), np.inf))), ref.shape)
     evidence = {"kernel": k.name, "index": [int(i) for i in worst], "chip": float(out[worst]),
                 "interpreters": float(interp[worst]), "reference": float(ref[worst]),
-                "mismatches": int(chip.mismatches), "size": int(ref.size)}
+                "mismatches": int(chip.mismatches), "size": int(ref.size),
+                "compared with": " or ".join(e.what for e in allowed)}
     if ctx.evidence_dir is not None:
         evidence["files"] = _keep(ctx.evidence_dir, sub, args, out, interp, ref)
     if ok_interp:
@@ -155,62 +207,147 @@ def _keep(folder: Path, sub: str, args: list, chip, interp, ref) -> str:
     return str(where)
 
 
-def _digest_ok(digest: np.ndarray, ref: np.ndarray, key: int, a: Assignment, dtype: str, red: int) -> bool:
-    """Is the digested output within tolerance of the reference, through the projection?"""
-    tol = a.tolerance(dtype)
-    flat = ref.reshape(-1, ref.shape[-1]) if ref.ndim else ref.reshape(1, 1)
-    r = projection(key, flat.shape[-1])
-    allowed = tol.atol * math.sqrt(max(red, 1)) + tol.rtol * np.abs(flat)
-    # float32 rounding of the projection on the device, generously
-    bound = allowed @ np.abs(r) + 2.0 ** -20 * flat.shape[-1] * (np.abs(flat) @ np.abs(r)) + 1e-6
-    return bool(np.all(np.abs(digest - flat @ r) <= bound))
+def _rows(x: np.ndarray) -> np.ndarray:
+    return x.reshape(-1, x.shape[-1]) if x.ndim else x.reshape(1, 1)
 
 
-def time_size(ctx: Context, sub: str, compiled: Compiled, size: str, dims: dict, dtype: str) -> SizeTime:
+def digest_bound(ref: np.ndarray, key: int, tol: Tolerance, red: int, numerics_bound: float) -> np.ndarray:
+    """How far each row's digest may be from the reference's projection.
+
+    A row's digest error is its error vector times a secret Gaussian vector:
+    normal, with the error's norm as its standard deviation, so the bound is
+    SIGMAS times the largest norm a right row's error may have: what the
+    element tolerance allows, and no more than ``numerics_bound`` of the row's
+    norm (the element tolerance alone, its atol grown with the reduction, can
+    exceed a whole row: at flash attention's speed size it let an all-zeros
+    output pass), plus the element atol once and float32 rounding of the
+    device's projection."""
+    flat = _rows(ref)
+    n = flat.shape[-1]
+    element = tol.atol * math.sqrt(max(red, 1)) + tol.rtol * np.abs(flat)
+    norm = np.minimum(np.linalg.norm(element, axis=1), numerics_bound * np.linalg.norm(flat, axis=1))
+    rounding = 2.0 ** -20 * math.sqrt(n) * (np.abs(flat) @ np.abs(projection(key, n)))
+    return SIGMAS * (norm + tol.atol * math.sqrt(n)) + rounding
+
+
+def digest_ok(digest: np.ndarray, e: Expected, key: int, red: int, numerics_bound: float) -> bool:
+    """Is the digested output that of an output close to ``e``?"""
+    flat = _rows(e.reference)
+    bound = digest_bound(e.reference, key, e.tolerance, red, numerics_bound)
+    return bool(np.all(np.abs(np.asarray(digest, np.float64) - flat @ projection(key, flat.shape[-1])) <= bound))
+
+
+def close(out: np.ndarray, e: Expected, red: int, numerics_bound: float) -> bool:
+    """Element by element within the tolerance, and the error's norm within
+    ``numerics_bound`` of the output's (the element tolerance alone can pass
+    an output that is mostly error at a large reduction)."""
+    out = np.asarray(out, np.float64)
+    if not compare(out, e.reference, e.tolerance, red, numerics_bound).ok:
+        return False
+    floor = e.tolerance.atol * math.sqrt(e.reference.size)
+    return bool(np.linalg.norm(out - e.reference) <= numerics_bound * np.linalg.norm(e.reference) + floor)
+
+
+@dataclass(frozen=True)
+class Loop:
+    """What the timed loop of one size left: its samples, each call's digest,
+    the output of the call checked element-wise, and the trace's device times."""
+    samples: timing.Samples
+    digests: tuple[np.ndarray, ...]
+    kept: int
+    kept_output: Any
+    device: DeviceTimes
+
+
+def timed_loop(ctx: Context, sub: str, compiled: Compiled, size: str) -> Loop:
+    """Warm-up, then the timed calls under one profiler trace."""
     dev, rule = ctx.device, ctx.rule
     for w in range(rule.warmup):
         dev.run(compiled, dev.inputs(compiled, seed(ctx.secret, sub, size, "warmup", w)))
     key = seed(ctx.secret, sub, size, "digest")
+    # Chosen before the run (its output must be kept), among calls certain to happen; secret like every seed.
+    kept = int(np.random.default_rng(seed(ctx.secret, sub, size, "kept")).integers(0, max(rule.min_calls, 1)))
     digests: list[np.ndarray] = []
-    sources: set[str] = set()
+    output: list = []
 
     def call(i: int) -> float:
         x = dev.inputs(compiled, seed(ctx.secret, sub, size, "timed", i))
         t = dev.time(compiled, x)
-        digests.append(dev.digest(t.output, key))       # outside the timed region
-        sources.add(t.source)
+        digests.append(dev.digest(t.output, key))       # outside the timed region, as is the fetch
+        if i == kept:
+            output.append(dev.fetch(t.output))
         return t.seconds
-    samples = timing.measure(call, rule)
-    median, spread, source = samples.median, samples.rse, "wall" if "wall" in sources else "profiler"
-    # Device time from a profiler trace, on as many fresh input sets, where there is one.
-    batch = [dev.inputs(compiled, seed(ctx.secret, sub, size, "profiled", i))
-             for i in range(min(len(samples.times), rule.profiled))]
-    profiled = dev.device_times(compiled, batch)
-    if profiled:
-        median, spread, source = float(np.median(profiled)), timing.rse(profiled), "profiler"
+    with dev.profile(compiled) as trace:
+        samples = timing.measure(call, rule)
+    return Loop(samples, tuple(digests), kept, output[0] if output else None, trace.result(len(samples.times)))
+
+
+def _clock(sub: str, size: str, loop: Loop) -> tuple[float, float, str, str]:
+    """(median, rse, source, why not the profiler): device time from the trace,
+    else the wall clock, said (never a silent change of clock)."""
+    times = loop.device.times
+    if times:
+        return float(np.median(times)), timing.rse(times), "profiler", ""
+    note = f"no device time from the profiler ({loop.device.why}); the wall clock (an upper bound) stands"
+    print(f"pallas-autograder speed: {sub} at {size}: {note}", file=sys.stderr)
+    return loop.samples.median, loop.samples.rse, "wall", note
+
+
+def check_calls(ctx: Context, sub: str, compiled: Compiled, size: str, dims: dict, dtype: str,
+                loop: Loop) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """(calls checked, calls whose outputs miss their own inputs' reference):
+    the kept call element by element, others chosen now through their digests."""
+    dev, a, rule = ctx.device, ctx.assignment, ctx.rule
+    key, red, nb = seed(ctx.secret, sub, size, "digest"), _reduction(a, dims), a.numerics_bound
     picker = np.random.default_rng(seed(ctx.secret, sub, size, "sample"))   # chosen after the run
-    picks = sorted(int(i) for i in picker.choice(len(digests), min(rule.sample, len(digests)), replace=False))
-    a = ctx.assignment
-    red = _reduction(a, dims)
+    others = [i for i in range(len(loop.digests)) if i != loop.kept]
+    picks = [int(i) for i in picker.choice(others, min(max(rule.sample - 1, 0), len(others)), replace=False)]
     bad = []
-    for i in picks:
+    for i in [loop.kept, *sorted(picks)]:
         args = _host_args(dev.fetch(dev.inputs(compiled, seed(ctx.secret, sub, size, "timed", i))))
-        if not _digest_ok(digests[i], np.asarray(ctx.reference(*args), np.float64), key, a, dtype, red):
+        allowed = expectations(ctx, args, dtype, compiled.bf16_dots)
+        if i == loop.kept:
+            ok = any(close(loop.kept_output, e, red, nb) for e in allowed)
+        else:
+            ok = any(digest_ok(loop.digests[i], e, key, red, nb) for e in allowed)
+        if not ok:
             bad.append(i)
+    return (loop.kept, *sorted(picks)), tuple(bad)
+
+
+def time_size(ctx: Context, sub: str, compiled: Compiled, size: str, dims: dict, dtype: str) -> SizeTime:
+    loop = timed_loop(ctx, sub, compiled, size)
+    median, spread, source, note = _clock(sub, size, loop)
+    checked, bad = check_calls(ctx, sub, compiled, size, dims, dtype, loop)
     floor = _floor(compiled.kernel, ctx.info, ctx.flops.get(size, 0.0))
-    return SizeTime(size, median, spread, len(samples.times), samples.stopped, source, compiled.compile_s, floor,
-                    tuple(picks), tuple(bad), samples.median)
+    s = loop.samples
+    return SizeTime(size, median, spread, len(s.times), s.stopped, source, compiled.compile_s, floor,
+                    checked, bad, s.median, note)
 
 
 def _floor(k: Kernel, info: DeviceInfo, flops: float) -> float:
     """The roofline floor: every input read once and the output written once at
-    full bandwidth, or the work at the chip's peak, whichever is longer."""
+    full bandwidth, or the work at the chip's peak, whichever is longer (0.0
+    where the device's figures are unknown: no floor, no gate)."""
+    if info.hbm_bytes_per_s <= 0 or info.bf16_flops_per_s <= 0:
+        return 0.0
     nbytes = sum(int(np.prod(s.shape)) * numpy_dtype(s.dtype).itemsize for s in k.inputs if s.kind == "array")
     nbytes += int(np.prod(k.output_shape)) * numpy_dtype(k.output_dtype).itemsize
     return roofline_floor(nbytes, flops, info.hbm_bytes_per_s, info.bf16_flops_per_s)
 
 
-def holds(sizes: tuple[SizeTime, ...], solution: dict[str, float],
+def _against_solution(s: SizeTime, base: SizeTime) -> str | None:
+    """The solution gates, comparing like with like (the same clock)."""
+    if base.source != s.source:
+        return (f"clock: at {s.size}, timed on the {s.source} clock ({s.clock_note or 'device time'}) but the "
+                f"solution on the {base.source} clock; the two are not compared")
+    if s.median_s > SLOWER_THAN_SOLUTION * base.median_s:
+        return (f"slow: at {s.size}, {s.median_s / base.median_s:.1f}x the solution's time "
+                f"(more than {SLOWER_THAN_SOLUTION:g}x)")
+    return None
+
+
+def holds(sizes: tuple[SizeTime, ...], solution: dict[str, SizeTime],
           rule: timing.Rule = timing.DEFAULT) -> tuple[str, ...]:
     """The anomaly gates a timed result trips (each holds it for review)."""
     out = []
@@ -218,16 +355,26 @@ def holds(sizes: tuple[SizeTime, ...], solution: dict[str, float],
         if s.mismatched:
             out.append(f"output-check: at {s.size}, timed calls {list(s.mismatched)} returned outputs that do "
                        "not match their own inputs' reference (a replayed or cached result, or wrong at this size)")
-        if s.median_s < s.floor_s:
+        if s.floor_s > 0 and s.median_s < s.floor_s:
             out.append(f"faster-than-roofline: at {s.size}, {s.median_s * 1e3:.4f} ms is below the chip's floor "
                        f"of {s.floor_s * 1e3:.4f} ms")
-        if s.size in solution and s.median_s > SLOWER_THAN_SOLUTION * solution[s.size]:
-            out.append(f"slow: at {s.size}, {s.median_s / solution[s.size]:.1f}x the solution's time "
-                       f"(more than {SLOWER_THAN_SOLUTION:g}x)")
+        found = _against_solution(s, solution[s.size]) if s.size in solution else None
+        if found:
+            out.append(found)
         if rule.noisy(s.stopped, s.rse):
             out.append(f"noisy: at {s.size}, the relative standard error is {s.rse:.1%} after {s.calls} calls "
                        "(the cap)")
     return tuple(out)
+
+
+def _compile(ctx: Context, sub: str, k: Kernel) -> Compiled | StageResult:
+    try:
+        return ctx.device.compile(k)
+    except ChipReject as e:
+        return StageResult(sub, "chip-reject", str(e)[:3000], evidence={"kernel": k.name})
+    except CompileFailed as e:
+        return StageResult(sub, "error", f"compiling {k.name} failed, and not because the TPU compiler refused "
+                           f"the kernel: {e}"[:3000], evidence={"kernel": k.name})
 
 
 def run(ctx: Context, sub: str, programs: dict[str, bytes]) -> StageResult:
@@ -245,10 +392,9 @@ def run(ctx: Context, sub: str, programs: dict[str, bytes]) -> StageResult:
         if size.name not in programs:
             return StageResult(sub, "error", f"no traced program at the size {size.name!r}")
         dims = dict(size.dims)
-        try:
-            compiled = ctx.device.compile(kernel(a, size.name, programs[size.name], dims, size.dtype))
-        except ChipReject as e:
-            return StageResult(sub, "chip-reject", str(e)[:3000], evidence={"kernel": size.name})
+        compiled = _compile(ctx, sub, kernel(a, size.name, programs[size.name], dims, size.dtype))
+        if isinstance(compiled, StageResult):
+            return compiled
         sizes.append(time_size(ctx, sub, compiled, size.name, dims, size.dtype))
     found = holds(tuple(sizes), ctx.solution, ctx.rule)
     return StageResult(sub, "held" if found else "timed", "", tuple(sizes), found)
