@@ -369,3 +369,43 @@ def test_estimate_through_the_tracer_and_the_graders_child():
     assert json.loads(none.stdout)["status"] == "no estimate" and "syntax" in json.loads(none.stdout)["reason"].lower()
     bad = run_cli("estimate", str(REPO / "solutions" / "add.py"), "-a", "add", "--size", "M=12")
     assert bad.returncode == 1 and "M=12 breaks the spec's rule" in bad.stderr
+
+
+UNESTIMABLE_ADD = '''
+import jax
+import jax.numpy as jnp
+from jax.experimental import pallas as pl
+
+
+def add_kernel(x_ref, y_ref, o_ref):
+    # Right, and with a primitive the model has no cost for (0 * a cumulative sum).
+    o_ref[...] = x_ref[...] + y_ref[...] + 0.0 * jnp.cumsum(x_ref[...], axis=0)
+
+
+def add(x, y):
+    spec = pl.BlockSpec((8, 128), lambda i, j: (i, j))
+    return pl.pallas_call(add_kernel, out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),
+                          grid=(x.shape[0] // 8, x.shape[1] // 128), in_specs=[spec, spec], out_specs=spec,
+                          interpret=True)(x, y)
+'''
+
+
+@pytest.mark.jax
+@pytest.mark.grading
+def test_a_correct_kernel_the_model_cannot_estimate_says_so_everywhere(tmp_path):
+    speed_table = ('\n[speed]\nchip = "v5e"\npoints = 1\nleaderboard = true\n[[speed.sizes]]\nname = "s1"\n'
+                   'dims = { M = 64, N = 256 }\ndtype = "float32"\n')
+    folder = trimmed_add(tmp_path / "assignments", '[[cases]]\nname = "small"\ndims = { M = 16, N = 256 }\n'
+                         'seed = 101\npoints = 2\n', speed_table)
+    sub = tmp_path / "add.py"
+    sub.write_text(UNESTIMABLE_ADD)
+    results = tmp_path / "results.json"
+    proc = run_cli("grade", str(sub), "-a", "add", "--assignments", str(folder.parent), "--results", str(results))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    doc = json.loads(results.read_text())
+    s1 = next(t for t in doc["tests"] if t["number"] == "S1")
+    assert doc["score"] == 2 and s1["score"] == 0      # correct, but no estimate: no points from a guess
+    assert "No estimate: the kernel body uses 'cumsum'" in s1["output"]
+    assert "no estimate at M=64, N=256: the kernel body uses 'cumsum'" in proc.stdout
+    assert doc["leaderboard"] == [{"name": "Estimated TPU v5e time (ms)", "value": "no estimate", "order": "asc"}]
+    assert doc["extra_data"]["speed_estimate"]["sizes"]["s1"]["status"] == "no estimate"

@@ -193,8 +193,9 @@ def _speed(plan: Plan, outcomes: dict[Run, Outcome], tests: list[scoring.TestRes
     runs = tuple(speed_grade.SizeRun(r.variant, r.draw.case.dims, r.draw.case.dtype, outcomes.get(r))
                  for r in plan.speed_runs())
     g = speed_grade.grade(plan.assignment.speed, runs, solution, passed)
-    if g is not None and g.max_score == 0 and all(s.estimate is None for s in g.sizes):
-        return None     # unscored and nothing to show (nothing traced): no section
+    if g is not None and g.max_score == 0 and not any(r.outcome is not None and r.outcome.ok for r in runs):
+        return None     # unscored and nothing to show (nothing traced): no section; a traced kernel
+        # the model cannot estimate keeps it, to say why
     return g
 
 
