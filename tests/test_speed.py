@@ -295,6 +295,22 @@ def test_pl_when_is_evaluated_at_every_grid_point_from_program_ids_and_prefetch_
         speed.estimate(blind)
 
 
+@pytest.mark.jax
+def test_a_grid_of_all_different_steps_is_summarised_in_few_classes_with_its_work_kept():
+    import jax
+    import jax.numpy as jnp
+
+    from autograder.pallas_surface import cost
+    steps = cost.MAX_CLASSES + 904
+    n = np.arange(steps, dtype=np.int32)          # every step loops a different number of times
+    args = [n, jax.ShapeDtypeStruct((128 * steps, 128), jnp.bfloat16), jax.ShapeDtypeStruct((128, 128), jnp.bfloat16)]
+    s = _schedule(functools.partial(_gated_call, when=lambda i, n_ref: n_ref[i] > 0, loop=True), args)
+    classes = s.calls[0].step_classes
+    assert len(classes) <= cost.MAX_CLASSES and sum(c.steps for c in classes) == steps
+    exps = sum(c.transcendental * c.steps for c in classes)
+    assert exps == pytest.approx(n.sum() * 128 * 128, rel=2e-3)
+
+
 def _dot_kernel(x_ref, y_ref, o_ref, *, precision, acc):
     import jax.numpy as jnp
     o_ref[...] = jnp.dot(x_ref[...], y_ref[...], precision=precision, preferred_element_type=acc).astype(o_ref.dtype)

@@ -166,15 +166,22 @@ def _step_bytes(operands: list[tuple[dict, np.ndarray | None]], n: int) -> np.nd
     return out
 
 
+def _significant(a: np.ndarray, digits: int) -> np.ndarray:
+    safe = np.where(a == 0, 1.0, np.abs(a))
+    scale = 10.0 ** (digits - 1 - np.floor(np.log10(safe)))
+    return np.round(a * scale) / scale
+
+
 def _classes(columns: dict[str, np.ndarray], block_bytes: np.ndarray, steps: int) -> list[dict]:
     """Grid points with the same work and traffic, counted."""
     names = sorted(columns)
     table = np.stack([columns[c] for c in names] + [block_bytes], axis=1)
     rows, counts = np.unique(table, axis=0, return_counts=True)
-    if len(rows) > MAX_CLASSES:
-        # Nearly every point differs (e.g. a loop bound from data): 3 significant digits suffice.
-        rounded = np.vectorize(lambda x: float(f"{x:.3g}"))(table)
-        rows, counts = np.unique(rounded, axis=0, return_counts=True)
+    for digits in (3, 2, 1):
+        if len(rows) <= MAX_CLASSES:
+            break
+        # Nearly every point differs (e.g. a loop bound from data): a few significant digits suffice.
+        rows, counts = np.unique(_significant(table, digits), axis=0, return_counts=True)
     scale = steps / max(len(block_bytes), 1)     # one point stands for the whole grid when not listed
     out = []
     for row, count in zip(rows, counts):
