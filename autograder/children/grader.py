@@ -75,7 +75,7 @@ def _analysis(name: str, traced, arrays) -> dict:
         return analysis.structure(traced)
     if name.startswith("speed:"):
         from ..pallas_surface import cost
-        return cost.speed_facts(traced, name.split(":", 1)[1])
+        return cost.speed_facts(traced, name.split(":", 1)[1], arrays)
     raise ValueError(f"unknown analysis {name!r}")
 
 

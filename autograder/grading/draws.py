@@ -42,8 +42,19 @@ class DrawStore(Mapping):
 
     def files(self, draw: Draw) -> list[dict]:
         if draw not in self._files:
-            self._files[draw] = self.abstract(draw) if draw.abstract else self._write(draw)
+            self._files[draw] = self._tables(draw) if draw.abstract else self._write(draw)
         return self._files[draw]
+
+    def _tables(self, draw: Draw) -> list[dict]:
+        """An abstract draw as the child gets it: shapes, and the small integer inputs' values
+        (``inputs.index_tables``: a data-dependent grid's estimate reads them)."""
+        out = self.abstract(draw)
+        for i, ci in inputs.index_tables(self.assignment, draw.case, draw.seed).items():
+            path = self.in_dir / f"{draw.index}_{i}.npy"
+            np.save(path, ci.array, allow_pickle=False)
+            path.chmod(0o644)
+            out[i] = {"kind": "array", "file": str(path), "dtype": ci.dtype}
+        return out
 
     def _write(self, draw: Draw) -> list[dict]:
         out = []

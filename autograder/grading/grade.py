@@ -195,7 +195,8 @@ def _speed(plan: Plan, outcomes: dict[Run, Outcome], tests: list[scoring.TestRes
                  for r in plan.speed_runs())
     g = speed_grade.grade(plan.assignment.speed, runs, solution, passed)
     if g is not None and g.max_score == 0 and not any(s.traced for s in g.sizes):
-        return None     # unscored and nothing to show (nothing traced): no section
+        return None     # unscored and nothing to show (nothing traced): no section; a traced kernel
+        # the model cannot estimate (or another kernel than the graded one) keeps it, to say why
     return g
 
 

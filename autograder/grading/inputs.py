@@ -63,6 +63,14 @@ def entropy(case: Case, run_key: int | None, stream_: int = PROBE_STREAM) -> lis
     return [case.seed] if run_key is None else [case.seed, run_key, stream_]
 
 
+def _draw(rng: np.random.Generator, dtype: str, distribution: str, scale: float, shape) -> np.ndarray:
+    if dtype == "int32":
+        return rng.integers(-int(scale * 100), int(scale * 100) + 1, size=shape)
+    if distribution == "uniform":
+        return rng.uniform(-scale, scale, size=shape)
+    return rng.standard_normal(shape) * scale
+
+
 def make(assignment: Assignment, case: Case, seed: list[int] | None = None) -> list[CaseInput]:
     rng = np.random.default_rng(seed if seed is not None else [case.seed])
     scales = dict(case.scale)
@@ -74,14 +82,30 @@ def make(assignment: Assignment, case: Case, seed: list[int] | None = None) -> l
             continue
         shape = assignment.shape(spec.shape, case)
         dtype = assignment.dtype_of(spec.dtype, case)
-        scale = scales.get(spec.name, spec.scale)
-        if dtype == "int32":
-            raw = rng.integers(-int(scale * 100), int(scale * 100) + 1, size=shape)
-        elif spec.distribution == "uniform":
-            raw = rng.uniform(-scale, scale, size=shape)
-        else:
-            raw = rng.standard_normal(shape) * scale
+        raw = _draw(rng, dtype, spec.distribution, scales.get(spec.name, spec.scale), shape)
         out.append(CaseInput(spec.name, "array", dtype, round_to(raw, dtype)))
+    return out
+
+
+# Integer inputs this small can be index or mask tables (scalar prefetch lives in SMEM, 1 MiB).
+INDEX_TABLE_ELEMENTS = 1 << 18
+
+
+def index_tables(assignment: Assignment, case: Case, seed: list[int]) -> dict[int, CaseInput]:
+    """The small integer inputs of a draw that is otherwise shapes only (a [speed] size): a
+    kernel's scalar-prefetch tables may be computed from them, and the speed estimate of a
+    data-dependent grid needs their values. Each is drawn from the seed and its position (the
+    large inputs are never drawn at that size)."""
+    scales = dict(case.scale)
+    out = {}
+    for i, spec in enumerate(assignment.inputs):
+        if spec.kind == "float" or assignment.dtype_of(spec.dtype, case) != "int32":
+            continue
+        shape = assignment.shape(spec.shape, case)
+        if int(np.prod(shape, dtype=np.int64)) <= INDEX_TABLE_ELEMENTS:
+            rng = np.random.default_rng([*seed, i])
+            raw = _draw(rng, "int32", spec.distribution, scales.get(spec.name, spec.scale), shape)
+            out[i] = CaseInput(spec.name, "array", "int32", round_to(raw, "int32"))
     return out
 
 

@@ -1,82 +1,113 @@
 """What a traced kernel costs, counted from its program (nothing runs): the
 facts the speed estimate (``autograder.speed.model``) models a TPU's time from.
 
-Per pallas_call: the grid; per blocked operand, its block's bytes and how many
-times the pipeline moves it (a block is fetched when its block index differs
-from the previous grid step's, and an output block written back when its index
-changes or the grid ends); manual DMAs by the bytes each copy names; and, per
-grid step, the kernel body's matrix-unit flops (dot_general), vector element
-operations and transcendentals. The chip's figures come from JAX's own table
-(``pltpu`` TPU info), by chip name.
+Per pallas_call: the grid; per blocked operand, its block's bytes and the grid
+steps at which the pipeline moves it (a block is fetched when its block index
+differs from the previous grid step's, and an output block written back when
+its index changes or the grid ends); and every grid point's work
+(``stepwork``: matrix-unit flops by rate class, vector and EUP operations,
+manual DMA bytes), with ``pl.when`` conditions and loop bounds evaluated at
+each point. Points that do the same work and move the same bytes are one
+step class. Scalar-prefetch operands are computed from the arguments the
+analysis was given (the data a grading draws at that size); when they depend
+on an argument it has only the shape of, the call says so and is not
+estimated. The chip's figures come from JAX's own table (``pltpu`` TPU info).
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Any, Sequence
+
 import numpy as np
+from jax._src import core as jax_core
 
-from .analysis import _block_elems, _index_map, _memory_space, call_sites
+from . import release
+from .analysis import _block_elems, _index_map, _memory_space, dimension_semantics
 from .rung import Traced, sub_jaxprs
+from .stepwork import Unanalysable, grid_work
 
-TRANSCENDENTAL = frozenset({"exp", "exp2", "log", "log1p", "tanh", "logistic", "sin", "cos", "tan", "pow",
-                            "sqrt", "rsqrt", "cbrt", "erf", "erf_inv", "atan2", "expm1"})
-FREE = frozenset({"get", "swap", "broadcast_in_dim", "reshape", "squeeze", "expand_dims", "program_id",
-                  "num_programs", "iota", "slice", "dynamic_slice", "transpose", "pjit", "jit", "cond",
-                  "while", "scan", "run_scoped", "dma_start", "dma_wait", "semaphore_signal",
-                  "semaphore_wait", "copy_p", "bitcast_convert_type", "stop_gradient"})
 MAX_POINTS = 1 << 20
-
-
-def _size(aval) -> int:
-    return int(np.prod(getattr(aval, "shape", ()) or (1,), dtype=np.int64))
+MAX_CLASSES = 4096
+_KNOWN_ELEMENTS = 1 << 22    # outside the kernels, known values up to this size are computed
 
 
 def _bytes(aval) -> int:
     inner = getattr(aval, "inner_aval", aval)
-    return _size(inner) * int(np.dtype(inner.dtype).itemsize) if hasattr(inner, "dtype") else 0
+    if not hasattr(inner, "dtype"):
+        return 0
+    return int(np.prod(getattr(inner, "shape", ()) or (1,), dtype=np.int64)) * int(np.dtype(inner.dtype).itemsize)
 
 
-def _dot_flops(eqn) -> int:
-    (lhs_contract, _rc), _batch = eqn.params["dimension_numbers"]
-    lhs = eqn.invars[0].aval
-    k = int(np.prod([lhs.shape[d] for d in lhs_contract], dtype=np.int64)) if lhs_contract else 1
-    return 2 * _size(eqn.outvars[0].aval) * k
+@dataclass(frozen=True)
+class _Outer:
+    """A value of the traced function (outside its kernels): concrete when known."""
+    value: Any | None
+    inputs: frozenset = frozenset()     # the function's arguments it is computed from
+    arg: int | None = None              # the argument it is, unchanged and not donated
 
 
-def body_ops(jaxpr, scale: float = 1.0, out: dict | None = None) -> dict:
-    """Per-step counts of one kernel body. A loop's body counts its trip count
-    times; a pl.when branch counts once at its largest (it may run every step)."""
-    out = out if out is not None else {"flops": 0.0, "vector": 0.0, "transcendental": 0.0, "dma_bytes": 0.0}
+@dataclass(frozen=True)
+class Site:
+    eqn: Any
+    ins: tuple[_Outer, ...]
+
+
+def sites(traced: Traced, args: Sequence[Any] | None = None) -> list[Site]:
+    """Every pallas_call with what is known of its operands: the function is
+    evaluated where its values are known (arrays among ``args``; shapes are not)
+    and no kernel runs."""
+    found: list[Site] = []
+    closed = traced.closed
+    ins = [_Outer(a if _concrete(a) else None, frozenset({i}), i) for i, a in enumerate(args or [])]
+    if not args:
+        ins = [_Outer(None, frozenset({i}), i) for i in range(len(closed.jaxpr.invars))]
+    _walk(closed.jaxpr, [_Outer(c) for c in closed.consts], ins, found)
+    return found
+
+
+def _concrete(a: Any) -> bool:
+    return hasattr(a, "dtype") and hasattr(a, "shape") and not type(a).__name__ == "ShapeDtypeStruct"
+
+
+def _walk(jaxpr, consts: list[_Outer], ins: list[_Outer], found: list[Site]) -> list[_Outer]:
+    env: dict = dict(zip(jaxpr.constvars, consts))
+    env.update(zip(jaxpr.invars, ins))
+    read = lambda v: _Outer(v.val) if isinstance(v, jax_core.Literal) else env[v]
     for eqn in jaxpr.eqns:
-        name = eqn.primitive.name
-        if name == "dot_general":
-            out["flops"] += scale * _dot_flops(eqn)
-        elif name in TRANSCENDENTAL:
-            out["transcendental"] += scale * _size(eqn.outvars[0].aval)
-        elif name == "dma_start":
-            out["dma_bytes"] += scale * _dma_bytes(eqn)
-        elif name.startswith("reduce_") or name in ("argmax", "argmin", "cumsum", "cummax"):
-            out["vector"] += scale * _size(eqn.invars[0].aval)
-        elif name not in FREE and eqn.outvars and hasattr(eqn.outvars[0].aval, "shape"):
-            out["vector"] += scale * _size(eqn.outvars[0].aval)
-        if name == "cond":
-            branches = [body_ops(b.jaxpr, scale) for b in eqn.params["branches"]]
-            for k in out:
-                out[k] += max(b[k] for b in branches)
-        elif name == "scan":
-            body_ops(eqn.params["jaxpr"].jaxpr, scale * int(eqn.params.get("length", 1)), out)
-        else:
-            for v in eqn.params.values():
-                for sub in sub_jaxprs(v):
-                    body_ops(sub, scale, out)
-    return out
+        vals = [read(v) for v in eqn.invars]
+        for v, o in zip(eqn.outvars, _outer_eqn(eqn, vals, found)):
+            env[v] = o
+    return [read(v) for v in jaxpr.outvars]
 
 
-def _dma_bytes(eqn) -> int:
-    """The bytes one DMA copies: its source as transformed (the slice it names)."""
+def _outer_eqn(eqn, vals: list[_Outer], found: list[Site]) -> list[_Outer]:
+    name, p = eqn.primitive.name, eqn.params
+    taint = frozenset().union(*(v.inputs for v in vals)) if vals else frozenset()
+    unknown = [_Outer(None, taint)] * len(eqn.outvars)
+    if name == release.PALLAS_CALL:
+        found.append(Site(eqn, tuple(vals)))
+        return unknown
+    if name in release.INLINE_CLOSED or name in release.INLINE_OPEN:
+        body = p.get(release.INLINE_CLOSED.get(name) or release.INLINE_OPEN[name])
+        closed = isinstance(body, jax_core.ClosedJaxpr)
+        donated = p.get("donated_invars") or ()
+        inner = [_Outer(v.value, v.inputs, None if (i < len(donated) and donated[i]) else v.arg)
+                 for i, v in enumerate(vals)]
+        return _walk(body.jaxpr if closed else body, [_Outer(c) for c in (body.consts if closed else ())],
+                     inner, found)
+    subs = [sub for v in p.values() for sub in sub_jaxprs(v)]
+    for sub in subs:
+        # A kernel inside a loop or branch: its operands change per iteration (not known here).
+        _walk(sub, [_Outer(None, taint)] * len(sub.constvars), [_Outer(None, taint)] * len(sub.invars), found)
+    if subs or any(v.value is None for v in vals) or eqn.effects or \
+            any(_bytes(o.aval) > 4 * _KNOWN_ELEMENTS for o in eqn.outvars):
+        return unknown
     try:
-        src = eqn.params["tree"].unflatten([v.aval for v in eqn.invars])[0]
-        return int(np.prod(src.shape, dtype=np.int64)) * int(np.dtype(src.dtype).itemsize)
-    except Exception:  # noqa: BLE001 - a DMA whose slice cannot be read counts its whole source
-        return _bytes(eqn.invars[0].aval)
+        out = eqn.primitive.bind(*[v.value for v in vals], **p)
+    except Exception:  # noqa: BLE001 - a value that cannot be computed here stays unknown
+        return unknown
+    outs = out if eqn.primitive.multiple_results else [out]
+    return [_Outer(o, taint) for o in outs]
 
 
 def _moves(idx: np.ndarray) -> int:
@@ -86,49 +117,151 @@ def _moves(idx: np.ndarray) -> int:
     return 1 + int(np.count_nonzero(np.any(idx[1:] != idx[:-1], axis=1)))
 
 
-def _operand(k: int, bm, gm, grid: tuple[int, ...], points: np.ndarray | None) -> dict:
+def _operand(k: int, bm, gm, grid: tuple[int, ...], points: np.ndarray | None,
+             prefetch: list | None) -> tuple[dict, np.ndarray | None]:
+    """An operand's facts and its block index at every grid point (None: moved every step)."""
     import jax
     is_output = k >= gm.num_inputs
     name = f"output {k - gm.num_inputs}" if is_output else f"input {k}"
-    array_bytes = _bytes(bm.array_aval)
     elems = _block_elems(bm.block_shape)
     space = _memory_space(bm.block_aval) if hasattr(bm, "block_aval") else ""
-    facts = {"operand": name, "is_output": is_output, "array_bytes": array_bytes, "shape": list(bm.array_aval.shape)}
+    facts = {"operand": name, "is_output": is_output, "array_bytes": _bytes(bm.array_aval),
+             "shape": list(bm.array_aval.shape)}
     if elems is None or "any" in space or "hbm" in space:
-        return {**facts, "pipelined": False}      # moved by the kernel's own DMAs (counted there)
+        return {**facts, "pipelined": False}, None      # moved by the kernel's own DMAs (counted there)
     block_bytes = int(np.prod(elems, dtype=np.int64)) * int(np.dtype(bm.array_aval.dtype).itemsize)
-    at = _index_map(bm, len(grid), [])
-    if isinstance(at, str) or points is None:
-        moves = int(np.prod(grid, dtype=np.int64))       # unknown: assume it moves every step
-    else:
+    refs = bm.index_map_jaxpr.jaxpr.invars[len(grid):]
+    if prefetch is None and refs:
+        if _reads_prefetch(bm, len(grid)):
+            raise Unanalysable(f"the index map of {name} reads scalar-prefetch values")
+        # Given, not read: any values do.
+        prefetch = [np.zeros(v.aval.inner_aval.shape, v.aval.inner_aval.dtype) for v in refs]
+    at = _index_map(bm, len(grid), prefetch or [])
+    idx = None
+    if not isinstance(at, str) and not grid:
+        idx = np.asarray([[int(r) for r in at()]])
+    elif not isinstance(at, str) and points is not None:
         cols = [jax.numpy.asarray(points[:, a], jax.numpy.int32) for a in range(len(grid))]
         res = jax.vmap(at)(*cols)
         idx = np.stack([np.broadcast_to(np.asarray(r), (len(points),)) for r in res], axis=1)
-        moves = _moves(idx)
-    return {**facts, "pipelined": True, "block": list(elems), "block_bytes": block_bytes, "moves": moves}
+    moves = _moves(idx) if idx is not None else int(np.prod(grid, dtype=np.int64))
+    return {**facts, "pipelined": True, "block": list(elems), "block_bytes": block_bytes, "moves": moves}, idx
+
+
+def _step_bytes(operands: list[tuple[dict, np.ndarray | None]], n: int) -> np.ndarray:
+    """Block bytes each step moves: the next step's changed input blocks, and the output
+    blocks the previous step finished (the first fetch and the last write-back are apart)."""
+    out = np.zeros(n)
+    for facts, idx in operands:
+        if not facts["pipelined"]:
+            continue
+        if idx is None:
+            out += facts["block_bytes"]
+            continue
+        changed = np.any(idx[1:] != idx[:-1], axis=1) * float(facts["block_bytes"])
+        if facts["is_output"]:
+            out[1:] += changed
+        else:
+            out[:-1] += changed
+    return out
+
+
+def _significant(a: np.ndarray, digits: int) -> np.ndarray:
+    safe = np.where(a == 0, 1.0, np.abs(a))
+    scale = 10.0 ** (digits - 1 - np.floor(np.log10(safe)))
+    return np.round(a * scale) / scale
+
+
+def _classes(columns: dict[str, np.ndarray], block_bytes: np.ndarray, steps: int) -> list[dict]:
+    """Grid points with the same work and traffic, counted."""
+    names = sorted(columns)
+    table = np.stack([columns[c] for c in names] + [block_bytes], axis=1)
+    rows, counts = np.unique(table, axis=0, return_counts=True)
+    for digits in (3, 2, 1):
+        if len(rows) <= MAX_CLASSES:
+            break
+        # Nearly every point differs (e.g. a loop bound from data): a few significant digits suffice.
+        rows, counts = np.unique(_significant(table, digits), axis=0, return_counts=True)
+    scale = steps / max(len(block_bytes), 1)     # one point stands for the whole grid when not listed
+    out = []
+    for row, count in zip(rows, counts):
+        work = dict(zip(names, row[:-1].tolist()))
+        out.append({"steps": int(round(count * scale)), "block_bytes": float(row[-1]),
+                    "mxu_flops": {c.split(":", 1)[1]: w for c, w in work.items() if c.startswith("mxu:")},
+                    "vector": work.get("vector", 0.0), "transcendental": work.get("transcendental", 0.0),
+                    "dma_bytes": work.get("dma_bytes", 0.0)})
+    return out
+
+
+def _reads_prefetch(bm, n_grid: int) -> bool:
+    """Whether an index map uses its scalar-prefetch arguments (not merely receives them)."""
+    jaxpr = bm.index_map_jaxpr.jaxpr
+    refs = set(jaxpr.invars[n_grid:])
+    return any(v in refs for e in jaxpr.eqns for v in e.invars if not isinstance(v, jax_core.Literal)) or \
+        any(v in refs for v in jaxpr.outvars if not isinstance(v, jax_core.Literal))
+
+
+def _prefetch_why(vals: Sequence[_Outer]) -> str:
+    args = sorted(set().union(*(v.inputs for v in vals if v.value is None)))
+    if args:
+        return (f"its scalar-prefetch operands are computed from argument {', '.join(map(str, args))} of the "
+                "graded function, of which the estimate has only the shape at this size")
+    return "its scalar-prefetch operands are computed inside a loop or branch (they change between calls)"
+
+
+def _copy_bytes(eqn, ins: Sequence[_Outer]) -> int:
+    """An input aliased to an output that the caller still holds (an argument, not donated) is
+    copied by XLA before the kernel writes into it: read once, written once."""
+    total = 0
+    for i, _o in eqn.params.get("input_output_aliases") or ():
+        if i < len(ins) and ins[i].arg is not None:
+            total += 2 * _bytes(eqn.invars[i].aval)
+    return total
+
+
+def _call(site: Site) -> dict:
+    from .blockmap import grid_points
+    eqn = site.eqn
+    gm = eqn.params["grid_mapping"]
+    grid = tuple(int(g) for g in gm.grid)
+    steps = int(np.prod(grid, dtype=np.int64))
+    points = grid_points(grid) if steps <= MAX_POINTS else None
+    n_pref = int(gm.num_index_operands)
+    pref = site.ins[:n_pref]
+    prefetch = [np.asarray(v.value) for v in pref] if all(v.value is not None for v in pref) else None
+    out_avals = eqn.params["out_avals"]
+    base = {"grid": list(grid), "steps": steps, "dtype": str(out_avals[0].dtype) if out_avals else "",
+            "dimension_semantics": list(dimension_semantics(eqn)), "copy_bytes": _copy_bytes(eqn, site.ins)}
+    try:
+        ops = [_operand(k, bm, gm, grid, points, prefetch) for k, bm in enumerate(gm.block_mappings)]
+        work = grid_work(eqn.params["jaxpr"], grid, points, prefetch, n_pref)
+    except Unanalysable as e:
+        why = f"{e}; {_prefetch_why(pref)}" if prefetch is None and n_pref else str(e)
+        return {**base, "operands": [], "step_classes": [], "data_dependent": False, "problem": why}
+    maps = prefetch is not None and any(_reads_prefetch(bm, len(grid)) for bm in gm.block_mappings)
+    # Tables computed from constants are part of the kernel; from arguments, they are the data drawn.
+    drawn = any(v.inputs for v in pref) and (work.data_dependent or maps)
+    block_bytes = _step_bytes(ops, len(points) if points is not None else 1)
+    return {**base, "operands": [facts for facts, _idx in ops], "data_dependent": bool(drawn),
+            "step_classes": _classes(work.columns, block_bytes, steps), "problem": ""}
 
 
 def chip_facts(chip: str) -> dict:
-    """The chip's per-core figures from JAX's TPU table."""
+    """One TensorCore's figures from JAX's TPU table, and the chip's TensorCores."""
     from jax._src.pallas.mosaic import tpu_info
-    info = tpu_info.get_tpu_info_for_chip(tpu_info.ChipVersion(chip), 1)
+    version = tpu_info.ChipVersion(chip)
+    info = tpu_info.get_tpu_info_for_chip(version, 1)
     return {"chip": chip, "hbm_bytes_per_s": int(info.mem_bw_bytes_per_second),
             "bf16_flops_per_s": int(info.bf16_ops_per_second), "vmem_bytes": int(info.vmem_capacity_bytes),
-            "lanes": int(info.num_lanes), "sublanes": int(info.num_sublanes), "mxus": int(info.num_mxus)}
+            "lanes": int(info.num_lanes), "sublanes": int(info.num_sublanes), "mxus": int(info.num_mxus),
+            "mxu_columns": int(info.mxu_column_size), "int8_ops_per_s": int(info.int8_ops_per_second),
+            "fp8_ops_per_s": int(info.fp8_ops_per_second), "int4_ops_per_s": int(info.int4_ops_per_second),
+            "tensor_cores": int(version.num_physical_tensor_cores_per_chip),
+            "megacore": bool(version.supports_megacore)}
 
 
-def speed_facts(traced: Traced, chip: str = "v5e") -> dict:
-    """Every pallas_call's schedule and per-step work, and the chip's figures."""
-    from .blockmap import grid_points
-    calls = []
-    for site in call_sites(traced):
-        eqn = site.eqn
-        gm = eqn.params["grid_mapping"]
-        grid = tuple(int(g) for g in gm.grid)
-        steps = int(np.prod(grid, dtype=np.int64))
-        points = grid_points(grid) if grid and steps <= MAX_POINTS else None
-        operands = [_operand(k, bm, gm, grid, points) for k, bm in enumerate(gm.block_mappings)]
-        ops = body_ops(eqn.params["jaxpr"])
-        calls.append({"grid": list(grid), "steps": steps, "operands": operands, "per_step": ops,
-                      "dtype": str(eqn.params["out_avals"][0].dtype) if eqn.params["out_avals"] else ""})
+def speed_facts(traced: Traced, chip: str = "v5e", args: Sequence[Any] | None = None) -> dict:
+    """Every pallas_call's schedule and per-step work, and the chip's figures. ``args``: the
+    function's arguments as the analysis has them (arrays, or shapes only)."""
+    calls = [_call(site) for site in sites(traced, args)]
     return {"calls": calls, "chip": chip_facts(chip), "pallas_calls": len(calls)}

@@ -152,6 +152,8 @@ class Structure:
 
 @dataclass(frozen=True)
 class Chip:
+    """One TensorCore's figures from JAX's TPU table (``pltpu`` TPU info), and
+    how many TensorCores the chip has."""
     chip: str
     hbm_bytes_per_s: int
     bf16_flops_per_s: int
@@ -159,14 +161,24 @@ class Chip:
     lanes: int
     sublanes: int
     mxus: int
+    mxu_columns: int                 # the matrix unit is mxu_columns x mxu_columns
+    int8_ops_per_s: int              # 0: no native rate (the table says "not available")
+    fp8_ops_per_s: int
+    int4_ops_per_s: int
+    tensor_cores: int                # physical TensorCores per chip
+    megacore: bool                   # one device of two TensorCores that split 'parallel' grid axes
 
 
 @dataclass(frozen=True)
 class StepWork:
-    flops: float
-    vector: float
-    transcendental: float
-    dma_bytes: float
+    """One class of grid steps: ``steps`` grid points that do the same work and
+    move the same bytes."""
+    steps: int
+    mxu_flops: dict[str, float]      # matrix-unit flops by rate class (``cost.RATE_CLASSES``)
+    vector: float                    # vector-unit element operations
+    transcendental: float            # EUP operations (exp, log, reciprocal, ...)
+    dma_bytes: float                 # bytes the kernel's own DMAs copy
+    block_bytes: float               # pipelined blocks fetched (for the next step) or written back
 
 
 @dataclass(frozen=True)
@@ -186,8 +198,13 @@ class CostCall:
     grid: Point
     steps: int
     operands: tuple[CostOperand, ...]
-    per_step: StepWork
+    step_classes: tuple[StepWork, ...]
     dtype: str
+    dimension_semantics: tuple[str, ...]
+    data_dependent: bool             # index maps, conditions or loop bounds read scalar-prefetch data
+                                     # computed from the function's arguments (the data drawn)
+    copy_bytes: int                  # HBM bytes XLA copies for aliased inputs not donated (read + write)
+    problem: str = ""                # why this call cannot be estimated ("" when it can)
 
 
 @dataclass(frozen=True)

@@ -83,9 +83,17 @@ def curve_score(spec: Speed, points: float, relative: float | None) -> float:
     return 0.0 if relative is None else round(points * spec.share(relative), 4)
 
 
+def estimate_or_reason(facts: Schedule) -> tuple[speed.Estimate | None, str]:
+    """The model's estimate, or None and why it cannot say (never a guess)."""
+    try:
+        return speed.estimate(facts), ""
+    except speed.NoEstimate as e:
+        return None, str(e)
+
+
 def _size(run: SizeRun, solution_facts: Schedule | None) -> SizeEstimate:
     size, dims, dtype, outcome = run.size, run.dims, run.dtype, run.outcome
-    solution = speed.estimate(solution_facts) if solution_facts else None
+    solution = estimate_or_reason(solution_facts)[0] if solution_facts else None
     if outcome is None or not outcome.ok or not isinstance(outcome.facts, Schedule):
         why = outcome.status if outcome is not None else "not run"
         if outcome is not None and outcome.error_type:
@@ -95,9 +103,8 @@ def _size(run: SizeRun, solution_facts: Schedule | None) -> SizeEstimate:
     if not run.graded_kernel:
         return SizeEstimate(size, dims, dtype, None, solution, "at this size the function builds another "
                             "kernel than the one the tests graded: no estimate of it is an estimate of yours")
-    if not outcome.facts.calls:
-        return SizeEstimate(size, dims, dtype, None, solution, "no pallas_call: nothing to estimate")
-    return SizeEstimate(size, dims, dtype, speed.estimate(outcome.facts), solution)
+    estimate, why = estimate_or_reason(outcome.facts)
+    return SizeEstimate(size, dims, dtype, estimate, solution, why)
 
 
 def grade(spec: Speed | None, runs: tuple[SizeRun, ...], solution: dict[str, Schedule],
@@ -122,11 +129,16 @@ def grade(spec: Speed | None, runs: tuple[SizeRun, ...], solution: dict[str, Sch
     return replace(g, score=curve_score(spec, spec.points, g.relative))
 
 
+NO_ESTIMATE = "no estimate"
+
+
 def leaderboard(g: SpeedGrade | None) -> list[dict]:
-    """Gradescope leaderboard rows: labelled an estimate, in milliseconds (fastest first)."""
-    if g is None or not g.leaderboard or g.seconds is None or not g.correct:
+    """Gradescope leaderboard rows: labelled an estimate, in milliseconds (fastest first); a
+    correct kernel the model cannot estimate is listed as such, not left out or guessed."""
+    if g is None or not g.leaderboard or not g.correct:
         return []
-    return [{"name": f"Estimated TPU {g.chip} time (ms)", "value": round(g.seconds * 1e3, 4), "order": "asc"}]
+    value = round(g.seconds * 1e3, 4) if g.seconds is not None else NO_ESTIMATE
+    return [{"name": f"Estimated TPU {g.chip} time (ms)", "value": value, "order": "asc"}]
 
 
 def view(g: SpeedGrade | None) -> dict | None:
@@ -137,6 +149,7 @@ def view(g: SpeedGrade | None) -> dict | None:
             "gate": g.gate, "relative": g.relative, "passed": g.passed, "correct": g.correct,
             "leaderboard": g.leaderboard,
             "sizes": [{"name": s.size, "dims": ", ".join(f"{k}={v}" for k, v in s.dims), "dtype": s.dtype,
+                       "status": "estimated" if s.estimate else NO_ESTIMATE,
                        "text": speed.text(s.estimate).splitlines() if s.estimate else [],
                        "problem": s.problem, "relative": s.relative,
                        "solution_ms": s.solution.seconds * 1e3 if s.solution else None,
@@ -149,6 +162,7 @@ def extra_data(g: SpeedGrade | None) -> dict | None:
         return None
     return {"chip": g.chip, "score": g.score, "max_score": g.max_score, "relative": g.relative,
             "seconds": g.seconds, "gate": g.gate,
-            "sizes": {s.size: {**(s.estimate.to_json() if s.estimate else {"problem": s.problem}),
+            "sizes": {s.size: {**(s.estimate.to_json() if s.estimate else {"status": NO_ESTIMATE,
+                                                                                "problem": s.problem}),
                                "solution_seconds": s.solution.seconds if s.solution else None}
                       for s in g.sizes}}

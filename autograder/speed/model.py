@@ -1,45 +1,74 @@
 """A TPU time estimate from a kernel's schedule (pure model; no JAX).
 
-The facts come from ``pallas_surface.cost`` (grid, the bytes each operand's
-blocks move, per-step work, the chip's figures from JAX's TPU table). The model
+The facts come from ``pallas_surface.cost``: the grid, the bytes each
+operand's blocks move, and the grid steps grouped into classes that do the
+same work (``pl.when`` conditions and loop bounds evaluated at every step) and
+move the same bytes, with the chip's figures from JAX's TPU table. The model
 follows how the Pallas TPU pipeline runs a grid: the first input blocks are
-fetched before step 0; then each step costs the largest of its matrix and
-vector work, its block traffic (the next step's fetches and this step's
-write-backs overlap the compute), and a fixed per-step cost of the pipeline
-itself; the last output blocks are written back at the end; a call costs a
-fixed launch on top. Never below the roofline floor: max(minimum traffic /
-bandwidth, flops / peak).
+fetched before step 0; then each step costs the largest of its compute (the
+matrix unit at its operands' rate, the vector unit, the EUP), its traffic (the
+next step's fetches and the last step's write-backs overlap the compute) and a
+fixed cost of the pipeline itself; the last output blocks are written back at
+the end; on a megacore chip (v4, v5p) 'parallel' grid axes split the steps
+over its two TensorCores; an input aliased to an output that the caller still
+holds is copied first; a call costs a fixed launch on top. Never below the
+roofline floor, each matrix-unit rate class at its own peak.
 
-Constants and where they come from (validated in tests/test_speed.py against
-the published timings they were fitted to):
+Constants and where they come from (docs/speed-validation.md has the points
+and the errors; ``benchmarks/speed_validation.py --fit`` redoes the fit):
 
-- STEP_S = 0.35 us: the Pallas TPU matmul guide (docs.jax.dev, pallas/tpu/matmul,
-  "Matrix multiplication performance") times bm = bk = bn = 128 bf16 matmuls on
-  a TPU v5e at 11.77 ms for 4096^3 (32,768 grid steps) and 91.8 ms for 8192^3
-  (262,144 steps), each step's own DMA and MXU work being under 0.1 us: about
-  0.35 us a step is the pipeline's own cost.
-- LAUNCH_S = 0.1 ms: the same guide's timing loop gives XLA's own 1024^3 bf16
-  matmul 0.119 ms where its compute is 0.011 ms: the per-call cost of that
-  measurement (dispatch and synchronisation).
-- Vector units: VECTOR_SHARE of the chip's bf16 matrix peak as element
-  operations per second, and a quarter of that for transcendentals. These are
-  assumptions (no published Pallas timing isolates them); they matter only for
-  kernels whose steps are dominated by element-wise work.
+- Fitted to the Pallas TPU matmul guide's bf16 table on a v5e (docs.jax.dev,
+  pallas/tpu/matmul, "Matrix multiplication performance": blocks 128/128/128
+  and 512/1024/1024 at 1024^3, 4096^3, 8192^3), and to nothing else:
+  ``Fitted.step_cycles``, the pipeline's own cost per grid step (0.35 us on a v5e: the
+  128^3-block steps move 64 KiB and do 4 MFLOP, far under it), and ``launch_s``,
+  the timing loop's per-call cost (dispatch and synchronisation; the guide's
+  own XLA 1024^3 matmul takes 0.119 ms for 0.011 ms of compute).
+- CLOCK_HZ (per-step cost in seconds on each chip, and the vector rates):
+  the bf16 peak / (2 x matrix units x columns^2), as a systolic array does one
+  multiply-add per cell per cycle, from JAX's table: v4 1.05 GHz (also measured:
+  1050 MHz, ayaka14732/pallas-tpu-tutorial ch. 1), v5e 1.50 GHz, v5p 1.75 GHz.
+  v6e: Google's v6e page has said both 2 and 4 256x256 matrix units per
+  TensorCore (JAX's table: 2); 2 would mean 3.5 GHz, above every TPU clock
+  published, so 4 is taken: 1.75 GHz.
+- VALU_PER_LANE = 2: two vector ALUs per lane of the 8 x 128 vector unit (Hot
+  Chips 2020, Norrie & Patil, TPU v2/v3: "2048 vector ALUs"; no later figure is
+  public). EUP_INTERVAL = 2: an EUP operation (exp, log, reciprocal, tanh)
+  issues every 2 cycles per vector register (ayaka14732, measured on v4).
+- Matrix-unit rate classes (``pallas_surface.stepwork``): f32 operands at
+  DEFAULT precision are rounded to bf16 (one pass at the bf16 peak; JAX's
+  Pallas TPU guide, "details"); HIGH and HIGHEST take 3 and 6 bf16 passes
+  (jax.lax.Precision); int8, fp8 and int4 run at the chip's own peak where
+  JAX's table has one, else at the bf16 peak (converted).
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Literal
 
 from ..pallas_surface.facts import Chip, CostCall, CostOperand, Schedule
 
-STEP_S = 0.35e-6
-LAUNCH_S = 0.1e-3
-VECTOR_SHARE = 1 / 32
-TRANSCENDENTAL_SHARE = 1 / 128
+CLOCK_HZ = {"v4": 1.05e9, "v5e": 1.50e9, "v5p": 1.75e9, "v6e": 1.75e9}
+VALU_PER_LANE = 2
+EUP_INTERVAL = 2
+PASSES = {"bf16": 1, "f32": 1, "bf16x3": 3, "bf16x6": 6}
 CHIPS = ("v4", "v5e", "v5p", "v6e")      # names JAX's TPU table knows (pltpu ChipVersion)
 
 Bound = Literal["compute", "memory", "per-step overhead"]
+
+
+@dataclass(frozen=True)
+class Fitted:
+    """The two constants fitted to the matmul guide's bf16 table (see the module docstring)."""
+    step_cycles: float = 530.0            # the pipeline's own cost a grid step: 0.353 us at the v5e's 1.50 GHz
+    launch_s: float = 0.112e-3            # a call's dispatch and synchronisation in the published timing loops
+
+
+FITTED = Fitted()
+
+
+class NoEstimate(ValueError):
+    """The model cannot put a time on this schedule (the message says why)."""
 
 
 @dataclass(frozen=True)
@@ -58,67 +87,107 @@ class Estimate:
     memory_seconds: float
     overhead_seconds: float
     percent_of_bandwidth: float = 0.0     # HBM bytes moved / time, against the chip's bandwidth
+    flops_by_rate: dict[str, float] = field(default_factory=dict)   # matrix-unit flops by rate class
+    data_dependent: bool = False          # the schedule read scalar-prefetch data (the inputs drawn)
 
     def to_json(self) -> dict:
-        return asdict(self)
+        return {"status": "estimated", **asdict(self)}
+
+
+def clock_hz(chip: Chip) -> float:
+    derived = chip.bf16_flops_per_s / (2.0 * chip.mxus * chip.mxu_columns ** 2)
+    return CLOCK_HZ.get(chip.chip, derived)
+
+
+def step_seconds(chip: Chip, fitted: Fitted = FITTED) -> float:
+    return fitted.step_cycles / clock_hz(chip)
+
+
+def mxu_rate(chip: Chip, rate_class: str) -> float:
+    """Matrix-unit flops per second of one TensorCore for one rate class."""
+    if rate_class in PASSES:
+        return chip.bf16_flops_per_s / PASSES[rate_class]
+    native = {"int8": chip.int8_ops_per_s, "fp8": chip.fp8_ops_per_s, "int4": chip.int4_ops_per_s}
+    return float(native.get(rate_class, 0) or chip.bf16_flops_per_s)
+
+
+def vector_rate(chip: Chip) -> float:
+    return chip.lanes * chip.sublanes * VALU_PER_LANE * clock_hz(chip)
+
+
+def eup_rate(chip: Chip) -> float:
+    return chip.lanes * chip.sublanes / EUP_INTERVAL * clock_hz(chip)
+
+
+def chip_cores(chip: Chip) -> int:
+    """TensorCores one kernel can use: both of a megacore chip's, else one."""
+    return chip.tensor_cores if chip.megacore else 1
 
 
 @dataclass(frozen=True)
 class _Part:
     """One pallas_call's share of the estimate."""
     seconds: float
-    steps: int
-    moved: int
-    minimum: int
-    flops: float
-    compute: float
+    limited: dict[str, float]        # time in steps limited by each bound
+    units: dict[str, float]          # compute time by unit (mxu:<class>, vector, transcendental)
     memory: float
     overhead: float
+    moved: int
+    copy: float                      # seconds of the aliased-input copy
+    minimum: int
+    flops: dict[str, float]
+    steps: int
     operands: tuple[CostOperand, ...]
+    vector_per_step: float
 
 
-def _call(call: CostCall, chip: Chip) -> _Part:
-    bw, peak = chip.hbm_bytes_per_s, chip.bf16_flops_per_s
-    vector_rate = peak * VECTOR_SHARE
+def _cores(call: CostCall, chip: Chip) -> int:
+    """Megacore splits the grid's 'parallel' axes over both TensorCores (JAX's Pallas TPU
+    pipelining guide, "TPUs in Megacore configuration"); other chips run one."""
+    split = any("parallel" in s and g >= 2 for s, g in zip(call.dimension_semantics, call.grid))
+    return chip_cores(chip) if split else 1
+
+
+def _step_time(c, chip: Chip, fitted: Fitted) -> tuple[float, Bound, dict[str, float], float]:
+    units = {f"mxu:{k}": f / mxu_rate(chip, k) for k, f in c.mxu_flops.items()}
+    units["vector"] = c.vector / vector_rate(chip)
+    units["transcendental"] = c.transcendental / eup_rate(chip)
+    compute = sum(units.values())
+    memory = (c.block_bytes + c.dma_bytes) / chip.hbm_bytes_per_s
+    step = step_seconds(chip, fitted)
+    if compute >= memory and compute >= step:
+        return compute, "compute", units, memory
+    return (memory, "memory", units, memory) if memory >= step else (step, "per-step overhead", units, memory)
+
+
+def _call(call: CostCall, chip: Chip, fitted: Fitted) -> _Part:
+    bw = chip.hbm_bytes_per_s
+    limited = {"compute": 0.0, "memory": 0.0, "per-step overhead": 0.0}
+    units: dict[str, float] = {}
+    flops: dict[str, float] = {}
+    busy = memory = vector = 0.0
+    for c in call.step_classes:
+        t, bound, parts, mem = _step_time(c, chip, fitted)
+        busy += t * c.steps
+        limited[bound] += t * c.steps
+        memory += mem * c.steps
+        vector += c.vector * c.steps
+        for k, v in parts.items():
+            units[k] = units.get(k, 0.0) + v * c.steps
+        for k, f in c.mxu_flops.items():
+            flops[k] = flops.get(k, 0.0) + f * c.steps
+    cores = _cores(call, chip)
+    pipelined = [op for op in call.operands if op.pipelined]
+    edges = sum(op.block_bytes for op in pipelined) / bw     # first fetches, last write-backs
+    copy = call.copy_bytes / (bw * chip_cores(chip))
+    limited = {k: v / cores for k, v in limited.items()}
+    limited["memory"] += edges + copy
+    moved = int(sum(op.moves * op.block_bytes for op in pipelined)
+                + sum(c.dma_bytes * c.steps for c in call.step_classes) + call.copy_bytes)
     steps = max(call.steps, 1)
-    work = call.per_step
-    step_compute = (work.flops / peak + work.vector / vector_rate
-                    + work.transcendental / (peak * TRANSCENDENTAL_SHARE))
-    moved = int(work.dma_bytes * steps)
-    first = last = 0
-    minimum = 0
-    for op in call.operands:
-        minimum += op.array_bytes
-        if not op.pipelined:
-            continue
-        moved += op.moves * op.block_bytes
-        if op.is_output:
-            last += op.block_bytes
-        else:
-            first += op.block_bytes
-    step_memory = moved / bw / steps
-    per_step = max(STEP_S, step_compute, step_memory)
-    seconds = (first + last) / bw + steps * per_step
-    return _Part(seconds, steps, moved, minimum, work.flops * steps, steps * step_compute, moved / bw,
-                 steps * STEP_S, call.operands)
-
-
-def _advice(parts: list[_Part], bound: Bound, moved: int, minimum: int, steps: int) -> str:
-    if bound == "per-step overhead":
-        blocks = ", ".join(f"{op.operand} {tuple(op.block)}" for p in parts for op in p.operands
-                           if op.pipelined)
-        return (f"blocks of {blocks} give {steps:,} grid steps; the per-step overhead (about "
-                f"{STEP_S * 1e6:.2f} us a step) is most of the time: use larger blocks")
-    if bound == "memory" and minimum and moved > 1.5 * minimum:
-        worst = max((op for p in parts for op in p.operands if op.pipelined),
-                    key=lambda op: op.moves * op.block_bytes / max(op.array_bytes, 1))
-        times = worst.moves * worst.block_bytes / max(worst.array_bytes, 1)
-        return (f"{worst.operand} is moved {times:.1f} times its size (its block index changes "
-                f"{worst.moves:,} times over the grid): larger blocks along the axes it does not "
-                "depend on, or a grid order that keeps its block in place between steps, cut that traffic")
-    if bound == "memory":
-        return "memory-bound at close to the minimum traffic: each byte is already moved about once"
-    return "compute-bound: the matrix unit is the limit; keep the work in large dot_general calls"
+    return _Part(busy / cores + edges + copy, limited, {k: v / cores for k, v in units.items()},
+                 memory / cores + edges + copy, steps * step_seconds(chip, fitted) / cores, moved, copy,
+                 sum(op.array_bytes for op in call.operands), flops, call.steps, call.operands, vector / steps)
 
 
 def roofline_floor(nbytes: float, flops: float, hbm_bytes_per_s: float, flops_per_s: float) -> float:
@@ -126,37 +195,129 @@ def roofline_floor(nbytes: float, flops: float, hbm_bytes_per_s: float, flops_pe
     return max(nbytes / hbm_bytes_per_s, flops / flops_per_s)
 
 
-def estimate(schedule: Schedule) -> Estimate:
+def floor_seconds(chip: Chip, nbytes: float, flops: dict[str, float]) -> float:
+    """The roofline floor with each rate class at its own peak, on every TensorCore a kernel can use."""
+    cores = chip_cores(chip)
+    compute = sum(f / (mxu_rate(chip, k) * cores) for k, f in flops.items())
+    return roofline_floor(nbytes, compute, chip.hbm_bytes_per_s * cores, 1.0)
+
+
+def _sum(dicts) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for d in dicts:
+        for k, v in d.items():
+            out[k] = out.get(k, 0.0) + v
+    return out
+
+
+def estimate(schedule: Schedule, fitted: Fitted = FITTED) -> Estimate:
+    """The estimate, or ``NoEstimate`` with the reason (never a guess)."""
+    problems = [c.problem for c in schedule.calls if c.problem]
+    if problems:
+        raise NoEstimate(problems[0])
+    if not schedule.calls:
+        raise NoEstimate("no pallas_call: nothing runs on the TPU to estimate")
     chip = schedule.chip
-    parts = [_call(c, chip) for c in schedule.calls]
+    parts = [_call(c, chip, fitted) for c in schedule.calls]
     moved = sum(p.moved for p in parts)
     minimum = sum(p.minimum for p in parts)
-    flops = sum(p.flops for p in parts)
+    flops = _sum(p.flops for p in parts)
     steps = sum(p.steps for p in parts)
-    floor = roofline_floor(minimum, flops, chip.hbm_bytes_per_s, chip.bf16_flops_per_s)
-    seconds = max(LAUNCH_S * len(parts) + sum(p.seconds for p in parts), floor)
-    compute, memory, overhead = (sum(p.compute for p in parts), sum(p.memory for p in parts),
-                                 sum(p.overhead for p in parts))
-    bound: Bound = max((("compute", compute), ("memory", memory), ("per-step overhead", overhead)),
-                       key=lambda kv: kv[1])[0]
-    pct = 100.0 * flops / seconds / chip.bf16_flops_per_s if seconds else 0.0
-    bw_pct = 100.0 * moved / seconds / chip.hbm_bytes_per_s if seconds else 0.0
-    return Estimate(seconds, bound, moved, minimum, flops, steps, chip.chip, pct, floor,
-                    _advice(parts, bound, moved, minimum, steps), compute, memory, overhead, bw_pct)
+    # A kernel that skips blocks never reads all of an input: its own traffic bounds it then.
+    floor = floor_seconds(chip, min(minimum, moved), flops)
+    seconds = max(fitted.launch_s * len(parts) + sum(p.seconds for p in parts), floor)
+    limited = _sum(p.limited for p in parts)
+    bound: Bound = max(("compute", "memory", "per-step overhead"), key=lambda b: limited[b])
+    units = _sum(p.units for p in parts)
+    peak = chip.bf16_flops_per_s * chip_cores(chip)
+    total = sum(flops.values())
+    pct = 100.0 * total / seconds / peak if seconds else 0.0
+    bw_pct = 100.0 * moved / seconds / (chip.hbm_bytes_per_s * chip_cores(chip)) if seconds else 0.0
+    return Estimate(seconds, bound, moved, minimum, total, steps, chip.chip, pct, floor,
+                    _advice(parts, bound, chip, units, fitted), sum(units.values()), sum(p.memory for p in parts),
+                    sum(p.overhead for p in parts), bw_pct, flops,
+                    any(c.data_dependent for c in schedule.calls))
+
+
+def _advice(parts: list[_Part], bound: Bound, chip: Chip, units: dict[str, float], fitted: Fitted) -> str:
+    """The one change that would help most, for the bound the estimate found."""
+    steps = sum(p.steps for p in parts)
+    if bound == "per-step overhead":
+        blocks = ", ".join(f"{op.operand} {tuple(op.block)}" for p in parts for op in p.operands
+                           if op.pipelined)
+        per_step = step_seconds(chip, fitted) * 1e6
+        return (f"blocks of {blocks} give {steps:,} grid steps; the per-step overhead (about {per_step:.2f} us "
+                f"a step on a {chip.chip}) is most of the time: use larger blocks")
+    if bound == "memory":
+        return _memory_advice(parts)
+    return _compute_advice(parts, units, steps)
+
+
+def _memory_advice(parts: list[_Part]) -> str:
+    moved, minimum = sum(p.moved for p in parts), sum(p.minimum for p in parts)
+    copy = sum(p.copy for p in parts)
+    if copy > 0.5 * sum(p.memory for p in parts):
+        return ("memory-bound, mostly copying an input aliased to the output (input_output_aliases) that the "
+                "caller still holds: XLA copies it before the kernel runs; donate it (jax.jit donate_argnums) "
+                "or create it inside the jitted function, and that traffic goes")
+    pipelined = [op for p in parts for op in p.operands if op.pipelined]
+    if minimum and moved > 1.5 * minimum and pipelined:
+        worst = max(pipelined, key=lambda op: op.moves * op.block_bytes / max(op.array_bytes, 1))
+        times = worst.moves * worst.block_bytes / max(worst.array_bytes, 1)
+        return (f"memory-bound: {worst.operand} is moved {times:.1f} times its size (its block index changes "
+                f"{worst.moves:,} times over the grid): larger blocks along the axes it does not depend on, or "
+                "a grid order that keeps its block in place between steps, cut that traffic")
+    return ("memory-bound at close to the minimum traffic: each byte is already moved about once; only fewer "
+            "or narrower bytes help (e.g. bfloat16 operands)")
+
+
+_PRECISION = {"bf16x6": ("HIGHEST", 6), "bf16x3": ("HIGH", 3)}
+
+
+def _compute_advice(parts: list[_Part], units: dict[str, float], steps: int) -> str:
+    unit = max(units, key=units.get) if units else "mxu:bf16"
+    if unit in ("mxu:bf16x6", "mxu:bf16x3"):
+        name, passes = _PRECISION[unit[4:]]
+        return (f"compute-bound, mostly float32 matmuls at {name} precision ({passes} bf16 passes each): "
+                "bfloat16 inputs with float32 accumulation (preferred_element_type=jnp.float32) take one pass; "
+                f"keep {name} only where the accuracy needs it")
+    if unit == "mxu:f32":
+        return ("compute-bound at the matrix unit, on float32 operands that Mosaic rounds to bfloat16 (one pass "
+                "at DEFAULT precision): bfloat16 inputs with float32 accumulation take the same matrix-unit "
+                "time with half the operand traffic and VMEM, and no rounding on the vector unit each step")
+    if unit == "vector":
+        per_step = sum(p.vector_per_step * p.steps for p in parts) / max(steps, 1)
+        return (f"compute-bound on the vector unit (about {per_step:,.0f} element operations a step, more time "
+                "than the matrix unit's): keep element-wise work out of the inner loop (scale once at the end, "
+                "not every step; fewer masks and casts per block)")
+    if unit == "transcendental":
+        return ("compute-bound on the EUP (exp, log, reciprocal, divide): fewer of them per element, e.g. one "
+                "reciprocal multiplied in rather than a divide per element, one exp per score")
+    return (f"compute-bound at the matrix unit ({unit[4:]}): the limit a matmul should have; only less work "
+            "helps (skip blocks that do not contribute with pl.when)")
+
+
+def _ms(s: float) -> str:
+    return f"{s * 1e3:.3f} ms" if s < 1 else f"{s:.2f} s"
 
 
 def text(e: Estimate) -> str:
     """The estimate for people (the CLI's and the feedback's wording)."""
-    def t(s: float) -> str:
-        return f"{s * 1e3:.3f} ms" if s < 1 else f"{s:.2f} s"
-    return "\n".join([
-        f"Estimated time on a TPU {e.chip}: {t(e.seconds)} ({e.bound}-bound; {e.percent_of_peak:.1f}% of the "
+    rates = ""
+    if set(e.flops_by_rate) - {"bf16"}:
+        rates = " (" + ", ".join(f"{k} {v / 1e9:,.2f}" for k, v in sorted(e.flops_by_rate.items())) + ")"
+    lines = [
+        f"Estimated time on a TPU {e.chip}: {_ms(e.seconds)} ({e.bound}-bound; {e.percent_of_peak:.1f}% of the "
         f"chip's bf16 matrix peak, {e.percent_of_bandwidth:.1f}% of its HBM bandwidth). An estimate from the "
         "kernel's schedule, not a measurement.",
         f"HBM traffic: {e.hbm_bytes / 1e6:,.1f} MB moved; the minimum (each input read once, each output "
         f"written once) is {e.min_hbm_bytes / 1e6:,.1f} MB.",
-        f"Grid steps: {e.grid_steps:,}; matrix-unit work {e.flops / 1e9:,.2f} GFLOP; roofline floor "
-        f"{t(e.floor_seconds)}.",
-        f"Where the time goes: compute {t(e.compute_seconds)}, memory {t(e.memory_seconds)}, per-step "
-        f"overhead {t(e.overhead_seconds)}.",
-        f"What would help most: {e.advice}."])
+        f"Grid steps: {e.grid_steps:,}; matrix-unit work {e.flops / 1e9:,.2f} GFLOP{rates}; roofline floor "
+        f"{_ms(e.floor_seconds)}.",
+        f"Where the time goes: compute {_ms(e.compute_seconds)}, memory {_ms(e.memory_seconds)}, per-step "
+        f"overhead {_ms(e.overhead_seconds)}.",
+        f"What would help most: {e.advice}."]
+    if e.data_dependent:
+        lines.append("This schedule depends on the kernel's scalar-prefetch data (the inputs drawn for this "
+                     "size): other data can give another time.")
+    return "\n".join(lines)

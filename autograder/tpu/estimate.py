@@ -16,7 +16,7 @@ from ..grading import grade, plan as planning
 from ..grading.findings import CATALOGUE
 from ..pallas_surface.facts import Schedule
 from ..spec import Assignment, Case
-from ..speed import model as speed
+from ..speed import grade as speed_grade, model as speed
 
 
 class EstimateError(ValueError):
@@ -54,7 +54,7 @@ def target_case(a: Assignment, size: dict[str, int] | None, dtype: str | None) -
 
 def estimated(a: Assignment, submission: Path, chip: str = "v5e", size: dict[str, int] | None = None,
         dtype: str | None = None) -> tuple[speed.Estimate | None, str, Case]:
-    """The estimate, or why there is none (in words)."""
+    """The estimate, or None and why there is none (in words: the model never guesses)."""
     if chip not in speed.CHIPS:
         raise EstimateError(f"--chip must be one of {list(speed.CHIPS)}; got {chip!r}")
     case = target_case(a, size, dtype)
@@ -67,9 +67,8 @@ def estimated(a: Assignment, submission: Path, chip: str = "v5e", size: dict[str
         what = f"{outcome.error_type}: {outcome.message}" if outcome and outcome.error_type else \
             (outcome.status if outcome else "nothing ran")
         return None, f"the kernel could not be traced at this size ({what[:600]})", case
-    if not outcome.facts.calls:
-        return None, "no pallas_call: nothing runs on the TPU to estimate", case
-    return speed.estimate(outcome.facts), "", case
+    result, why = speed_grade.estimate_or_reason(outcome.facts)
+    return result, why, case
 
 
 def add_arguments(p) -> None:
@@ -90,6 +89,10 @@ def run(args) -> int:
     except EstimateError as e:
         args.parser.exit(1, f"pallas-autograder estimate: {e}\n")
     if result is None:
+        if args.json:
+            # The same status the feedback and the leaderboard carry, for scripts.
+            print(json.dumps({"status": speed_grade.NO_ESTIMATE, "reason": why, "dims": dict(case.dims),
+                              "dtype": case.dtype}))
         args.parser.exit(1, f"pallas-autograder estimate: no estimate: {why}\n")
     if args.json:
         print(json.dumps({**result.to_json(), "dims": dict(case.dims), "dtype": case.dtype}))

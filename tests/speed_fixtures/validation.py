@@ -1,0 +1,102 @@
+"""The speed model against the published timings: every point's estimate and
+error, the in-sample (fit) and out-of-sample (validation) summaries kept
+apart, the ranking of each table, the fit of the two constants, and the
+Markdown table of docs/speed-validation.md (``benchmarks/speed_validation.py``).
+
+Each kernel is traced on CPU under the TPU abstract target, as a grading
+traces a submission, and its schedule facts come from the grader's own
+analysis (``pallas_surface.cost``).
+"""
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from autograder.pallas_surface import cost, rung
+from autograder.pallas_surface.facts import Schedule, decode
+from autograder.speed import model as speed
+
+from .points import POINTS, Point
+
+
+@dataclass(frozen=True)
+class Row:
+    point: Point
+    schedule: Schedule
+    estimate: speed.Estimate
+
+    @property
+    def error(self) -> float:
+        return self.estimate.seconds / self.point.measured_s - 1
+
+
+def schedule(point: Point) -> Schedule:
+    fn, args = point.build()
+    with rung.tpu_target():
+        traced = rung.trace(fn, args)
+    return decode("speed", cost.speed_facts(traced, point.chip, args))
+
+
+def rows(points: tuple[Point, ...] = POINTS, fitted: speed.Fitted = speed.FITTED,
+         schedules: dict[Point, Schedule] | None = None) -> list[Row]:
+    out = []
+    for p in points:
+        s = schedules[p] if schedules is not None else schedule(p)
+        out.append(Row(p, s, speed.estimate(s, fitted)))
+    return out
+
+
+@dataclass(frozen=True)
+class Summary:
+    points: int
+    median: float            # of |error|
+    worst: float
+
+
+def summary(rs: list[Row], role: str) -> Summary:
+    errors = [abs(r.error) for r in rs if r.point.role == role]
+    return Summary(len(errors), statistics.median(errors) if errors else 0.0, max(errors, default=0.0))
+
+
+def misranked(rs: list[Row]) -> list[str]:
+    """Tables whose configurations the estimates put in another order than the measurements."""
+    bad = []
+    for table in dict.fromkeys(r.point.table for r in rs):
+        group = [r for r in rs if r.point.table == table]
+        if sorted(group, key=lambda r: r.estimate.seconds) != sorted(group, key=lambda r: r.point.measured_s):
+            bad.append(table)
+    return bad
+
+
+def fit(schedules: dict[Point, Schedule]) -> tuple[speed.Fitted, float]:
+    """The two constants that minimise the squared log error over the fit points only (a grid
+    search, coarse then fine); returns them and the worst in-sample |error| they give."""
+    fit_points = tuple(p for p in schedules if p.role == "fit")
+
+    def loss(f: speed.Fitted) -> float:
+        return sum(np.log(r.estimate.seconds / r.point.measured_s) ** 2
+                   for r in rows(fit_points, f, schedules))
+
+    best = speed.FITTED
+    for span in (0.5, 0.1, 0.02):
+        grid = [replace(best, step_cycles=best.step_cycles * (1 + a), launch_s=best.launch_s * (1 + b))
+                for a in np.linspace(-span, span, 11) for b in np.linspace(-span, span, 11)]
+        best = min(grid, key=loss)
+    worst = max(abs(r.error) for r in rows(fit_points, best, schedules))
+    return best, worst
+
+
+def _ms(s: float) -> str:
+    return f"{s * 1e3:.4g}"
+
+
+def markdown(rs: list[Row]) -> str:
+    head = ("| source | chip | kernel | dtype | shape | blocks (bm x bk x bn) | measured (ms) | estimated (ms) "
+            "| error | bound | fit or validation |\n|---|---|---|---|---|---|---|---|---|---|---|\n")
+    body = "".join(
+        f"| {r.point.source.split(' (')[0]} | {r.point.chip} | {r.point.kernel} | {r.point.dtype} | "
+        f"{r.point.shape} | {r.point.blocks} | {_ms(r.point.measured_s)} | {_ms(r.estimate.seconds)} | "
+        f"{r.error:+.1%} | {r.estimate.bound} | {r.point.role} |\n" for r in rs)
+    return head + body
