@@ -46,8 +46,23 @@ def test_static_runs_come_first_and_a_shared_analysis_runs_once():
     probe_case = plan.assignment.probe_cases[0]
     scan = plan.probe_runs("index-maps", probe_case)["index-maps"]
     assert plan.probe_runs("poisoning", probe_case)["index-maps"] is scan
-    assert sum(r.analysis == "index-maps" for r in plan.runs) == 1
+    own = [r for r in plan.runs if r.analysis == "index-maps" and r.case.name == probe_case and r.stress is None]
+    assert own == [scan]
     assert {ask[0] for ask, index in plan.asks if index == scan.index} == {"index-maps", "poisoning"}
+
+
+def test_every_visible_case_and_stress_input_gets_one_index_map_scan_for_its_block_maps():
+    plan = _plan()
+    scans = [r for r in plan.runs if r.analysis == "index-maps"]
+    visible = [c.name for c in plan.cases if c.visible]
+    assert sorted({r.case.name for r in scans if r.stress is None}) == sorted(visible)
+    assert all(r.kind == "static" for r in scans)
+    # A non-probe case's scan reads its first correctness run's draw (no new inputs).
+    bf16 = next(r for r in scans if r.case.name == "bf16-256x384x256")
+    assert bf16.probe == planning.BLOCK_MAP and bf16.draw is plan.test_run(bf16.case.name, "generic").draw
+    stress = {r.stress.name for r in scans if r.stress is not None}
+    assert stress == {s.name for s in plan.assignment.probe("numerics").settings}
+    assert not any(c.secret for c in {r.case for r in scans})
 
 
 def test_stress_and_production_draws_are_their_own():
