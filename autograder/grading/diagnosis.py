@@ -62,6 +62,12 @@ def _ints(text: str) -> list[int]:
     return [int(v) for v in text.replace(" ", "").split(",") if v]
 
 
+def _buffer_name(key: str) -> str:
+    """'0 0 hbm 100' (device, core, memory space, buffer id) as 'HBM buffer 100'."""
+    parts = key.split()
+    return f"{parts[2].upper()} buffer {parts[3]}" if len(parts) == 4 else f"buffer ({key})"
+
+
 def oob_window(message: str) -> dict | None:
     """Where TPU interpret mode's out-of-bounds access went (the error's own
     text, by release's patterns): the element window, the array's shape, the
@@ -83,7 +89,7 @@ def oob_window(message: str) -> dict | None:
                    operand=f'{block["kind"]} "{block["name"]}"')
     else:
         buffer = release.OOB_BUFFER.search(message)
-        out["operand"] = f"buffer ({buffer['buffer']})" if buffer else "a buffer"
+        out["operand"] = _buffer_name(buffer["buffer"]) if buffer else "a buffer"
     return out
 
 
