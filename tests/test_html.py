@@ -46,7 +46,16 @@ def test_html_report_is_a_self_contained_styled_page(tmp_path):
         assert page.locator("pre").count() == page.locator("pre button.copy").count() >= 2
         page.locator("pre button.copy").first.click()
         assert page.locator("pre button.copy").first.inner_text() in ("Copied", "Selected: press Ctrl+C")
+        # The one problem's block map, drawn inline under the test that explains it: the
+        # array's blocks, the block outside it and the clamped window, each with a hover title.
+        figure = page.locator("#test-1\\.2 figure.blockmap svg")
+        assert page.locator("figure.blockmap svg").count() == 1 and figure.count() == 1
+        titles = figure.locator("g > title").all_text_contents()
+        assert len(titles) == 5 and any("grid point (0, 2)" in t for t in titles)
+        assert figure.evaluate("e => e.getBoundingClientRect().width") > 100
+        map_shot = tmp_path / "map.png"
+        figure.screenshot(path=str(map_shot))
         browser.close()
     assert errors == []
-    assert shot.stat().st_size > 10_000
-    print(f"screenshot: {shot}")
+    assert shot.stat().st_size > 10_000 and map_shot.stat().st_size > 2_000
+    print(f"screenshot: {shot}, the map: {map_shot}")

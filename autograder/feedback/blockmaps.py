@@ -43,6 +43,7 @@ MARKS: dict[str, Mark] = {
     "shared": Mark("S", "#ff6a69", 7),
     "race": Mark("!", "#ff6a69", 7),
     "outside": Mark("X", "#cf222e", 8),
+    "padding": Mark("", "#afb8c1", 0),     # the part of an edge block past the array (SVG shade only)
 }
 
 
@@ -251,6 +252,8 @@ def _map(finding: str, title: str, f: Field, legend: list[Legend], notes: list[s
     panel, more = project(f)
     used = {c.mark for c in panel.cells}
     shown = tuple(entry for entry in legend if entry.mark in used)
+    if any(c.valid != (1.0, 1.0) for c in panel.cells):
+        shown += (Legend("padding", "", "padding past the array's end"),)
     return BlockMap(finding, title, (panel,), shown, tuple(notes) + more, case)
 
 
@@ -447,7 +450,7 @@ def race(x: dict, case: str) -> BlockMap | None:
         return None
     shape = x["array_shape"]
     block = [hi - lo for lo, hi in acc[0]["element_range"]]
-    who = [f"{a['access']} by {a['who']} (core {a['core']}, {a['where']})" for a in acc]
+    who = [f"{a['access']} by id {a['who']} (core {a['core']}, {a['where']})" for a in acc]
     marked = {}
     for idx in overlapping(acc[0]["element_range"], block):
         marked[idx] = Block("race", f"elements {_rng(acc[0]['element_range'])}: {who[0]}; and "
@@ -612,6 +615,7 @@ def text(m: BlockMap) -> str:
 
 CHAR_PX = 6.8       # an estimate of a 12px character's width, for the layout
 DARK = {"outside", "unwritten"}
+PAD = MARKS["padding"].fill
 
 
 def _cell_px(panels: tuple[Panel, ...]) -> int:
@@ -626,10 +630,10 @@ def _svg_cell(c: Cell, x: float, y: float, s: int, outside: bool) -> str:
            f'<rect x="{x:g}" y="{y:g}" width="{s}" height="{s}" fill="{mark.fill}" stroke="#8c959f"{dash}/>']
     vr, vc = c.valid
     if vr < 1:
-        out.append(f'<rect x="{x:g}" y="{y + vr * s:g}" width="{s}" height="{(1 - vr) * s:g}" fill="#afb8c1" '
+        out.append(f'<rect x="{x:g}" y="{y + vr * s:g}" width="{s}" height="{(1 - vr) * s:g}" fill="{PAD}" '
                    'fill-opacity="0.6"/>')
     if vc < 1:
-        out.append(f'<rect x="{x + vc * s:g}" y="{y:g}" width="{(1 - vc) * s:g}" height="{s}" fill="#afb8c1" '
+        out.append(f'<rect x="{x + vc * s:g}" y="{y:g}" width="{(1 - vc) * s:g}" height="{s}" fill="{PAD}" '
                    'fill-opacity="0.6"/>')
     label = c.label or (mark.char if c.mark not in ("ok", "step") else "")
     if label and len(label) * CHAR_PX * 0.85 <= s + 2:
