@@ -294,8 +294,7 @@ def _window(x: dict, case: str) -> BlockMap:
     _clamped(marked, window, read, block, shape, who)
     unit = "blocks" if "block_index" in w else "windows (the DMA's size)"
     title = _heading(w["operand"], shape, block, None, case, unit)
-    note = (f"{who[0].upper()}{who[1:]} {w['access']}s elements {_rng(window)}; the generic interpreter "
-            f"{w['access']}s {_rng(read)} instead.")
+    note = f"{who[0].upper()}{who[1:]} {w['access']}s {_rng(window)}; the generic interpreter {_rng(read)}."
     return _map("out-of-bounds", title, Field(w["operand"], tuple(shape), tuple(block), marked),
                 [LEGEND_OUTSIDE, LEGEND_CLAMPED], [note], case)
 

@@ -1,6 +1,7 @@
 """Rewrite the block-map fixtures from real gradings (run from the repository root):
 
-    PYTHONPATH=. .venv/bin/python tests/blockmaps/regenerate.py
+    PYTHONPATH=. .venv/bin/python tests/blockmaps/regenerate.py [NAME...]
+    PYTHONPATH=. .venv/bin/python tests/blockmaps/regenerate.py --goldens   # redraw only
 
 Each fixture is one finding's evidence, exactly as the grader recorded it when
 grading a corpus kernel with run key 3, and the golden text map drawn from it.
@@ -60,5 +61,13 @@ def main(only: list[str]) -> None:
         print("wrote", name)
 
 
+def goldens() -> None:
+    """Redraw every golden from its recorded evidence (after a change to the drawing)."""
+    for path in sorted(HERE.glob("*.json")):
+        doc = json.loads(path.read_text(encoding="utf-8"))
+        m = blockmaps.build(doc["finding"], doc["facts"], doc["case"])
+        path.with_suffix(".txt").write_text(blockmaps.text(m) + "\n", encoding="utf-8")
+
+
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    goldens() if sys.argv[1:] == ["--goldens"] else main(sys.argv[1:])
