@@ -226,3 +226,12 @@ def test_secret_cases_never_give_a_map_and_the_feedback_says_so():
     assert "No block map: this fault was seen only on secret cases, whose shapes are never shown." in \
         " ".join(out.split())
     assert "256" not in out and "x_ref" not in out
+
+
+def test_a_grid_order_hang_says_it_has_no_order_to_draw():
+    hang = Finding.make("grid-order-dependence", "tpu-interpret", "TPU interpret mode hung", case=PROBE_CASE,
+                        check="races", problem="hang", limit_s=10.0, interpret_params={}, right_in_order=True)
+    view = render.report_view(_report([hang], probes=True))
+    t = next(t for t in view["tests"] if t["finding"] and t["explained_here"])
+    assert t["finding"]["map"] is None
+    assert "No map of the grid order: the shuffled run hung" in render.render_test(t, "text")

@@ -218,8 +218,11 @@ def problem_map(p: Problem, report) -> tuple[dict | None, str]:
     drawn = next(((f, m) for f in same if (m := _drawn(f)) is not None), None)
     secret = here is not None and not a.case(here).visible
     if drawn is None:
-        return None, ("No block map: this fault was seen only on secret cases, whose shapes are never shown."
-                      if secret else "")
+        if secret:
+            return None, "No block map: this fault was seen only on secret cases, whose shapes are never shown."
+        # A hang leaves no order to draw: say so rather than draw an order that did not run.
+        return None, ("No map of the grid order: the shuffled run hung, so it recorded none."
+                      if p.finding.problem == "hang" else "")
     f, m = drawn
     note = ""
     if secret:
