@@ -44,7 +44,9 @@ def test_output_never_written_blocks():
 def test_k_outermost_revisits_output_blocks_non_consecutively():
     op = _op(lambda k, i: (i, 0), (3, 2), (128, 128), (256, 128), True)
     f = analyse(op, (3, 2), ())
-    assert f["revisits"][0] == {"block_index": [0, 0], "grid_point": [1, 0], "previous_grid_point": [0, 0]}
+    assert f["revisits"][0] == {"block_index": [0, 0], "grid_point": [1, 0], "previous_grid_point": [0, 0],
+                                "writers": [[0, 0], [1, 0], [2, 0]]}
+    assert f["revisited_blocks"] == [[0, 0], [1, 0]]
 
 
 def test_k_innermost_is_consecutive_but_shared_across_a_parallel_k_axis():
@@ -62,3 +64,22 @@ def test_a_reduction_axis_is_one_the_output_block_does_not_move_along():
     # An element-wise grid has none, whatever its dimension semantics.
     op = _op(lambda i, j: (i, j), (2, 2), (8, 128), (16, 256), True)
     assert analyse(op, (2, 2), ())["reduction_axes"] == []
+
+
+def test_every_block_outside_is_listed_once_with_the_first_grid_point_asking_for_it():
+    op = _op(lambda i, j: (i, j), (2, 3), (8, 128), (16, 256), False)
+    assert analyse(op, (2, 3), ())["outside_blocks"] == [
+        {"block_index": [0, 2], "grid_point": [0, 2]}, {"block_index": [1, 2], "grid_point": [1, 2]}]
+
+
+def test_a_never_written_row_lists_every_block_of_it():
+    op = _op(lambda i, j: (i, j), (1, 4), (8, 128), (16, 512), True)
+    f = analyse(op, (1, 4), ())
+    assert f["unwritten_count"] == 4 and f["unwritten_blocks"] == [[1, 0], [1, 1], [1, 2], [1, 3]]
+
+
+def test_every_block_shared_across_a_parallel_axis_and_its_writers_in_order():
+    op = _op(lambda i, k: (i, 0), (2, 3), (128, 128), (256, 128), True)
+    f = analyse(op, (2, 3), (0, 1))
+    assert f["shared_blocks"] == [[0, 0], [1, 0]]
+    assert f["parallel_shared"][1]["writers"] == [[1, 0], [1, 1], [1, 2]]

@@ -71,6 +71,11 @@ def test_each_rung_runs_its_own_interpreter_in_one_process():
         assert "CpuCallback error" in str(info.value)   # still arrives wrapped
         rule = diagnosis.classify_error(etype, msg)
         assert rule is not None and rule.finding == "out-of-bounds"
+        # The block map reads where the access went from this text (release.OOB_*).
+        window = diagnosis.oob_window(msg)
+        assert window is not None and window["array_shape"] == list(x.shape) and window["access"] == "read"
+        assert window["block_index"][-1] == window["grid_point"][-1] == x.shape[1] // 128
+        assert window["read_instead"][-1] == [x.shape[1] - 128, x.shape[1]]
 
 
 def test_rewrite_overrides_the_students_own_interpret_flag():
@@ -286,6 +291,10 @@ def test_race_flag_and_report():
     rung.reset_state()
     assert found and release.RACE_MARK in got.text
     assert not hooks.races_found()   # reset clears it
+    # The block map reads the two accesses from the report (release.RACE_ACCESS).
+    accesses = [m.groupdict() for m in release.RACE_ACCESS.finditer(got.text)]
+    assert len(accesses) >= 2 and {a["access"] for a in accesses} <= {"read", "write"}
+    assert all(release.SLICE.findall(a["slices"]) for a in accesses)
 
 
 def test_cross_lowering_rejects_misaligned_blocks_even_with_interpret_true():

@@ -73,6 +73,20 @@ def test_grid_one_step_too_long_passes_generic_but_not_tpu_interpret(grade_cli):
     assert {tuple(t["tags"]) for t in probes} == {("out-of-bounds",), ()}
     assert all(t["score"] == t["max_score"] for t in probes)
     assert {t["extra_data"]["charged_in"] for t in probes if t["tags"]} == {"1.2"}
+    # One block map, under test 1.2, at its own case: the block asked for outside the array
+    # and the window the generic interpreter reads instead; and the one-bug report fits a screen.
+    maps = [t["number"] for t in doc["tests"] if "X asked for outside the array" in t["output"]]
+    assert maps == ["1.2"] and t_map_lines(first["output"]) == [
+        '    0  1| 2', '0   .  =| X', '1   .  .|']
+    assert [t["number"] for t in doc["tests"] if (t.get("extra_data") or {}).get("block_maps")] == ["1.2"]
+    assert out.count("X asked for outside the array") == 1 and len(out.splitlines()) < 120
+
+
+def t_map_lines(output: str) -> list[str]:
+    """The rows of the block map in a test's Markdown output, under its title line."""
+    lines = output.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith('input "x_ref" (16, 256) in 8 x 128 blocks'))
+    return lines[start + 1:start + 4]
 
 
 def test_nan_output_is_numerics(grade_cli):

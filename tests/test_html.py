@@ -23,7 +23,9 @@ def test_html_report_is_a_self_contained_styled_page(tmp_path):
     assert proc.returncode == 0, proc.stderr[-2000:]
     page_file = tmp_path / "report.html"
     page_file.write_text(proc.stdout, encoding="utf-8")
-    assert "http://" not in proc.stdout and "https://" not in proc.stdout   # nothing fetched
+    # Nothing fetched (an inline SVG's namespace name is an identifier, not a fetch).
+    text = proc.stdout.replace('xmlns="http://www.w3.org/2000/svg"', "")
+    assert "http://" not in text and "https://" not in text
     shot = tmp_path / "report.png"
     with sync_api.sync_playwright() as p:
         browser = p.chromium.launch(executable_path=chromium, args=["--no-sandbox"])
@@ -46,7 +48,16 @@ def test_html_report_is_a_self_contained_styled_page(tmp_path):
         assert page.locator("pre").count() == page.locator("pre button.copy").count() >= 2
         page.locator("pre button.copy").first.click()
         assert page.locator("pre button.copy").first.inner_text() in ("Copied", "Selected: press Ctrl+C")
+        # The one problem's block map, drawn inline under the test that explains it: the
+        # array's blocks, the block outside it and the clamped window, each with a hover title.
+        figure = page.locator("#test-1\\.2 figure.blockmap svg")
+        assert page.locator("figure.blockmap svg").count() == 1 and figure.count() == 1
+        titles = figure.locator("g > title").all_text_contents()
+        assert len(titles) == 5 and any("grid point (0, 2)" in t for t in titles)
+        assert figure.evaluate("e => e.getBoundingClientRect().width") > 100
+        map_shot = tmp_path / "map.png"
+        figure.screenshot(path=str(map_shot))
         browser.close()
     assert errors == []
-    assert shot.stat().st_size > 10_000
-    print(f"screenshot: {shot}")
+    assert shot.stat().st_size > 10_000 and map_shot.stat().st_size > 2_000
+    print(f"screenshot: {shot}, the map: {map_shot}")

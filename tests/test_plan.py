@@ -46,8 +46,9 @@ def test_static_runs_come_first_and_a_shared_analysis_runs_once():
     probe_case = plan.assignment.probe_cases[0]
     scan = plan.probe_runs("index-maps", probe_case)["index-maps"]
     assert plan.probe_runs("poisoning", probe_case)["index-maps"] is scan
-    # One scan per traced signature (every case's), shared by the probes that read it.
-    scans = [r for r in plan.runs if r.analysis == "index-maps"]
+    # One scan per traced signature (every case's), shared by the probes that read it
+    # (a numerics stress input's scan is its own: its block map).
+    scans = [r for r in plan.runs if r.analysis == "index-maps" and r.stress is None]
     assert len(scans) == len({r.draw.signature for r in plan.runs if r.probe is None})
     assert {r.case.name for r in scans} == {c.name for c in plan.cases}
     assert {ask[0] for ask, index in plan.asks if index == scan.index} == {"index-maps", "poisoning"}
@@ -57,13 +58,14 @@ def test_every_static_check_runs_on_every_graded_signature_and_vmem_at_the_produ
     plan = _plan()
     sigs = {r.draw.signature for r in plan.runs if r.probe is None}
     for analysis in ("index-maps", "compile", "structure"):
-        assert {r.draw.signature for r in plan.runs if r.analysis == analysis} == sigs, analysis
+        assert {r.draw.signature for r in plan.runs if r.analysis == analysis and r.stress is None} == sigs, \
+            analysis
     vmem = [r for r in plan.runs if r.analysis == "vmem"]
     assert {r.draw.signature for r in vmem} == sigs | {r.draw.signature for r in vmem if r.draw.abstract}
     assert sum(r.draw.abstract for r in vmem) == 1
     # A static run of a graded case reads exactly the data of that case's first correctness run.
     for r in plan.runs:
-        if r.analysis == "index-maps":
+        if r.analysis == "index-maps" and r.stress is None:
             assert r.draw is plan.test_run(r.case.name, plan.rungs[0]).draw
 
 
@@ -76,6 +78,28 @@ def test_the_dynamic_probes_run_on_probe_cases_drawn_from_the_run_key():
     assert all(len(c) == 1 for c in chosen.values())
     assert {c[0].name for c in chosen.values()} == set(pool.probe_cases)    # each can be drawn
     assert chosen[5] == planning.build(pool, pool.cases, pool.rungs, 5, planners=PLANNERS).probe_cases("races")
+
+
+def test_every_visible_case_and_stress_input_gets_one_index_map_scan_for_its_block_maps():
+    plan = _plan()
+    scans = [r for r in plan.runs if r.analysis == "index-maps"]
+    visible = [c.name for c in plan.cases if c.visible]
+    # Every case is scanned (the index-map probe scans every traced signature); the maps
+    # draw visible cases only.
+    assert set(visible) <= {r.case.name for r in scans if r.stress is None} == {c.name for c in plan.cases}
+    assert all(r.kind == "static" for r in scans)
+    # A non-probe case's scan reads its first correctness run's draw (no new inputs).
+    bf16 = next(r for r in scans if r.case.name == "bf16-256x384x256")
+    assert bf16.draw is plan.test_run(bf16.case.name, "generic").draw
+    stress = {r.stress.name for r in scans if r.stress is not None}
+    assert stress == {s.name for s in plan.assignment.probe("numerics").settings}
+    # Without the index-map probe, only visible cases get a scan of their own (for the maps).
+    from dataclasses import replace
+    a = plan.assignment
+    bare = replace(a, probes=tuple(p for p in a.probes if p.name != "index-maps"))
+    own = [r for r in planning.build(bare, bare.cases, bare.rungs, 7, planners=PLANNERS).runs
+           if r.probe == planning.BLOCK_MAP]
+    assert sorted(r.case.name for r in own) == sorted(visible)
 
 
 def test_stress_and_production_draws_are_their_own():

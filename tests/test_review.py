@@ -314,6 +314,13 @@ def _browse(out: Path) -> None:
         for sub in sorted((out / "s").glob("*.html")):
             page.goto(sub.as_uri())
             assert "What the student saw" in page.content() and page.locator("#staff").count() == 1
+        # The out-of-bounds submission's page draws its block map (from the map data its
+        # results.json carries) as inline SVG beside the text the student saw.
+        page.goto((out / "s" / "submission_104.html").as_uri())
+        drawn = page.locator("#feedback ~ section figure.blockmap svg")
+        assert drawn.count() == 1 and drawn.locator("g > title").count() >= 4
+        assert "X asked for outside the array" in page.locator("#feedback ~ section pre").first.inner_text()
+        drawn.screenshot(path=str(out / "map.png"))
         page.goto((out / "index.html").as_uri())
         page.screenshot(path=str(out / "screenshot.png"), full_page=True)
         assert page.locator("#histogram rect").count() == 10 and page.locator("#findings rect").count() == 3
@@ -332,5 +339,5 @@ def _browse(out: Path) -> None:
         assert "What the student saw" in page.content() and page.locator("h3.fail").count() >= 1
         browser.close()
     assert errors == []
-    assert (out / "screenshot.png").stat().st_size > 10_000
-    print(f"screenshot: {out / 'screenshot.png'}")
+    assert (out / "screenshot.png").stat().st_size > 10_000 and (out / "map.png").stat().st_size > 2_000
+    print(f"screenshots: {out / 'screenshot.png'}, {out / 'map.png'}")

@@ -7,6 +7,7 @@ missing field fails loudly instead of printing nothing. Imports no JAX.
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -19,7 +20,7 @@ from ..grading.plan import Run
 from ..grading.problems import Problem, key_of, summarize
 from ..grading.scoring import TestResult, same_bug, symptom_of
 from ..speed import grade as speed_grade
-from . import escaping, repro
+from . import blockmaps, escaping, repro
 
 FORMATS = ("text", "md", "html")
 TEMPLATES = Path(__file__).resolve().parents[1] / "templates"
@@ -48,6 +49,10 @@ def _env(fmt: str) -> jinja2.Environment:
         keep_trailing_newline=False, finalize=escaping.visible)
     env.globals["fmt"] = fmt
     env.globals["rungs"] = RUNGS
+    # Block maps as inline SVG: only in the self-contained page (``page.j2`` sets it).
+    # Gradescope's html output is sanitized by rules it does not publish, so a
+    # results.json gets the text map in every format (see README, "Block maps").
+    env.globals["inline_svg"] = False
     env.filters.update(plain=escaping.plain, md_inline=escaping.md_inline, md_line=escaping.md_line,
                        md_fence=escaping.md_fence, num=figures.num, pct=figures.pct,
                        points=figures.points)
@@ -118,7 +123,7 @@ def _finding_view(f: Finding, visible: bool) -> dict[str, Any]:
         message = f.message
     return {"id": f.id, "title": f.kind.title, "summary": f.kind.summary, "rung": f.rung,
             "rung_label": RUNGS[f.rung], "message": message, "facts": facts, "visible": visible,
-            "check": f.check}
+            "check": f.check, "map": None, "map_note": ""}
 
 
 def _shown_run(t: TestResult, plan) -> Run | None:
@@ -142,9 +147,10 @@ def _problem_line(p: Problem) -> dict[str, Any]:
     return {"number": p.number, "id": p.id, "title": p.title, "explained_in": p.explained_in}
 
 
-def _placement(t: TestResult, problems: dict, assignment) -> dict[str, Any]:
+def _placement(t: TestResult, problems: dict, assignment, maps: dict) -> dict[str, Any]:
     """Which findings this test explains in full, and which it only points to:
-    each problem is explained once, where the student first meets it."""
+    each problem is explained once, where the student first meets it (with its
+    block map, when it has one)."""
     here, pointers, keys = [], [], set()
     for i, f in enumerate((t.finding, *t.others) if t.finding else t.others):
         k = key_of(f)
@@ -162,12 +168,27 @@ def _placement(t: TestResult, problems: dict, assignment) -> dict[str, Any]:
         "points_to": next((_problem_line(p) for first, p in pointers if first), None),
         "problem": _problem_line(problems[key_of(t.finding)]) if t.finding and key_of(t.finding) in problems
         else None,
-        "also_explained": [_finding_view(f, _shows(f, assignment)) for first, f in here if not first],
+        "also_explained": [_with_map(_finding_view(f, _shows(f, assignment)), f, t, problems, maps)
+                           for first, f in here if not first],
         "also": [_problem_line(p) for first, p in pointers if not first],
     }
 
 
-def test_view(t: TestResult, plan, uploaded_as: str | None, problems: dict | None = None) -> dict[str, Any]:
+def _with_map(view: dict, f: Finding, t: TestResult, problems: dict, maps: dict) -> dict:
+    """The problem's map goes where the problem is explained in full, and nowhere
+    else; a finding explained there as another view of its bug brings its own."""
+    p = problems.get(key_of(f))
+    if p is not None and p.explained_in == t.number and p.key in maps:
+        view["map"], view["map_note"] = maps[p.key]
+    elif p is None and t.finding is not None and same_bug(t.finding, f):
+        main = problems.get(key_of(t.finding))
+        if main is not None and main.explained_in == t.number:
+            view["map"], view["map_note"] = maps.get(f, (None, ""))
+    return view
+
+
+def test_view(t: TestResult, plan, uploaded_as: str | None, problems: dict | None = None,
+              maps: dict | None = None) -> dict[str, Any]:
     assignment = plan.assignment
     run = _shown_run(t, plan)
     case = run.draw.case if run is not None and not run.draw.abstract else t.case
@@ -196,7 +217,9 @@ def test_view(t: TestResult, plan, uploaded_as: str | None, problems: dict | Non
         "gated_by": t.gated_by,
         "note": t.note,
     }
-    view.update(_placement(t, problems or {}, assignment))
+    view.update(_placement(t, problems or {}, assignment, maps or {}))
+    if f is not None and view["finding"] is not None and view["explained_here"]:
+        _with_map(view["finding"], f, t, problems or {}, maps or {})
     for fv in filter(None, (view["finding"], *view["also_explained"])):
         fv["hint"] = assignment.numerics_hint if fv["id"] == "numerics" else ""
     return view
@@ -220,6 +243,51 @@ def _snippet(t: TestResult, run: Run | None, plan) -> str | None:
     return repro.snippet(plan.assignment, run.draw.case, rung, params, run.draw.seed)
 
 
+def _drawn(f: Finding) -> blockmaps.BlockMap | None:
+    return blockmaps.build(f.id, f.facts(), f.case or "")
+
+
+def _map_view(m: blockmaps.BlockMap, note: str) -> dict:
+    m = replace(m, notes=(note, *m.notes)) if note else m
+    return {"text": blockmaps.text(m), "svg": blockmaps.svg(m), "data": blockmaps.encode(m)}
+
+
+def problem_map(p: Problem, report) -> tuple[dict | None, str]:
+    """A spatial problem's block map and a note on where it is drawn: from the
+    finding explained, else another finding of the same problem, the explaining
+    test's own case first, on a case whose shapes may be shown (the probe case's
+    static scan, say). Secret cases never give a map; when only they show the
+    fault, the note says there is none."""
+    a = report.assignment
+    test = next((t for t in report.tests if t.number == p.explained_in), None)
+    here = test.case.name if test is not None and test.probe is None else p.finding.case
+    order = {c.name: i for i, c in enumerate(report.plan.cases)}
+    same = [f for f in report.findings if key_of(f) == p.key and f.case is not None and _shows(f, a)]
+    same.sort(key=lambda f: (f.case != here, f is not p.finding, order.get(f.case, len(order))))
+    drawn = next(((f, m) for f in same if (m := _drawn(f)) is not None), None)
+    secret = here is not None and not a.case(here).visible
+    if drawn is None:
+        if secret:
+            return None, "No block map: this fault was seen only on secret cases, whose shapes are never shown."
+        # A hang leaves no order to draw: say so rather than draw an order that did not run.
+        return None, ("No map of the grid order: the shuffled run hung, so it recorded none."
+                      if p.finding.problem == "hang" else "")
+    f, m = drawn
+    note = ""
+    if secret:
+        note = f"Drawn at case {f.case}, which shows the same fault: a secret case's shapes are never shown."
+    elif f.case != here:
+        note = f"Drawn at case {f.case}, where the {f.check} check saw the same fault."
+    return _map_view(m, note), ""
+
+
+def view_map(f: Finding, assignment) -> tuple[dict | None, str]:
+    """The map of a finding explained beside its test's problem as another view of
+    the same bug (grid order beside a shared output block): its own evidence."""
+    m = _drawn(f) if f.id in blockmaps.SPATIAL and _shows(f, assignment) else None
+    return (_map_view(m, ""), "") if m is not None else (None, "")
+
+
 def problems_view(problems: tuple[Problem, ...], assignment) -> list[dict[str, Any]]:
     return [{"number": p.number, "id": p.id, "title": p.title, "fix": fix_line(p.finding),
              "points": p.points, "cost": list(p.cost), "seen": list(p.seen),
@@ -232,6 +300,9 @@ def report_view(report) -> dict[str, Any]:
     a = report.assignment
     problems = summarize(report.tests, lambda f: _shows(f, a))
     keyed = {p.key: p for p in problems}
+    maps: dict = {p.key: problem_map(p, report) for p in problems if p.id in blockmaps.SPATIAL}
+    # Findings that are another view of a problem's bug, not problems of their own.
+    maps.update({f: view_map(f, a) for f in report.findings if key_of(f) not in keyed})
     listed = [t for t in report.tests if t.visibility == "visible"]
     later = len(report.tests) - len(listed)
     # A check that keeps its points names the ID the bug was charged under there.
@@ -244,7 +315,7 @@ def report_view(report) -> dict[str, Any]:
         "jax_version": report.jax_version,
         "problems": problems_view(problems, a),
         "wide": [_finding_view(f, True) for f in report.wide_findings],
-        "tests": [{**test_view(t, report.plan, report.uploaded_as, keyed),
+        "tests": [{**test_view(t, report.plan, report.uploaded_as, keyed, maps),
                    "charged_as": charged_ids.get(t.charged_in)} for t in report.tests],
         "passed": sum(t.passed for t in listed), "count": len(listed), "later": later,
         "secret_cases": sum(1 for c in report.plan.cases if not c.visible),
@@ -297,5 +368,5 @@ def render_report(view: dict, fmt: str) -> str:
     """The whole report, for the terminal: summary, then every test. HTML is a
     self-contained page (styles and script inline: it opens from file://)."""
     if fmt == "html":
-        return render("page.j2", fmt, report=view)
+        return render("page.j2", fmt, report=view, inline_svg=True)
     return render("report.j2", fmt, report=view)

@@ -10,13 +10,16 @@ from . import render, tpu_timing
 from .results_format import document, test_entry
 
 
-def _finding_data(t) -> dict:
+def _finding_data(t, tv: dict) -> dict:
     """Machine-readable finding for staff tools (Gradescope stores extra_data; it
-    does not show it to students). No evidence: hidden cases stay hidden."""
+    does not show it to students). No evidence: hidden cases stay hidden. The
+    block map the test's feedback draws (already shown to the student, as text)
+    rides along as data, so the TA site can draw it as SVG."""
     if t.finding is None:
         return {"note": t.note} if t.note else {}
+    maps = [fv["map"]["data"] for fv in (tv["finding"], *tv["also_explained"]) if fv and fv["map"]]
     return {"finding": t.finding.id, "rung": t.finding.rung, "check": t.finding.check,
-            "problem": t.finding.problem, "charged_in": t.charged_in}
+            "problem": t.finding.problem, "charged_in": t.charged_in, **({"block_maps": maps} if maps else {})}
 
 
 def _custom_entries(report, fmt: str) -> list[dict]:
@@ -58,7 +61,7 @@ def results_document(report, fmt: str = "md", view: dict | None = None) -> dict:
     view = view or render.report_view(report)
     tests = [test_entry(name=t.name, number=t.number, score=t.score, max_score=t.max_score,
                         output=render.render_test(tv, fmt), output_format=fmt, tags=t.tags,
-                        visibility=t.visibility, extra_data=_finding_data(t))
+                        visibility=t.visibility, extra_data=_finding_data(t, tv))
              for t, tv in zip(report.tests, view["tests"])]
     tests += _speed_entry(report, fmt) + _custom_entries(report, fmt)
     board = speed_grade.leaderboard(report.speed) + [

@@ -45,8 +45,7 @@ def _num(x: float) -> float | str:
     return x if math.isfinite(x) else str(x)
 
 
-def compare(out: np.ndarray, ref: np.ndarray, tol: Tolerance, reduction_length: int,
-            numerics_bound: float) -> Comparison:
+def _errors(out: np.ndarray, ref: np.ndarray, tol: Tolerance, reduction_length: int):
     out64 = out.astype(np.float64)
     ref64 = ref.astype(np.float64)
     atol = tol.atol * math.sqrt(max(reduction_length, 1))
@@ -54,7 +53,17 @@ def compare(out: np.ndarray, ref: np.ndarray, tol: Tolerance, reduction_length: 
         err = np.abs(out64 - ref64)
         allowed = atol + tol.rtol * np.abs(ref64)
         good = err <= allowed               # False wherever err is NaN
-    bad = ~good
+    return out64, ref64, atol, err, ~good
+
+
+def mismatches(out: np.ndarray, ref: np.ndarray, tol: Tolerance, reduction_length: int) -> np.ndarray:
+    """The elements ``compare`` counts as wrong (a mask of the output's shape)."""
+    return _errors(out, ref, tol, reduction_length)[4]
+
+
+def compare(out: np.ndarray, ref: np.ndarray, tol: Tolerance, reduction_length: int,
+            numerics_bound: float) -> Comparison:
+    out64, ref64, atol, err, bad = _errors(out, ref, tol, reduction_length)
     mismatches = int(bad.sum())
     finite_ref = np.isfinite(ref64)
     nonfinite = int((~np.isfinite(out64) & finite_ref).sum())

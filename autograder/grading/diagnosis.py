@@ -14,8 +14,10 @@ import numpy as np
 
 from ..isolation.outcome import LoadError, Outcome
 from ..pallas_surface import release
+from ..pallas_surface.facts import IndexMaps
 from ..spec import Assignment
-from .compare import compare
+from . import regions
+from .compare import compare, mismatches
 from .figures import num, pct
 from .findings import Finding
 from .plan import Run
@@ -49,10 +51,46 @@ def known_error(outcome: Outcome, rung: str, case: str, frames: list[str] | None
     rule = classify_error(outcome.error_type, outcome.message)
     if rule is None:
         return None
+    where = {"window": oob_window(outcome.message)} if rule.finding == "out-of-bounds" else {}
     return Finding.make(rule.finding, rung, f"{outcome.error_type}: {_first_line(outcome.message)}",
                         case=case, check=check, run=run, rule=rule.rule, type=outcome.error_type,
                         detail=outcome.message[:2000], frames=list(frames or outcome.frames),
-                        phase=outcome.phase or "run")
+                        phase=outcome.phase or "run", **where)
+
+
+def _ints(text: str) -> list[int]:
+    return [int(v) for v in text.replace(" ", "").split(",") if v]
+
+
+def _buffer_name(key: str) -> str:
+    """'0 0 hbm 100' (device, core, memory space, buffer id) as 'HBM buffer 100'."""
+    parts = key.split()
+    return f"{parts[2].upper()} buffer {parts[3]}" if len(parts) == 4 else f"buffer ({key})"
+
+
+def oob_window(message: str) -> dict | None:
+    """Where TPU interpret mode's out-of-bounds access went (the error's own
+    text, by release's patterns): the element window, the array's shape, the
+    block and grid point (a BlockSpec) or the buffer (a DMA), and the window the
+    generic interpreter reads instead (it clamps the start). None when the text
+    does not say."""
+    w = release.OOB_WINDOW.search(message)
+    if w is None:
+        return None
+    window = [[int(lo), int(hi)] for lo, hi in release.SLICE.findall(w["slices"])]
+    shape = _ints(w["shape"])
+    if len(window) != len(shape) or any(hi <= lo for lo, hi in window):
+        return None
+    out = {"element_range": window, "array_shape": shape, "read_instead": regions.clamped(window, shape),
+           "access": {"reading": "read", "writing": "write", "swapping": "swap"}[w["access"]]}
+    block = release.OOB_BLOCK.search(message)
+    if block is not None and len(_ints(block["block"])) == len(shape):
+        out.update(block_index=_ints(block["block"]), grid_point=_ints(block["point"]),
+                   operand=f'{block["kind"]} "{block["name"]}"')
+    else:
+        buffer = release.OOB_BUFFER.search(message)
+        out["operand"] = _buffer_name(buffer["buffer"]) if buffer else "a buffer"
+    return out
 
 
 REFUSED = "ProgramRefused"     # the traced program is not one the grader rebuilds
@@ -182,8 +220,9 @@ def _not_finished(assignment: Assignment, run: Run, outcome: Outcome, sub) -> Fi
 
 
 def from_outcome(assignment: Assignment, run: Run, outcome: Outcome, reference: np.ndarray,
-                 loc: Located) -> Finding | None:
-    """The finding for one correctness run, or None when it passed."""
+                 loc: Located, scan: IndexMaps | None = None) -> Finding | None:
+    """The finding for one correctness run, or None when it passed. ``scan``: the
+    index-map scan of the run's case, when one ran (it places wrong elements in blocks)."""
     case, rung = run.case, run.rung
 
     def sub(problem: str, message: str, **evidence) -> Finding:
@@ -207,11 +246,11 @@ def from_outcome(assignment: Assignment, run: Run, outcome: Outcome, reference: 
                    detail=outcome.message[:2000], frames=frames, phase=outcome.phase or "run")
     if outcome.status == "bad-type":
         return sub("wrong-type", f"returned {outcome.returned}; expected one array", got=outcome.returned)
-    return _judge_output(assignment, run, outcome, reference, sub)
+    return _judge_output(assignment, run, outcome, reference, sub, scan)
 
 
 def _judge_output(assignment: Assignment, run: Run, outcome: Outcome, reference: np.ndarray,
-                  sub) -> Finding | None:
+                  sub, scan: IndexMaps | None = None) -> Finding | None:
     case = run.case
     expected_shape = list(assignment.output_shape(case))
     expected_dtype = assignment.dtype_of(assignment.output.dtype, case)
@@ -227,7 +266,9 @@ def _judge_output(assignment: Assignment, run: Run, outcome: Outcome, reference:
                 assignment.reduction_length(case), assignment.numerics_bound)
     if c.ok:
         return None
-    where = dict(case=case.name, run=run.index)
+    wrong = mismatches(outcome.output, reference, assignment.tolerance(case.dtype), assignment.reduction_length(case))
+    where = dict(case=case.name, run=run.index,
+                 wrong_by_block=regions.per_block(wrong, regions.output_operand(scan, wrong.shape)))
     if c.verdict == "numerics":
         msg = (f"{c.nonfinite} of {c.total} outputs are NaN or Inf where the reference is finite"
                if c.nonfinite else

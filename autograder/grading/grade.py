@@ -239,10 +239,11 @@ def _diagnose(plan: Plan, ex: execution.Execution, store: DrawStore,
         findings.append(diagnosis.from_load_error(ex.load_error, loc, plan.assignment))
     probe_findings, notes = probes.judge(plan, ex.outcomes, store, kernels)
     findings += probe_findings
+    scans = planning.scans(plan, ex.outcomes)
     for run in plan.correctness():
         outcome = ex.outcomes.get(run, Outcome("skipped", reason="budget"))
         reference = store[run.draw] if outcome.output is not None else None
-        f = diagnosis.from_outcome(plan.assignment, run, outcome, reference, loc)
+        f = diagnosis.from_outcome(plan.assignment, run, outcome, reference, loc, scans.get(run.case.name))
         if f is not None:
             findings.append(f)
     starter = diagnosis.starter_untouched(findings, plan.assignment, loc)

@@ -29,6 +29,9 @@ Rung = Literal["generic", "tpu-interpret", "static"]
 PROBE_DRAW_STREAM = 0x9B0E   # the run key's stream that picks the probe cases
 PRODUCTION = "production"      # the draw of the VMEM budget: abstract shapes at the real size
 SPEED = "speed"                # the speed estimate's runs (not a probe: shown, scored by its curve)
+# The index-map scan of every visible case (not a probe: no test of its own):
+# the feedback's block maps cut each case's output into the kernel's blocks.
+BLOCK_MAP = "block-map"
 
 
 @dataclass(frozen=True)
@@ -265,6 +268,7 @@ def build(assignment: Assignment, cases: tuple[Case, ...], rungs: tuple[str, ...
     for probe, case, v in [p for p in planned if p[2].rung == "static"]:
         _add_variant(b, probe, case, v)
     if with_probes:
+        _block_maps(b, cases, rungs)
         _speed(b)
     for case in cases:
         for rung in rungs:
@@ -291,6 +295,26 @@ def _speed(b: _Builder) -> None:
         case = speed_case(a, size)
         draw = b.draw(case, inputs.PROBE_STREAM, abstract=True)
         b.add(Run(0, case, "static", draw, f"speed:{a.speed.chip}", probe=SPEED, variant=size.name))
+
+
+def _block_maps(b: _Builder, cases: tuple[Case, ...], rungs: tuple[str, ...]) -> None:
+    """A static index-map scan of each visible case, on its correctness draw: a
+    probe case's is the index-map probe's own run (shared, not run twice)."""
+    for case in cases:
+        if case.visible and rungs:
+            draw = b.draw(case, inputs.stream(b.assignment, case, rungs[0]))
+            b.add(Run(0, case, "static", draw, "index-maps", probe=BLOCK_MAP, variant="index-maps"))
+
+
+def scans(plan: "Plan", outcomes: Mapping[Run, Any]) -> dict[str, Any]:
+    """Each case's index-map facts, from whichever run scanned the case's own
+    shapes (a stress input's scan is its own): case name -> facts."""
+    out: dict[str, Any] = {}
+    for run in plan.runs:
+        o = outcomes.get(run)
+        if run.analysis == "index-maps" and run.stress is None and o is not None and o.status == "ok":
+            out.setdefault(run.case.name, o.facts)
+    return out
 
 
 def _checks(b: _Builder, rungs: tuple[str, ...]) -> ChecksRun:

@@ -14,6 +14,11 @@ from dataclasses import dataclass
 import numpy as np
 
 MAX_EXAMPLES = 3
+# Every block a map draws (blocks outside the array, never written, revisited),
+# up to this many: enough for any grid a student's map can show, bounded on the wire.
+MAX_BLOCKS = 256
+# Grid points listed as writing one output block, in order.
+MAX_WRITERS = 32
 
 
 @dataclass(frozen=True)
@@ -54,6 +59,7 @@ def analyse(op: Operand, grid: tuple[int, ...], parallel_axes: tuple[int, ...]) 
          "element_range": _range(starts[r], op.block_shape), "array_shape": list(op.array_shape)}
         for r in oob_rows[:MAX_EXAMPLES]]
     facts["out_of_bounds_count"] = int(len(oob_rows))
+    facts["outside_blocks"] = _first_seen(idx, points, oob_rows)
 
     partial = (~outside) & (starts + block > shape)
     prow = np.nonzero(partial.any(axis=1) & ~outside.any(axis=1))[0]
@@ -69,13 +75,47 @@ def analyse(op: Operand, grid: tuple[int, ...], parallel_axes: tuple[int, ...]) 
         valid = [tuple(r) for r, bad in zip(idx.tolist(), outside.any(axis=1)) if not bad]
         written = set(valid)
         missing = [list(b) for b in np.ndindex(*nblocks) if b not in written] if nblocks else []
-        facts["unwritten_blocks"] = missing[:MAX_EXAMPLES]
+        facts["unwritten_blocks"] = missing[:MAX_BLOCKS]
         facts["unwritten_count"] = len(missing)
         facts["block_grid"] = list(nblocks)
         facts["revisits"] = _revisits(idx, points)
+        facts["revisited_blocks"] = _revisited_blocks(idx)
         facts["reduction_axes"] = [a for a in range(len(grid)) if grid[a] > 1 and _constant_along(idx, points, a)]
-        facts["parallel_shared"] = _parallel_shared(idx, points, parallel_axes)
+        facts["parallel_shared"], facts["shared_blocks"] = _parallel_shared(idx, points, parallel_axes)
     return facts
+
+
+def _first_seen(idx: np.ndarray, points: np.ndarray, rows: np.ndarray) -> list[dict]:
+    """Each distinct block among ``rows``, with the first grid point that asks for it."""
+    seen: dict[tuple, list[int]] = {}
+    for r in rows:
+        key = tuple(idx[r].tolist())
+        if key not in seen:
+            seen[key] = points[r].tolist()
+            if len(seen) >= MAX_BLOCKS:
+                break
+    return [{"block_index": list(b), "grid_point": p} for b, p in seen.items()]
+
+
+def _writers(idx: np.ndarray, points: np.ndarray, block: tuple) -> list[list[int]]:
+    """The grid points whose output block is ``block``, in the generic interpreter's order."""
+    rows = np.nonzero((idx == np.asarray(block)).all(axis=1))[0]
+    return [points[r].tolist() for r in rows[:MAX_WRITERS]]
+
+
+def _revisited_blocks(idx: np.ndarray) -> list[list[int]]:
+    """Every output block written again after the grid moved on to another one."""
+    done: set[tuple] = set()
+    found: dict[tuple, None] = {}
+    prev = None
+    for b in map(tuple, idx.tolist()):
+        if b != prev:
+            if b in done:
+                found.setdefault(b)
+            if prev is not None:
+                done.add(prev)
+        prev = b
+    return [list(b) for b in list(found)[:MAX_BLOCKS]]
 
 
 def _constant_along(idx: np.ndarray, points: np.ndarray, axis: int) -> bool:
@@ -96,7 +136,8 @@ def _revisits(idx: np.ndarray, points: np.ndarray) -> list[dict]:
     for r, b in enumerate(map(tuple, idx.tolist())):
         if b != prev and b in last_run_end:
             found.append({"block_index": list(b), "grid_point": points[r].tolist(),
-                          "previous_grid_point": points[last_run_end[b]].tolist()})
+                          "previous_grid_point": points[last_run_end[b]].tolist(),
+                          "writers": _writers(idx, points, b)})
             if len(found) >= MAX_EXAMPLES:
                 break
         last_run_end[b] = r
@@ -104,22 +145,25 @@ def _revisits(idx: np.ndarray, points: np.ndarray) -> list[dict]:
     return found
 
 
-def _parallel_shared(idx: np.ndarray, points: np.ndarray, parallel_axes: tuple[int, ...]) -> list[dict]:
+def _parallel_shared(idx: np.ndarray, points: np.ndarray, parallel_axes: tuple[int, ...]) -> tuple[list, list]:
     """One output block written from grid points that differ along a parallel axis: the
-    chip may give those points to different cores."""
+    chip may give those points to different cores. Examples, and every such block."""
     if not parallel_axes:
-        return []
+        return [], []
     first: dict[tuple, int] = {}
-    found = []
+    found: list[dict] = []
+    shared: dict[tuple, None] = {}
     for r, b in enumerate(map(tuple, idx.tolist())):
         if b not in first:
             first[b] = r
             continue
         a, p = points[first[b]], points[r]
         axes = [ax for ax in parallel_axes if a[ax] != p[ax]]
-        if axes:
-            found.append({"block_index": list(b), "grid_points": [a.tolist(), p.tolist()],
-                          "axis": axes[0]})
-            if len(found) >= MAX_EXAMPLES:
+        if axes and b not in shared:
+            shared[b] = None
+            if len(found) < MAX_EXAMPLES:
+                found.append({"block_index": list(b), "grid_points": [a.tolist(), p.tolist()],
+                              "axis": axes[0], "writers": _writers(idx, points, b)})
+            if len(shared) >= MAX_BLOCKS:
                 break
-    return found
+    return found, [list(b) for b in shared]

@@ -46,6 +46,7 @@ class Revisit:
     block_index: Point
     grid_point: Point
     previous_grid_point: Point
+    writers: tuple[Point, ...] = ()     # every grid point writing the block, in order (capped)
 
 
 @dataclass(frozen=True)
@@ -53,6 +54,14 @@ class ParallelShared:
     block_index: Point
     grid_points: tuple[Point, ...]
     axis: int
+    writers: tuple[Point, ...] = ()     # every grid point writing the block, in order (capped)
+
+
+@dataclass(frozen=True)
+class OutsideBlock:
+    """A block that starts outside its array, and the first grid point that asks for it."""
+    block_index: Point
+    grid_point: Point
 
 
 @dataclass(frozen=True)
@@ -67,6 +76,7 @@ class OperandMap:
     out_of_bounds_count: int
     partial_blocks: tuple[PartialBlock, ...]
     partial_count: int
+    outside_blocks: tuple[OutsideBlock, ...] = ()   # every distinct one (capped)
     # Outputs only (empty for inputs):
     unwritten_blocks: tuple[Point, ...] = ()
     unwritten_count: int = 0
@@ -74,6 +84,8 @@ class OperandMap:
     revisits: tuple[Revisit, ...] = ()
     reduction_axes: tuple[int, ...] = ()
     parallel_shared: tuple[ParallelShared, ...] = ()
+    revisited_blocks: tuple[Point, ...] = ()        # every block written again later (capped)
+    shared_blocks: tuple[Point, ...] = ()           # every block shared across a parallel axis (capped)
 
 
 @dataclass(frozen=True)

@@ -45,12 +45,28 @@ ERROR_RULES = (
      "an output block may only be revisited at consecutive grid points"),
 )
 
+# Where an out-of-bounds access went, from the IndexError's text: a block of an
+# operand ('block index (0, 2) for input "x_ref" in iteration (0, 2) ...') or a
+# DMA on a buffer ('read of (0 0 hbm 100)'), then 'reading [(slice(0, 8, 1),
+# ...)] but input has shape (16, 256)' (reading/writing/swapping; buffer/input/output).
+OOB_BLOCK = re.compile(r'block index \((?P<block>[-\d, ]*)\) for (?P<kind>input|output) "(?P<name>[^"]{0,200})" '
+                       r'in iteration \((?P<point>[-\d, ]*)\)')
+OOB_BUFFER = re.compile(r"(?P<access>read|write|swap) of \((?P<buffer>[\w ]{1,80})\)")
+OOB_WINDOW = re.compile(r"(?P<access>reading|writing|swapping) "
+                        r"\[\((?P<slices>(?:slice\(-?\d+, -?\d+, -?\d+\),? ?)+)\)\] "
+                        r"but (?:buffer|input|output) has shape \((?P<shape>[\d, ]*)\)")
+SLICE = re.compile(r"slice\((-?\d+), (-?\d+), -?\d+\)")
+
 # A detected race is printed (a report starting with RACE_MARK, to stdout) and
 # sets a flag on a module global; in this release it never raises.
 RACE_MARK = "RACE DETECTED"
 RACE_FLAG_MODULE = "jax._src.pallas.mosaic.interpret.interpret_pallas_call"
 RACE_FLAG_PATH = ("races", "races_found")
 RACE_PARAMS: dict = {}              # 0.12: {"on_race": "warn"} keeps reporting, not raising
+# One access of a race report: "write of ('hbm', 101, 0, 0)[(slice(64, 128, 1),
+# slice(0, 256, 1))] from 106, 0, file.py:46:11 (kernel)" (device or DMA id, core, where).
+RACE_ACCESS = re.compile(r"(?P<access>read|write) of \((?P<buffer>[^)]{1,80})\)\[\((?P<slices>(?:slice\(-?\d+, -?\d+, "
+                         r"-?\d+\),? ?)+)\)\] from (?P<who>-?\d+), (?P<core>-?\d+),? (?P<where>.{0,200})")
 # A kernel that ends with a semaphore still signalled makes the interpreter
 # print a line with this fragment (capitalised either way).
 SEMAPHORE_MARK = "emaphore"

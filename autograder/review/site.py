@@ -20,7 +20,7 @@ from typing import Any
 
 import jinja2
 
-from ..feedback import escaping
+from ..feedback import blockmaps, escaping
 from .batch import Graded
 from .export import Submission
 
@@ -182,13 +182,21 @@ def overview(rows: list[Row], title: str) -> dict[str, Any]:
             "differs": sum(r.differs for r in rows)}
 
 
+def _maps(t: dict) -> list[str]:
+    """The test's block maps as inline SVG, from the map data its results entry
+    carries (decoded field by field; every text escaped when drawn)."""
+    data = (t.get("extra_data") or {}).get("block_maps") if isinstance(t.get("extra_data"), dict) else None
+    maps = [blockmaps.decode(d) for d in data[:4]] if isinstance(data, list) else []
+    return [blockmaps.svg(m) for m in maps if m is not None]
+
+
 def _student_tests(doc: dict) -> tuple[list[dict], list[dict]]:
     shown, staff = [], []
     for t in doc.get("tests", []):
         entry = {"number": str(t.get("number", "")), "name": str(t.get("name", "")),
                  "score": t.get("score"), "max_score": t.get("max_score"),
                  "passed": t.get("status") == "passed", "output": str(t.get("output", "")),
-                 "visibility": t.get("visibility", "visible")}
+                 "visibility": t.get("visibility", "visible"), "maps": _maps(t)}
         (staff if entry["visibility"] == "hidden" else shown).append(entry)
     return shown, staff
 

@@ -41,7 +41,8 @@ def settle(plan: Plan, run: Run, outcome: Outcome) -> tuple[Outcome, tuple[Run, 
     An index-map scan that finds a block outside an array, or an output block
     revisited non-consecutively, has settled every dynamic TPU interpret probe
     on that case: each of their runs would stop with that error first."""
-    if run.analysis != "index-maps":
+    if run.analysis != "index-maps" or run.stress is not None:
+        # (A stress input's scan is of other shapes: it settles nothing of the case's.)
         return Outcome("settled"), ()
     scan = ProbeResults(plan, INDEX_MAPS, run.case, plan.assignment.probe(INDEX_MAPS.name),
                         {"index-maps": run}, {"index-maps": outcome}, {}, {})

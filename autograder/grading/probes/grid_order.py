@@ -18,6 +18,16 @@ def plan_grid_order(assignment, case, rubric, run_key) -> tuple[Variant, ...]:
     return tuple(out)
 
 
+# Grid points of the recorded order kept as evidence: a block map draws each one's step.
+MAX_ORDER = 1024
+
+
+def _grid(order: list) -> list[int]:
+    """The grid the recorded run walked (every point of it ran, once per point)."""
+    points = [p for p, _core in order]
+    return [max(p[a] for p in points) + 1 for a in range(len(points[0]))] if points else []
+
+
 def _reordered(order) -> bool:
     """Did this run really use another order than row-major on one core?"""
     points = [tuple(p[0]) for p in order]
@@ -41,8 +51,8 @@ def judge_grid_order(r: ProbeResults) -> list[Finding]:
     return [r.finding("grid-order-dependence",
                       f"the result is wrong when grid points run in another order (random_seed={seed}, "
                       f"{cores} core{'s' if cores > 1 else ''}) though it is right in row-major order",
-                      variant=variant, seed=seed, cores=cores, order=order[:24],
-                      order_length=len(order), failing_variants=[v for v, _ in bad],
+                      variant=variant, seed=seed, cores=cores, order=order[:MAX_ORDER],
+                      order_length=len(order), grid=_grid(order), failing_variants=[v for v, _ in bad],
                       passing_variants=good, generic_passed=bool(generic_ok),
                       mismatch_text=f"{cmp.mismatches} of {cmp.total}",
                       interpret_params={"random_seed": seed, "num_cores_or_threads": cores})]

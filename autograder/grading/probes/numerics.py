@@ -13,7 +13,8 @@ from __future__ import annotations
 import math
 
 from ...spec import vocabulary
-from ..compare import compare
+from .. import regions
+from ..compare import compare, mismatches
 from ..figures import pct
 from ..findings import Finding
 from ..plan import Variant
@@ -25,7 +26,14 @@ MANTISSA_BITS = {"float32": 24, "bfloat16": 8, "float16": 11}
 
 
 def plan_numerics(assignment, case, rubric, run_key) -> tuple[Variant, ...]:
-    return tuple(Variant(f"stress-{s.name}", "generic", inputs=s) for s in rubric.settings)
+    # Each stress input's own index-map scan (static, cheap): its shapes are not the
+    # probe case's, and the block map cuts its output into the kernel's blocks there.
+    return tuple(v for s in rubric.settings for v in (
+        Variant(f"stress-{s.name}", "generic", inputs=s),
+        Variant(f"{SCAN}{s.name}", "static", analysis="index-maps", inputs=s)))
+
+
+SCAN = "index-maps-"
 
 
 def effective_bits(relative_error: float) -> float | None:
@@ -49,15 +57,17 @@ def judge_numerics(r: ProbeResults) -> list[Finding]:
         if outcome is None or outcome.output is None:
             continue
         case, stress = run.draw.case, run.stress
-        c = compare(outcome.output, r.references[run.draw], a.tolerance(case.dtype),
-                    a.reduction_length(case), a.numerics_bound)
+        tol, length = a.tolerance(case.dtype), a.reduction_length(case)
+        c = compare(outcome.output, r.references[run.draw], tol, length, a.numerics_bound)
         if c.ok:
             continue
         bits = effective_bits(c.finite_relative if c.nonfinite else c.relative_to_output)
         described = stress.describe()
+        wrong = mismatches(outcome.output, r.references[run.draw], tol, length)
+        scan = regions.output_operand(r.facts(SCAN + stress.name), wrong.shape)
         evidence = dict(c.evidence(), stress=stress.name, stress_case=described,
                         effective_bits=bits, dtype_bits=MANTISSA_BITS.get(case.dtype),
-                        reduction_length=a.reduction_length(case))
+                        reduction_length=length, wrong_by_block=regions.per_block(wrong, scan))
         if c.verdict == "numerics":
             why = (f"{c.nonfinite} of {c.total} outputs are NaN or Inf where the float64 reference "
                    "is finite: an intermediate overflows (e.g. exp of a large value)"

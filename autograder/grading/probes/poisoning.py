@@ -15,6 +15,7 @@ import numpy as np
 
 from ...pallas_surface.facts import IndexMaps
 from ...spec import vocabulary
+from .. import regions
 from ..findings import Finding
 from ..plan import Variant
 from .base import Probe, ProbeResults
@@ -83,9 +84,12 @@ def judge_poisoning(r: ProbeResults) -> list[Finding]:
     first = [int(i) for i in np.argwhere(diff)[0]]
     by_value = {f"{run.fill:.4g}": v for v, run in r.runs.items() if run.fill is not None}
     variant = next((by_value[k] for k in failing if k in by_value), None)
+    scan = r.facts("index-maps")
+    # Where the fill shows through, block by block: what the block map draws.
     evidence = dict(fills_passing=passing, fills_failing=failing, differing=int(diff.sum()),
-                    total=int(diff.size), first_differing=first, variant=variant)
-    partial = _partial_mask(r.facts("index-maps"), diff.shape)
+                    total=int(diff.size), first_differing=first, variant=variant,
+                    changed_by_block=regions.per_block(diff, regions.output_operand(scan, diff.shape)))
+    partial = _partial_mask(scan, diff.shape)
     confined = partial is not None and not (diff & ~partial).any()
     if confined and not passing:
         # Wrong whatever the padding holds: a logic error that the padding only

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from ...pallas_surface.release import RACE_MARK, SEMAPHORE_MARK
+from ...pallas_surface.release import RACE_ACCESS, RACE_MARK, SEMAPHORE_MARK, SLICE
 from ...spec import vocabulary
 from ..findings import Finding
 from ..plan import Variant
@@ -29,15 +29,45 @@ def _race_report(text: str) -> list[str]:
     return lines[:6]
 
 
+def _accesses(report: list[str]) -> list[dict]:
+    """The two conflicting accesses of the first report (release's pattern): read or
+    write, the buffer, its element window, the device (or DMA) id, core and line."""
+    found = []
+    for line in report:
+        m = RACE_ACCESS.search(line)
+        if m is not None:
+            found.append({"access": m["access"], "buffer": m["buffer"], "who": int(m["who"]),
+                          "core": int(m["core"]), "where": m["where"].strip(),
+                          "element_range": [[int(lo), int(hi)] for lo, hi in SLICE.findall(m["slices"])]})
+    return found[:2]
+
+
+def _placed(r: ProbeResults, accesses: list[dict]) -> dict:
+    """The array the race is on, for the block map: both accesses on one HBM buffer,
+    one a write, inside the output's shape: the output (the kernel writes no other
+    HBM array). Otherwise nothing: the map is left out rather than guessed."""
+    shape = list(r.assignment.output_shape(r.case))
+    if len(accesses) != 2 or accesses[0]["buffer"] != accesses[1]["buffer"] \
+            or "hbm" not in accesses[0]["buffer"] or all(a["access"] != "write" for a in accesses):
+        return {}
+    if any(len(a["element_range"]) != len(shape) or any(lo < 0 or hi > d for (lo, hi), d in
+                                                         zip(a["element_range"], shape)) for a in accesses):
+        return {}
+    return {"operand": "output 0", "array_shape": shape}
+
+
 def _race(r: ProbeResults) -> Finding | None:
     for cores in (1, 2):
         variant = f"races-{cores}core"
         o = r.outcomes.get(variant)
         if o is not None and (o.races_found or RACE_MARK in o.captured):
+            report = _race_report(o.captured)
+            accesses = _accesses(report)
             return r.finding("data-race", f"the race detector found conflicting accesses "
                              f"({cores} core{'s' if cores > 1 else ''} simulated)",
-                             variant=variant, report=_race_report(o.captured), cores=cores,
-                             interpret_params={"detect_races": True, "num_cores_or_threads": cores})
+                             variant=variant, report=report, cores=cores, accesses=accesses,
+                             interpret_params={"detect_races": True, "num_cores_or_threads": cores},
+                             **_placed(r, accesses))
     return None
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 from ...pallas_surface.facts import CallMap, Compile, IndexMaps, OperandMap, Structure, Vmem, encode
 from ...pallas_surface.release import COMPILE_RULES
 from ...spec import vocabulary
+from .. import regions
 from ..findings import Finding
 from ..plan import Variant
 from .base import Probe, ProbeResults
@@ -44,7 +45,11 @@ def _operand_findings(r: ProbeResults, call: CallMap, op: OperandMap, where: str
             operand=op.operand, grid_point=ex.grid_point, block_index=ex.block_index,
             element_range=ex.element_range, array_shape=ex.array_shape,
             block_shape=op.block_shape, grid=call.grid, count=op.out_of_bounds_count,
-            examples=[encode(e) for e in op.out_of_bounds], variant="index-maps", stops_tpu_interpret=True))
+            examples=[encode(e) for e in op.out_of_bounds], variant="index-maps", stops_tpu_interpret=True,
+            # What the map draws: every block asked for outside, and the window the
+            # generic interpreter reads instead of the first (it clamps the start).
+            outside_blocks=[encode(b) for b in op.outside_blocks],
+            read_instead=regions.clamped(ex.element_range, ex.array_shape)))
     if not op.is_output:
         return found
     if op.unwritten_count:
@@ -53,7 +58,8 @@ def _operand_findings(r: ProbeResults, call: CallMap, op: OperandMap, where: str
             f"{op.operand}{where}: {op.unwritten_count} of its blocks are never visited "
             f"by the grid (e.g. block {_tuple(op.unwritten_blocks[0])}), so they are never written",
             operand=op.operand, unwritten_blocks=op.unwritten_blocks, unwritten_count=op.unwritten_count,
-            block_grid=op.block_grid, grid=call.grid, static=True, variant="index-maps"))
+            block_grid=op.block_grid, grid=call.grid, static=True, variant="index-maps",
+            array_shape=op.array_shape, block_shape=op.block_shape))
     if op.revisits:
         ex = op.revisits[0]
         found.append(r.finding(
@@ -64,7 +70,8 @@ def _operand_findings(r: ProbeResults, call: CallMap, op: OperandMap, where: str
             operand=op.operand, block_index=ex.block_index,
             grid_points=[ex.previous_grid_point, ex.grid_point], grid=call.grid,
             kind="non-consecutive", dimension_semantics=call.dimension_semantics,
-            variant="index-maps", stops_tpu_interpret=True))
+            variant="index-maps", stops_tpu_interpret=True, writers=ex.writers,
+            revisited_blocks=op.revisited_blocks, array_shape=op.array_shape, block_shape=op.block_shape))
     elif op.parallel_shared:
         ex = op.parallel_shared[0]
         found.append(r.finding(
@@ -74,7 +81,9 @@ def _operand_findings(r: ProbeResults, call: CallMap, op: OperandMap, where: str
             f"along axis {ex.axis}, marked parallel",
             operand=op.operand, block_index=ex.block_index, grid_points=ex.grid_points,
             axis=ex.axis, grid=call.grid, kind="parallel-shared",
-            dimension_semantics=call.dimension_semantics, variant="index-maps"))
+            dimension_semantics=call.dimension_semantics, variant="index-maps", writers=ex.writers,
+            shared_blocks=op.shared_blocks,
+            array_shape=op.array_shape, block_shape=op.block_shape))
     return found
 
 
