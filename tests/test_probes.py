@@ -1,5 +1,7 @@
 """Probes through the real CLI: each corpus bug gets its exact primary ID, on the
 tests where it should, and is charged once."""
+import re
+
 import pytest
 from conftest import CORPUS, probe_tags, tags
 
@@ -26,7 +28,9 @@ def test_k_axis_marked_parallel(grade_cli):
     assert tags(doc) == [[], ["output-block-revisit"]] * 4
     tpu = doc["tests"][1]
     assert "differ along axis 2, marked parallel" in tpu["output"]
-    assert "Grid order that broke it" in tpu["output"] and "@core" in tpu["output"]
+    # The order that broke it is drawn as the student's grid, numbered by step.
+    assert "each grid point numbered by the step it ran at" in tpu["output"]
+    assert re.search(r"seed \d+, \d cores?: wrong", tpu["output"])
     assert "ignores dimension_semantics" in tpu["output"]
     order = _probe(doc, "Grid order")
     assert order["tags"] == ["grid-order-dependence"] and order["score"] == order["max_score"]
