@@ -279,7 +279,7 @@ def _compute_advice(parts: list[_Part], units: dict[str, float], steps: int) -> 
     if unit in ("mxu:bf16x6", "mxu:bf16x3"):
         name, passes = _PRECISION[unit[4:]]
         return (f"compute-bound, mostly float32 matmuls at {name} precision ({passes} bf16 passes each): "
-                "bfloat16 inputs accumulated in float32 (a float32 preferred_element_type) take one pass; "
+                "bfloat16 inputs with float32 accumulation (a float32 preferred_element_type) take one pass; "
                 f"keep {name} only where the accuracy needs it")
     if unit == "mxu:f32":
         return ("compute-bound at the matrix unit, on float32 operands that Mosaic rounds to bfloat16 (one pass "
