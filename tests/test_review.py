@@ -8,10 +8,13 @@ import shutil
 import subprocess
 import textwrap
 import zipfile
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 from conftest import CORPUS, REPO, run_cli, trimmed_add
+from lookalikes.variants import variant
+from test_near_duplicates import program_one, program_one_disguised, program_two
 
 from autograder.review import ExportError, batch, read_submissions, site
 from autograder.review.export import Submission, Submitter
@@ -55,12 +58,9 @@ METADATA = textwrap.dedent('''\
 
 
 def _renamed_solution() -> str:
-    """The add solution with every name changed: the same kernel structure."""
-    text = (REPO / "solutions" / "add.py").read_text()
-    for old, new in (("add_kernel", "my_kernel"), ("x_ref", "a_ref"), ("y_ref", "b_ref"),
-                     ("o_ref", "out_ref"), ("BLOCK", "BS")):
-        text = text.replace(old, new)
-    return text
+    """The add solution disguised: every name changed, independent lines swapped,
+    unused lines added. The same kernel structure."""
+    return variant((REPO / "solutions" / "add.py").read_text(), "rename", "reorder", "pad", keep="add")
 
 
 def make_export(folder: Path) -> Path:
@@ -163,7 +163,7 @@ def test_the_site_escapes_names_and_feedback_and_the_csv_escapes_formulas(tmp_pa
     out = tmp_path / "site"
     written = site.write(rows, out, "Add", "add")
     assert {p.name for p in written} == {"index.html", "s0.html", "s1.html", "s2.html", "s3.html",
-                                         "grades.csv", "findings.csv"}
+                                         "grades.csv", "findings.csv", "pairs.html"}
     index = (out / "index.html").read_text()
     assert "<img src=x" not in index and "&lt;img src=x onerror=alert(1)&gt;" in index
     page = (out / "s" / "s1.html").read_text()
@@ -179,6 +179,36 @@ def test_the_site_escapes_names_and_feedback_and_the_csv_escapes_formulas(tmp_pa
     assert findings[1:] == [["s1", "1.1", "test 1.1", "wrong-result", "generic", "1"],
                             ["s1", "1.2", "test 1.2", "out-of-bounds", "tpu-interpret", "2"],
                             ["s1", "P1", "test P1", "out-of-bounds", "static", "1"]]
+
+
+def test_near_duplicate_pairs_are_listed_escaped_with_the_programs_side_by_side(tmp_path):
+    rows = _rows(tmp_path)
+    programs = [program_one(), program_one_disguised(), None, program_two()]
+    rows = [site.row(r.sub, replace(r.graded, programs={"speed:x": "{}", "check:small": json.dumps(doc)})
+                     if r.graded and doc else r.graded) for r, doc in zip(rows, programs)]
+    out = tmp_path / "site"
+    (out / "p").mkdir(parents=True)
+    (out / "p" / "9.html").write_text("a page of an earlier, longer list")
+    site.write(rows, out, "Add", "add", threshold=0.3)
+    assert sorted(p.name for p in (out / "p").iterdir()) == ["1.html", "2.html"]
+    pairs = (out / "pairs.html").read_text()
+    assert "never a verdict" in pairs and "common" in pairs and "0.30 are listed" in pairs
+    # Ann and the one with a name made of markup share a program; Cy has none.
+    assert "3 submissions compared (1 without" in " ".join(pairs.split())
+    same, near = pairs.split('<tr class="same">')[1], pairs.split('<tr class="near">')[1]
+    assert "Ann" in same and "=cmd" in same and "&lt;img src=x onerror=alert(1)&gt;" in near
+    assert "<img src=x" not in pairs
+    page = (out / "p" / "2.html").read_text()
+    assert "<script>alert" not in page and "fmt=&#34;&lt;script&gt;alert(1)&lt;/script&gt;" in page
+    assert page.count('<tr class="changed">') == 2 and "<mark>sub</mark>" in page and "<mark>add</mark>" in page
+    assert page.count('<tr class="same">') == 4
+    # Rewritten without a threshold (as `merge` does): the site keeps the one it was made with.
+    site.write(rows, out, "Add", "add")
+    assert "0.30 are listed" in (out / "pairs.html").read_text()
+    site.write(rows, out, "Add", "add", threshold=0.95)
+    index = (out / "index.html").read_text()
+    assert 'href="pairs.html"' in index and 'id="near-duplicates"' in index
+    assert '<tr class="near">' not in (out / "pairs.html").read_text()
 
 
 def test_stored_gradings_are_keyed_by_content_spec_and_grader(tmp_path):
@@ -258,10 +288,20 @@ def test_a_class_is_regraded_resumed_and_clustered(quick_add, tmp_path):
     # it) is in the staff's report, never in what the student saw.
     seen, staff = page.split('id="staff"')
     assert "hidden-wide" not in seen and "--case hidden-wide --rung tpu-interpret" in staff
+    # Near-duplicates, from the programs each grading kept: the disguised copy has Ada's
+    # program; the out-of-bounds kernel (the solution with a grid step more, no jax.jit)
+    # scores 1 beside it; the subtraction (0.53) is under the default threshold.
+    pairs = (out / "pairs.html").read_text()
+    same = pairs.split('<tr class="same">')[1].split("</tr>")[0]
+    near = pairs.split('<tr class="near">')
+    assert "Ada Lovelace" in same and "Alan Turing" in same and len(near) == 2
+    assert near[1].startswith('\n<td class="num">1.00</td>') and "&lt;script&gt;window.hacked" in near[1]
+    assert "Grace Hopper" not in pairs and "4 submissions compared (1 without" in " ".join(pairs.split())
     _browse(out)
     # Resumed: nothing changed, nothing regraded; one changed file, one grading.
-    again = _review(export, quick_add, out)
+    again = _review(export, quick_add, out, "--similarity-threshold", "0.5")
     assert "0 graded now, 5 unchanged" in again.stdout
+    assert "Grace Hopper" in (out / "pairs.html").read_text()
     (export / "submission_103" / "add.py").write_text((REPO / "solutions" / "add.py").read_text())
     changed = _review(export, quick_add, out)
     assert "1 graded now, 4 unchanged" in changed.stdout and _scores(out)["submission_103"] == ("4", "graded")
@@ -321,6 +361,17 @@ def _browse(out: Path) -> None:
         assert drawn.count() == 1 and drawn.locator("g > title").count() >= 4
         assert "X asked for outside the array" in page.locator("#feedback ~ section pre").first.inner_text()
         drawn.screenshot(path=str(out / "map.png"))
+        # The near-duplicate pages: the list, and each pair's programs side by side, what
+        # differs marked (the jax.jit the out-of-bounds kernel left out).
+        page.goto((out / "pairs.html").as_uri())
+        assert page.locator("#pairs tbody tr").count() == 2 and "never a verdict" in page.content()
+        for pair in sorted((out / "p").glob("*.html")):
+            page.goto(pair.as_uri())
+            assert page.locator("#diff tbody tr").count() > 20
+        page.goto((out / "pairs.html").as_uri())
+        page.locator("#pairs a", has_text="side by side").click()
+        assert page.locator("#diff tr.only-a, #diff tr.only-b, #diff tr.changed").count() >= 2
+        page.screenshot(path=str(out / "pair.png"), full_page=True)
         page.goto((out / "index.html").as_uri())
         page.screenshot(path=str(out / "screenshot.png"), full_page=True)
         assert page.locator("#histogram rect").count() == 10 and page.locator("#findings rect").count() == 3
@@ -340,4 +391,4 @@ def _browse(out: Path) -> None:
         browser.close()
     assert errors == []
     assert (out / "screenshot.png").stat().st_size > 10_000 and (out / "map.png").stat().st_size > 2_000
-    print(f"screenshots: {out / 'screenshot.png'}, {out / 'map.png'}")
+    print(f"screenshots: {out / 'screenshot.png'}, {out / 'map.png'}, {out / 'pair.png'}")

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 # Parameters that name or describe, not compute (student-chosen names included).
@@ -106,7 +106,7 @@ class Canon:
 
 
 @dataclass(frozen=True)
-class _Eqn:
+class Eqn:
     prim: str
     key: str                 # what it computes (its inputs' keys included)
     shingle: str             # its primitive, parameters and the primitives that feed it
@@ -114,6 +114,9 @@ class _Eqn:
     outs: tuple[int, ...]    # the variables it defines
     effect: bool
     subs: tuple["Jaxpr", ...]
+    pair: str = ""           # its shingle with the shingles of the equations that feed it (two steps of data flow)
+    touched: tuple[Any, ...] = ()    # the refs its effects are ordered on ("*": an effect on no ref)
+    doc: dict = field(default_factory=dict, compare=False, repr=False)   # the equation as the document has it
 
 
 class Jaxpr:
@@ -122,23 +125,31 @@ class Jaxpr:
 
     def __init__(self, doc: dict, canon: Canon):
         self.canon = canon
+        self.doc = doc
         env: dict[int, str] = {}
         refs: dict[int, bool] = {}
         made_by: dict[int, str] = {}
+        fed: dict[int, str] = {}            # var -> the shingle of the equation that made it
         for tag in ("constvars", "invars"):
             for i, v in enumerate(doc.get(tag, [])):
                 env[v["v"]], refs[v["v"]], made_by[v["v"]] = _h(tag, i, _rank(v["aval"])), _is_ref(v["aval"]), tag
         chains: dict[Any, str] = {}         # ref var -> its last effect ("*": effects on no ref)
-        eqns = [self._eqn(e, env, refs, made_by, chains) for e in doc.get("eqns", [])]
+        eqns = [self._eqn(e, env, refs, made_by, chains, fed) for e in doc.get("eqns", [])]
         outs = [a["v"] for a in doc.get("outvars", []) if "v" in a]
         self.key = _h("jaxpr", [env.get(v, "?") for v in outs], sorted(chains.values()))
         live = _live(eqns, outs)
+        self.live = tuple(live)             # in document order (``likeness`` lists them canonically)
+        # What each output is, one step deep: an input by position (an index map's grid order)
+        # or the shingle of the equation that made it; names and other equations aside.
+        position = {v["v"]: f"{tag}{i}" for tag in ("constvars", "invars") for i, v in enumerate(doc.get(tag, []))}
+        self.returns = _h("returns", [position.get(a["v"], fed.get(a["v"], "?")) if "v" in a else "lit"
+                                      for a in doc.get("outvars", [])])
         self.shingles = frozenset(s for e in live if e.prim not in TRANSPARENT
                                   for s in (e.shingle, *(x for j in e.subs for x in j.shingles)))
         self.kernels = frozenset(k for e in live for j in e.subs for k in j.kernels) | frozenset(
             s for e in live if e.prim == "pallas_call" for s in (e.shingle, *(x for j in e.subs for x in j.shingles)))
 
-    def _eqn(self, eqn: dict, env: dict, refs: dict, made_by: dict, chains: dict) -> _Eqn:
+    def _eqn(self, eqn: dict, env: dict, refs: dict, made_by: dict, chains: dict, fed: dict) -> Eqn:
         prim = eqn["p"]
         ins = [env.get(a["v"], "?") if "v" in a else ["lit", _rank(a.get("aval"))] for a in eqn["in"]]
         raw = [(k, v) for k, v in eqn.get("params", []) if k not in DROPPED_PARAMS]
@@ -152,16 +163,19 @@ class Jaxpr:
         key = ins[0] if prim in TRANSPARENT and len(ins) == 1 else _h(prim, params, ins, deps)
         for r in touched or (["*"] if effect else []):
             chains[r] = key
+        pair = _h(shingle, [fed.get(a["v"], made_by.get(a["v"], "?")) if "v" in a else "lit" for a in eqn["in"]])
         for i, out in enumerate(eqn.get("out", [])):
             env[out["v"]] = key if prim in TRANSPARENT else _h(key, i)
             refs[out["v"]] = _is_ref(out.get("aval"))
-            made_by[out["v"]] = made_by.get(eqn["in"][0].get("v"), "lit") if prim in TRANSPARENT and eqn["in"] \
-                else prim
-        return _Eqn(prim, key, shingle, tuple(a["v"] for a in eqn["in"] if "v" in a),
-                    tuple(o["v"] for o in eqn.get("out", [])), effect, subs)
+            through = prim in TRANSPARENT and eqn["in"]
+            made_by[out["v"]] = made_by.get(eqn["in"][0].get("v"), "lit") if through else prim
+            fed[out["v"]] = fed.get(eqn["in"][0].get("v"), made_by[out["v"]]) if through else _h(shingle, i)
+        return Eqn(prim, key, shingle, tuple(a["v"] for a in eqn["in"] if "v" in a),
+                    tuple(o["v"] for o in eqn.get("out", [])), effect, subs, pair,
+                    tuple(touched or (["*"] if effect else [])), eqn)
 
 
-def _live(eqns: list[_Eqn], outs: list[int]) -> list[_Eqn]:
+def _live(eqns: list[Eqn], outs: list[int]) -> list[Eqn]:
     """The equations whose outputs are used, or that have an effect (backwards)."""
     needed = set(outs)
     live = []

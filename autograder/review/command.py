@@ -8,7 +8,7 @@ from pathlib import Path
 
 from .. import spec
 from ..spec import Assignment
-from . import batch, site
+from . import batch, similar, site
 from .export import ExportError, Submission, read_submissions
 from .progress import Progress
 
@@ -24,6 +24,7 @@ class Options:
     dask: str | None = None
     force: bool = False
     timeout_s: float | None = None
+    similarity_threshold: float | None = None   # None: as the site had it (default similar.DEFAULT_THRESHOLD)
 
 
 @dataclass(frozen=True)
@@ -76,7 +77,7 @@ def regrade(a: Assignment, opts: Options) -> Summary:
     finally:
         progress.close()
     rows = [site.row(sub, store.get(keys[sub.id])) for sub in subs]
-    site.write(rows, out, a.title, a.slug)
+    site.write(rows, out, a.title, a.slug, opts.similarity_threshold)
     failed = sum(1 for r in rows if r.status != "graded")
     return Summary(len(todo), len(subs) - len(todo), failed, out / "index.html")
 
@@ -84,6 +85,7 @@ def regrade(a: Assignment, opts: Options) -> Summary:
 def needs_review_extra(verb: str) -> None:
     """Exit with the install command when the [review] extra is missing (``verb`` reads or writes a site)."""
     try:
+        import datasketch  # noqa: F401
         import markdown_it  # noqa: F401
         import yaml  # noqa: F401
     except ImportError as e:
@@ -117,14 +119,20 @@ def add_arguments(p) -> None:
     p.add_argument("--force", action="store_true", help="regrade even what is stored")
     p.add_argument("--timeout", type=float, help="seconds one grading may take (default: the spec's "
                    "Gradescope timeout + 60)")
+    p.add_argument("--similarity-threshold", type=float, metavar="SCORE",
+                   help="list pairs of submissions whose canonical programs score at least this (0 < SCORE <= 1; "
+                   f"default {similar.DEFAULT_THRESHOLD}, or what the site was last written with) on pairs.html")
 
 
 def run(args) -> int:
     assignment = spec.find(args.assignment, args.assignments)
     if args.jobs is not None and args.jobs < 1:
         args.parser.error(f"--jobs must be at least 1; got {args.jobs}")
+    t = args.similarity_threshold
+    if t is not None and not 0 < t <= 1:
+        args.parser.error(f"--similarity-threshold must be above 0 and at most 1; got {t}")
     try:
         return main(assignment, Options(args.submissions, args.output, args.jobs, args.dask, args.force,
-                                        args.timeout))
+                                        args.timeout, t))
     except ExportError as e:
         args.parser.exit(1, f"pallas-autograder review: {e}\n")

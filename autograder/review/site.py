@@ -7,11 +7,16 @@ index.html     overview (score histogram, findings per ID, failed gradings,
                and a sortable, filterable table of submissions
 s/<id>.html    one page per submission: the feedback the student saw, as
                Gradescope renders it, then the staff-only part
+pairs.html     near-duplicate pairs (``similar``): what the score is and is not,
+               the pairs at or above the threshold, best first
+p/<n>.html     one page per listed pair: the two canonical programs side by
+               side, what differs highlighted
 grades.csv     one row per student; findings.csv one row per submission and finding
 """
 from __future__ import annotations
 
 import csv
+import json
 import re
 from collections import Counter
 from dataclasses import dataclass
@@ -21,6 +26,8 @@ from typing import Any
 import jinja2
 
 from ..feedback import blockmaps, escaping
+from ..grading import likeness
+from . import similar
 from .batch import Graded
 from .export import Submission
 
@@ -28,6 +35,8 @@ TEMPLATES = Path(__file__).resolve().parent.parent / "templates" / "review"
 RUNG_ORDER = ("static", "generic", "tpu-interpret")
 RUNG_NAMES = {"static": "static analysis (nothing runs)", "generic": "generic interpreter",
               "tpu-interpret": "TPU interpret mode"}
+MAX_PAIRS = 200         # rows (and pages) on pairs.html; the rest are counted, with how to see them
+OPTIONS = ".review-options.json"    # the site's options, kept for a later rewrite (``merge``)
 
 
 @dataclass(frozen=True)
@@ -146,6 +155,70 @@ def clusters(rows: list[Row]) -> list[dict[str, Any]]:
     return sorted(out, key=lambda c: (-c["size"], c["fingerprint"]))
 
 
+def likeness_of(r: Row) -> likeness.Likeness | None:
+    """The graded kernel's program (the first correctness case's, kept with the
+    grading by ``gradescope --programs``) as the score sees it; None without one
+    (the file did not trace, or the grading was stopped)."""
+    programs = (r.graded.programs or {}) if r.graded else {}
+    name = next((k for k in sorted(programs) if k.startswith("check:")), None)
+    if name is None:
+        return None
+    try:
+        return likeness.of(json.loads(programs[name]))
+    except (ValueError, KeyError, TypeError):       # a stored document the grader did not write
+        return None
+
+
+def _member(r: Row) -> dict[str, Any]:
+    return {"id": r.sub.id, "names": r.sub.names or r.sub.id, "page": r.page, "score": r.score,
+            "max_score": r.max_score}
+
+
+def near_duplicates(rows: list[Row], threshold: float) -> dict[str, Any]:
+    """The near-duplicate section's data: submissions that share one canonical
+    program (score 1) and pairs of different programs at or above ``threshold``,
+    best first, each with the page that shows them."""
+    by_id = {r.sub.id: r for r in rows}
+    likes = {r.sub.id: like for r in rows if (like := likeness_of(r)) is not None}
+    found = similar.find(likes, threshold)
+    entries = [{"kind": "same", "score": 1.0, "a": found.programs[i], "b": None, "pair": None}
+               for i in range(len(found.programs)) if len(found.programs[i].ids) > 1]
+    entries += [{"kind": "near", "score": pair.score, "a": found.programs[pair.a], "b": found.programs[pair.b],
+                 "pair": pair} for pair in found.pairs]
+    entries.sort(key=lambda e: (-e["score"], e["kind"] != "same", e["a"].ids[0]))
+    listed = []
+    for n, e in enumerate(entries[:MAX_PAIRS], 1):
+        a, b, pair = e["a"], e["b"], e["pair"]
+        listed.append({"n": n, "page": f"p/{n}.html", "kind": e["kind"], "score": e["score"],
+                       "a": [_member(by_id[i]) for i in a.ids], "b": [_member(by_id[i]) for i in b.ids] if b else [],
+                       "shared": pair.shared if pair else len(a.likeness.shingles),
+                       "only_a": pair.only_a if pair else 0, "only_b": pair.only_b if pair else 0,
+                       "programs": (a.likeness.listing, b.likeness.listing if b else None)})
+    return {"threshold": threshold, "rows": listed, "more": max(0, len(entries) - MAX_PAIRS),
+            "compared": len(likes), "without": len(rows) - len(likes), "programs": len(found.programs),
+            "scored": found.scored, "pairs": len(found.pairs),
+            "same": sum(1 for e in entries if e["kind"] == "same")}
+
+
+def pair_page(entry: dict[str, Any]) -> dict[str, Any]:
+    """One listed row's page: the two listings aligned, or the one listing a group shares."""
+    a, b = entry["programs"]
+    diff = similar.side_by_side(a, b) if b is not None else tuple(
+        similar.DiffRow("same", similar.Side(i + 1, ((line, False),)), None) for i, line in enumerate(a))
+    return {**entry, "diff": diff, "changed": sum(1 for r in diff if r.kind != "same")}
+
+
+def threshold_of(out: Path, threshold: float | None) -> float:
+    """The threshold asked now, else the one the site was last written with, else the default."""
+    if threshold is not None:
+        return threshold
+    try:
+        saved = json.loads((out / OPTIONS).read_text(encoding="utf-8"))["similarity_threshold"]
+        return float(saved) if 0 < float(saved) <= 1 else similar.DEFAULT_THRESHOLD
+    except (OSError, ValueError, KeyError, TypeError):
+        return similar.DEFAULT_THRESHOLD
+
+
 def _md() -> Any:
     from markdown_it import MarkdownIt
     # Raw HTML off: what the student controls is shown as text, never as markup.
@@ -170,7 +243,7 @@ def _table_row(r: Row) -> dict[str, Any]:
             "rung": RUNG_NAMES.get(r.first_rung, "")}
 
 
-def overview(rows: list[Row], title: str) -> dict[str, Any]:
+def overview(rows: list[Row], title: str, near: dict[str, Any] | None = None) -> dict[str, Any]:
     statuses = Counter(r.status for r in rows)
     rungs = Counter(r.first_rung for r in rows if r.first_rung)
     return {"title": title, "count": len(rows), "statuses": sorted(statuses.items()),
@@ -179,7 +252,7 @@ def overview(rows: list[Row], title: str) -> dict[str, Any]:
             "findings": finding_chart(rows), "clusters": clusters(rows),
             "rungs": [{"rung": RUNG_NAMES[k], "count": rungs[k]} for k in RUNG_ORDER if rungs.get(k)],
             "rows": [_table_row(r) for r in rows],
-            "differs": sum(r.differs for r in rows)}
+            "differs": sum(r.differs for r in rows), "near": near}
 
 
 def _maps(t: dict) -> list[str]:
@@ -214,18 +287,39 @@ def page_data(r: Row, slug: str) -> dict[str, Any]:
             "submitters": [{"name": s.name, "email": s.email, "sid": s.sid} for s in r.sub.submitters]}
 
 
-def write(rows: list[Row], out: Path, title: str, slug: str) -> list[Path]:
+def write(rows: list[Row], out: Path, title: str, slug: str, threshold: float | None = None) -> list[Path]:
+    """The whole site (``threshold``: the near-duplicate pairs' score; None: as the site had it)."""
     env = _env()
     (out / "s").mkdir(parents=True, exist_ok=True)
+    threshold = threshold_of(out, threshold)
+    (out / OPTIONS).write_text(json.dumps({"similarity_threshold": threshold}), encoding="utf-8")
+    near = near_duplicates(rows, threshold)
     written = [out / "index.html"]
-    (out / "index.html").write_text(env.get_template("index.html.j2").render(site=overview(rows, title)),
+    (out / "index.html").write_text(env.get_template("index.html.j2").render(site=overview(rows, title, near)),
                                     encoding="utf-8")
     for r in rows:
         path = out / r.page
         path.write_text(env.get_template("submission.html.j2").render(p=page_data(r, slug), title=title),
                         encoding="utf-8")
         written.append(path)
+    written += write_pairs(env, near, out, title)
     written += write_csv(rows, out)
+    return written
+
+
+def write_pairs(env: jinja2.Environment, near: dict[str, Any], out: Path, title: str) -> list[Path]:
+    """pairs.html and one page per listed row (pages of an earlier, longer list removed)."""
+    (out / "p").mkdir(exist_ok=True)
+    for old in (out / "p").glob("*.html"):
+        old.unlink()
+    (out / "pairs.html").write_text(env.get_template("pairs.html.j2").render(near=near, title=title),
+                                    encoding="utf-8")
+    written = [out / "pairs.html"]
+    for entry in near["rows"]:
+        path = out / entry["page"]
+        path.write_text(env.get_template("pair.html.j2").render(e=pair_page(entry), near=near, title=title),
+                        encoding="utf-8")
+        written.append(path)
     return written
 
 
