@@ -40,7 +40,7 @@ VERBS = (
     Verb("check", "autograder.instructor.check", "the assignment's own test: it resolves, its solution is "
          "clean, its corpus gets its declared findings, its cases expose what they claim"),
     Verb("calibrate", "autograder.instructor.calibrate", "measure the instructor solution's time per run "
-         "(writes <assignment>/calibration.json; run limits derive from it)"),
+         "(writes <assignment>/calibration-<jax release>.json; run limits derive from it)"),
     Verb("handout", "autograder.instructor.handout", "write what students download: starter, README, notebook, "
          "and a kit that grades the visible cases locally (nothing secret)"),
     Verb("build", "autograder.gradescope.build", "build the Gradescope autograder zip for an assignment",

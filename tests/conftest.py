@@ -95,5 +95,6 @@ def trimmed_add(root: Path, cases: str, extra: str = "") -> Path:
     text = (folder / "spec.toml").read_text()
     text = text[:text.index("[[cases]]")] + cases + extra
     (folder / "spec.toml").write_text(text.replace('probe_cases = ["odd-rows"]\n', ""))
-    (folder / "calibration.json").unlink()
+    for old in folder.glob("calibration-*.json"):
+        old.unlink()
     return folder

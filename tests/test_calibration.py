@@ -6,13 +6,14 @@ from autograder import spec
 from autograder.grading import calibration, plan as planning
 from autograder.grading.calibration import MARGIN, MIN_RUN_S, Measured, Timing
 from autograder.grading.probes import PLANNERS
+from autograder.pallas_surface.release import INSTALLED
 
 REPO = Path(__file__).resolve().parent.parent
 
 
 def _assignment(tmp_path, slug="add"):
     folder = tmp_path / slug
-    shutil.copytree(REPO / "assignments" / slug, folder, ignore=shutil.ignore_patterns("calibration.json"))
+    shutil.copytree(REPO / "assignments" / slug, folder, ignore=shutil.ignore_patterns("calibration-*.json"))
     return spec.load(folder)
 
 
@@ -40,7 +41,25 @@ def test_a_calibration_for_another_spec_is_not_used(tmp_path):
     assert calibration.load(a) is not None
     (a.folder / "spec.toml").write_text((a.folder / "spec.toml").read_text() + "\n# edited\n")
     assert calibration.load(a) is None
+    assert "made for another spec.toml" in calibration.why_not(a)
     assert Timing(a, None).limit(plan.runs[0]) == a.limits.case_s
+
+
+def test_a_calibration_for_another_release_is_ignored_and_says_so(tmp_path):
+    a = _assignment(tmp_path)
+    plan = planning.build(a, a.cases, a.rungs, 1, planners=PLANNERS)
+    path = calibration.save(a, 1.0, {plan.runs[0]: Measured(3.0, 1)})
+    assert path.name == f"calibration-{INSTALLED}.json" and calibration.why_not(a) is None
+    other = a.folder / "calibration-0.0.1.json"
+    other.write_text(path.read_text().replace(f'"jax": "{INSTALLED}"', '"jax": "0.0.1"'))
+    path.unlink()
+    assert calibration.load(a) is None
+    assert calibration.why_not(a) == (f"no calibration-{INSTALLED}.json (calibration-0.0.1.json are for other JAX "
+                                      f"releases, ignored): every run gets the spec's ceiling; run "
+                                      f"`pallas-autograder calibrate add` with jax {INSTALLED}")
+    # A file under this release's name but made with another release is not trusted either.
+    path.write_text(other.read_text())
+    assert calibration.load(a) is None and "made with jax '0.0.1', ignored" in calibration.why_not(a)
 
 
 def test_a_fixed_timeout_overrides_everything(tmp_path):

@@ -6,6 +6,7 @@ assignment folder, its solution, and assignment.txt naming the slug.
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import os
@@ -18,12 +19,16 @@ import zipfile
 from pathlib import Path
 
 from .. import spec
-from ..instructor import check
+from ..instructor import check, toml_text
+from ..pallas_surface import release
 from ..spec import Assignment
 from .rate_limit import Limit
 
 REPO = Path(__file__).resolve().parents[2]
-ROOT_FILES = ("setup.sh", "run_autograder", "requirements.txt", "pyproject.toml", "README.md")
+ROOT_FILES = ("setup.sh", "run_autograder", "pyproject.toml", "README.md")
+# The course's JAX release: its lock file (setup.sh installs the one it finds) and the
+# spec's `jax` key (written into the zipped spec.toml; the grader reads it from there).
+RELEASE_LOCK = "requirements/jax-{}.txt"
 EXECUTABLE = {"setup.sh", "run_autograder"}
 
 
@@ -33,6 +38,13 @@ def _add(zf: zipfile.ZipFile, path: Path, arcname: str) -> None:
     info.external_attr = (stat.S_IFREG | mode) << 16
     info.compress_type = zipfile.ZIP_DEFLATED
     zf.writestr(info, path.read_bytes())
+
+
+def _add_text(zf: zipfile.ZipFile, text: str, arcname: str) -> None:
+    info = zipfile.ZipInfo(arcname, date_time=(2026, 1, 1, 0, 0, 0))
+    info.external_attr = (stat.S_IFREG | 0o644) << 16
+    info.compress_type = zipfile.ZIP_DEFLATED
+    zf.writestr(info, text)
 
 
 def _tree(folder: Path):
@@ -73,8 +85,9 @@ def self_test_zip(zip_path: Path, assignment: Assignment, timeout_s: float = 900
         for name in EXECUTABLE:
             os.chmod(root / "source" / name, 0o755)   # Gradescope keeps the modes; extractall does not
         venv = root / "source" / ".venv"
-        if (Path(sys.prefix) / "bin" / "python").exists():
-            venv.symlink_to(Path(sys.prefix))
+        prefix = prefix_for(assignment.jax)
+        if (prefix / "bin" / "python").exists():
+            venv.symlink_to(prefix)
         else:                         # a system Python with only python3: link the interpreter itself
             (venv / "bin").mkdir(parents=True)
             (venv / "bin" / "python").symlink_to(sys.executable)
@@ -98,6 +111,27 @@ def self_test_zip(zip_path: Path, assignment: Assignment, timeout_s: float = 900
     return doc
 
 
+def prefix_for(jax: str) -> Path:
+    """An environment with exactly the course's JAX release, for the self-test: this
+    Python's, else the checkout's ``.venv`` or ``.venv-jax-<release>`` (``./setup.sh
+    --jax`` or ``--test`` makes them). Raises SelfTestFailed saying how to get one."""
+    candidates = [Path(sys.prefix), REPO / ".venv", REPO / f".venv-jax-{jax}"]
+    probe = "import importlib.metadata as m; print(m.version('jax'))"
+    for prefix in candidates:
+        python = prefix / "bin" / "python"
+        if not python.exists():
+            continue
+        try:
+            seen = subprocess.run([str(python), "-c", probe], capture_output=True, text=True, timeout=60).stdout
+        except (OSError, subprocess.TimeoutExpired):
+            continue
+        if seen.strip() == jax:
+            return prefix
+    raise SelfTestFailed(f"the self-test grades with jax {jax}, and no environment here has it (looked in "
+                         f"{', '.join(str(c) for c in candidates)}): run ./setup.sh --jax {jax} in a checkout, "
+                         f"or build with --no-self-test")
+
+
 def _write(assignment: Assignment, output: Path, rate_limit=None) -> Path:
     missing = [f for f in ROOT_FILES if not (REPO / f).is_file()]
     if missing:
@@ -108,12 +142,18 @@ def _write(assignment: Assignment, output: Path, rate_limit=None) -> Path:
     with zipfile.ZipFile(output, "w") as zf:
         for name in ROOT_FILES:
             _add(zf, REPO / name, name)
+        lock = RELEASE_LOCK.format(assignment.jax)
+        _add(zf, REPO / lock, lock)
         for p in _tree(REPO / "autograder"):
             _add(zf, p, str(p.relative_to(REPO)))
         for p in _tree(assignment.folder):
             if p.relative_to(assignment.folder).parts[0] == "corpus":
                 continue    # the instructor's regression corpus: `check` reads it, grading never does
-            _add(zf, p, f"assignments/{assignment.slug}/{p.relative_to(assignment.folder)}")
+            arcname = f"assignments/{assignment.slug}/{p.relative_to(assignment.folder)}"
+            if p.name == "spec.toml":
+                _add_text(zf, toml_text.with_release(p.read_text(encoding="utf-8"), assignment.jax), arcname)
+            else:
+                _add(zf, p, arcname)
         if solution.is_file():
             _add(zf, solution, f"solutions/{assignment.slug}.py")
         info = zipfile.ZipInfo("assignment.txt", date_time=(2026, 1, 1, 0, 0, 0))
@@ -133,12 +173,17 @@ def add_arguments(p) -> None:
     p.add_argument("--rate-limit", type=int, metavar="N",
                    help="grade at most N submissions per student per window (see --rate-window-hours)")
     p.add_argument("--rate-window-hours", type=float, default=24.0, help="the rate limit's window (default 24)")
+    p.add_argument("--jax", choices=release.SUPPORTED, default=None, metavar="RELEASE",
+                   help="the JAX release the course grades on (default: the spec's `jax`, else the newest, "
+                        f"{release.NEWEST}; one of {', '.join(release.SUPPORTED)})")
     p.add_argument("--no-self-test", action="store_true",
                    help="skip installing the zip into a temporary root and grading the solution with it")
 
 
 def run(args) -> int:
     assignment = spec.find(args.slug, args.assignments)
+    if args.jax:
+        assignment = dataclasses.replace(assignment, jax=args.jax)
     rows = check.quick(assignment)
     if not all(r.ok for r in rows):
         # A zip that cannot grade would show every student "autograder error".
@@ -154,5 +199,6 @@ def run(args) -> int:
     except SelfTestFailed as e:
         args.parser.exit(1, f"pallas-autograder build: not writing {args.output}: self-test failed: {e}\n")
     tested = "" if args.no_self_test else " (self-test: the solution got full marks from the zip)"
-    print(f"wrote {path}{tested}: upload it as the autograder of a Gradescope programming assignment")
+    print(f"wrote {path}{tested}, grading on jax {assignment.jax}: upload it as the autograder of a "
+          "Gradescope programming assignment")
     return 0

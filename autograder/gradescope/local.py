@@ -16,6 +16,7 @@ from .. import spec
 from ..feedback import render, results, results_format, terminal
 from ..grading import grade
 from ..isolation.sandbox import GraderFailure
+from ..pallas_surface import release
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -50,6 +51,11 @@ def run(args: argparse.Namespace) -> int:
     options = _options(args, assignment, progress)
     if not args.submission.exists():
         args.parser.error(f"submission {args.submission} does not exist; give a .py or .ipynb file or a folder")
+    note = release.course_note(assignment.jax)
+    if note and release.INSTALLED not in release.SUPPORTED:
+        args.parser.exit(2, f"pallas-autograder: {note}\n")
+    if note:
+        print(f"pallas-autograder: note: {note}", file=sys.stderr)
     graded = {}
 
     def produce() -> dict:

@@ -2,7 +2,8 @@
 solution's measured time for that run, with a margin, under the spec's ceiling.
 
 ``pallas-autograder calibrate SLUG`` grades ``solutions/SLUG.py`` a few times
-and writes ``<assignment>/calibration.json``: per run, the slowest time seen
+and writes ``<assignment>/calibration-<jax release>.json`` (one per release the
+course may grade on: the interpreters' speed differs between them): per run, the slowest time seen
 and the grid points its kernel had. A grading then gives a run
 
     min(ceiling, max(MIN_RUN_S, MARGIN x measured x max(1, steps / measured steps)))
@@ -12,23 +13,31 @@ traced (a correct kernel with smaller blocks runs more grid points, and is
 given proportionally longer). MARGIN covers a slower machine (Gradescope's
 default container has half a CPU: about 3x this project's 2-core machines)
 and a loaded one. Without a calibration, or with one made for another spec or
-JAX, every run gets the ceiling (the spec's ``case_s``).
+JAX, every run gets the ceiling (the spec's ``case_s``), and ``why_not`` says why.
 """
 from __future__ import annotations
 
 import hashlib
 import json
 import platform
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..pallas_surface import facts
 from ..pallas_surface.facts import Schedule
-from ..pallas_surface.release import PINNED_JAX
+from ..pallas_surface.release import INSTALLED
 from ..spec import Assignment
 from .plan import Run
 
-FILE = "calibration.json"
+PREFIX = "calibration-"
+
+
+def file_name(release: str | None = None) -> str:
+    """The calibration file for a JAX release (the installed one by default)."""
+    return f"{PREFIX}{release or INSTALLED}.json"
+
+
 MARGIN = 10.0
 MIN_RUN_S = 10.0
 MIN_STARTUP_S = 30.0
@@ -59,14 +68,20 @@ class Calibration:
         return dict(self.runs).get(run_id(run))
 
 
+# The spec's `jax = "..."` line: build and handout write the course's release
+# there, which changes no time a run takes on that release.
+_RELEASE_LINE = re.compile(rb'^jax\s*=.*\n?', re.M)
+
+
 def spec_hash(assignment: Assignment) -> str:
-    return hashlib.sha256((assignment.folder / "spec.toml").read_bytes()).hexdigest()
+    text = _RELEASE_LINE.sub(b"", (assignment.folder / "spec.toml").read_bytes())
+    return hashlib.sha256(text).hexdigest()
 
 
 def load(assignment: Assignment) -> Calibration | None:
     """The assignment's calibration, or None when absent, unreadable or made
     for another spec or JAX release."""
-    path = assignment.folder / FILE
+    path = assignment.folder / file_name()
     try:
         raw = json.loads(path.read_text(encoding="utf-8"))
         cal = Calibration(raw["spec_sha256"], raw["jax"], raw["machine"], float(raw["startup_s"]),
@@ -76,17 +91,38 @@ def load(assignment: Assignment) -> Calibration | None:
                           {str(size): facts.decode("speed", f) for size, f in (raw.get("speed") or {}).items()})
     except (OSError, ValueError, KeyError, TypeError, AttributeError):   # FactsError is a ValueError
         return None
-    if cal.spec_sha256 != spec_hash(assignment) or cal.jax != PINNED_JAX:
+    if cal.spec_sha256 != spec_hash(assignment) or cal.jax != INSTALLED:
         return None
     return cal
 
 
+def why_not(assignment: Assignment) -> str | None:
+    """Why ``load`` gives no calibration (None when it gives one)."""
+    if load(assignment) is not None:
+        return None
+    path = assignment.folder / file_name()
+    fix = f"run `pallas-autograder calibrate {assignment.slug}` with jax {INSTALLED}"
+    others = sorted(p.name for p in assignment.folder.glob(f"{PREFIX}*.json") if p != path)
+    if not path.is_file():
+        seen = f" ({', '.join(others)} are for other JAX releases, ignored)" if others else ""
+        return f"no {path.name}{seen}: every run gets the spec's ceiling; {fix}"
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+        if raw.get("jax") != INSTALLED:
+            return f"{path.name} was made with jax {raw.get('jax')!r}, ignored; {fix}"
+        if raw.get("spec_sha256") != spec_hash(assignment):
+            return f"{path.name} was made for another spec.toml, ignored; {fix}"
+    except (OSError, ValueError, AttributeError):
+        pass
+    return f"{path.name} cannot be read, ignored; {fix}"
+
+
 def save(assignment: Assignment, startup_s: float, measured: dict[Run, Measured],
          speed: dict[str, Schedule] | None = None) -> Path:
-    path = assignment.folder / FILE
+    path = assignment.folder / file_name()
     rows = [{"case": c, "probe": p, "run": v, "seconds": round(m.seconds, 3), "grid_steps": m.grid_steps}
             for (c, p, v), m in sorted((run_id(r), m) for r, m in measured.items())]
-    doc = {"spec_sha256": spec_hash(assignment), "jax": PINNED_JAX,
+    doc = {"spec_sha256": spec_hash(assignment), "jax": INSTALLED,
            "machine": f"{platform.machine()}, {platform.python_implementation()} {platform.python_version()}",
            "startup_s": round(startup_s, 3), "margin": MARGIN, "min_run_s": MIN_RUN_S, "runs": rows,
            "speed": {size: facts.encode(f) for size, f in (speed or {}).items()}}

@@ -4,7 +4,7 @@ DIR/
   <entry>.py          the starter, generated from solutions/<slug>.py
   README.md           the assignment's handout
   <slug>.ipynb        a Jupyter/Colab notebook (see ``notebook``)
-  requirements.txt    the grader's pinned dependencies
+  requirements.txt    the grader's pinned dependencies, on the course's JAX release
   autograder/         the grader itself (so `python -m autograder grade` works here)
   assignments/<slug>/ the public spec: no secret case's name, shape, seed or values
 
@@ -13,11 +13,13 @@ them a folder holds, and the verb refuses to finish when it finds any.
 """
 from __future__ import annotations
 
+import dataclasses
 import shutil
 import tempfile
 from pathlib import Path
 
 from .. import spec
+from ..pallas_surface import release
 from ..spec import Assignment
 from . import notebook, public_spec, starter
 
@@ -74,8 +76,9 @@ def _write_into(assignment: Assignment, sol: Path, out: Path) -> None:
     (out / "README.md").write_text(readme, encoding="utf-8")
     public = public_spec.write(assignment, out / "assignments" / assignment.slug)
     notebook.write(notebook.build(public, readme, text), out / f"{assignment.slug}.ipynb")
-    if (REPO / "requirements.txt").is_file():
-        shutil.copy(REPO / "requirements.txt", out / "requirements.txt")
+    lock = REPO / "requirements" / f"jax-{assignment.jax}.txt"
+    if lock.is_file():
+        shutil.copy(lock, out / "requirements.txt")
     _copy_package(out / "autograder")
 
 
@@ -140,10 +143,15 @@ def leaks(assignment: Assignment, folder: Path) -> list[str]:
 def add_arguments(p) -> None:
     p.add_argument("slug")
     p.add_argument("-o", "--output", type=Path, required=True, help="a new (or empty) folder to write")
+    p.add_argument("--jax", choices=release.SUPPORTED, default=None, metavar="RELEASE",
+                   help="the JAX release the course grades on, which the notebook installs (default: the "
+                        f"spec's `jax`, else the newest, {release.NEWEST})")
 
 
 def run(args) -> int:
     assignment = spec.find(args.slug, args.assignments)
+    if args.jax:
+        assignment = dataclasses.replace(assignment, jax=args.jax)
     try:
         files = write(assignment, args.output)
     except (HandoutError, starter.StarterError, spec.SpecError, RuntimeError, OSError) as e:

@@ -11,7 +11,7 @@ feedback's snippets print.
 from __future__ import annotations
 
 from ..feedback import repro
-from ..grading.calibration import PINNED_JAX
+from ..pallas_surface import release
 from ..spec import Assignment
 
 KERNEL_CELL_TAG = "kernel"     # the test fills this cell with the solution
@@ -21,8 +21,8 @@ def _nbformat():
     try:
         import nbformat
     except ImportError:
-        raise RuntimeError("writing the notebook needs nbformat: pip install 'pallas-autograder[instructor]'") \
-            from None
+        raise RuntimeError("writing the notebook needs nbformat: run ./setup.sh in the pallas-autograder "
+                           "checkout (it installs the instructor tools), or `pip install nbformat`") from None
     return nbformat
 
 
@@ -39,17 +39,18 @@ def build(assignment: Assignment, readme: str, starter: str):
     nbf = _nbformat()
     v4 = nbf.v4
     slug, entry = assignment.slug, assignment.entry_file
+    course = release.facts(assignment.jax)
     kernel = v4.new_code_cell(f"%%writefile {entry}\n{starter}")
     kernel.metadata["tags"] = [KERNEL_CELL_TAG]
     cells = [
         v4.new_markdown_cell(readme),
         v4.new_markdown_cell("## Setup\nThe grader uses exactly this JAX. Colab ships another version: "
                              "install this one, then restart the runtime once if it says so."),
-        v4.new_code_cell(f'%pip install -q "jax=={PINNED_JAX}" "jaxlib=={PINNED_JAX}" numpy jinja2'),
+        v4.new_code_cell(f'%pip install -q "jax=={assignment.jax}" "jaxlib=={assignment.jax}" numpy jinja2'),
         v4.new_code_cell("import numpy as np\nimport jax\nimport jax.numpy as jnp\n"
                          "from jax.experimental import pallas as pl\n"
                          "from jax.experimental.pallas import tpu as pltpu\n"
-                         f"assert jax.__version__ == {PINNED_JAX!r}, jax.__version__"),
+                         f"assert jax.__version__ == {assignment.jax!r}, jax.__version__"),
         v4.new_markdown_cell(f"## Your kernel\nEdit `{assignment.entry_function}` below and run the cell: "
                              f"it is saved as `{entry}`, the file you upload to Gradescope."),
         kernel,
@@ -57,9 +58,9 @@ def build(assignment: Assignment, readme: str, starter: str):
                              "out-of-bounds blocks and ignores DMA timing and grid order."),
         v4.new_code_cell(_run_cell(assignment, "generic", {})),
         v4.new_markdown_cell("## Run it in TPU interpret mode, with race detection\nSimulated HBM, VMEM, DMAs "
-                             "and semaphores: it raises on out-of-bounds reads and prints `RACE DETECTED` "
-                             "when two accesses conflict."),
-        v4.new_code_cell(_run_cell(assignment, "tpu-interpret", {"detect_races": True})),
+                             "and semaphores: it raises on out-of-bounds reads, and with "
+                             f"`{course.RACE_SWITCH}` it {course.RACE_BEHAVIOUR} when two accesses conflict."),
+        v4.new_code_cell(_run_cell(assignment, "tpu-interpret", {"detect_races": True, **course.RACE_PARAMS})),
         v4.new_markdown_cell("## Reset after an error\nTPU interpret mode keeps its simulated memory after "
                              "an exception, on purpose (so you can inspect it). Run this before trying again."),
         v4.new_code_cell("pltpu.reset_tpu_interpret_mode_state()"),

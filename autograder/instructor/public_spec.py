@@ -26,6 +26,7 @@ def public_data(assignment: Assignment) -> dict:
     shown = {c.name for c in assignment.cases if c.visible}
     data["cases"] = [c for c in data.get("cases", []) if c.get("name") in shown]
     data.pop("checks", None)      # the instructor's checks hold expected values: Gradescope only
+    data["jax"] = assignment.jax  # the course's release (handout --jax may have chosen it)
     if "probe_cases" in data:
         data["probe_cases"] = [n for n in data["probe_cases"] if n in shown]
     return data
@@ -40,11 +41,13 @@ def write(assignment: Assignment, folder: Path) -> Assignment:
     ref_file = assignment.reference.partition(":")[0]
     (folder / ref_file).write_bytes((assignment.folder / ref_file).read_bytes())
     public = load(folder)
-    cal_path = assignment.folder / calibration.FILE
+    # The calibration of the release the course grades on (the kit's local grading runs it).
+    name = calibration.file_name(assignment.jax)
+    cal_path = assignment.folder / name
     if cal_path.is_file():
         cal = json.loads(cal_path.read_text(encoding="utf-8"))
         shown = {c.name for c in public.cases}
         cal["runs"] = [r for r in cal.get("runs", []) if r.get("case") in shown]
         cal["spec_sha256"] = calibration.spec_hash(public)
-        (folder / calibration.FILE).write_text(json.dumps(cal, indent=1) + "\n", encoding="utf-8")
+        (folder / name).write_text(json.dumps(cal, indent=1) + "\n", encoding="utf-8")
     return public

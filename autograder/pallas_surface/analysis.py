@@ -13,7 +13,7 @@ import jax
 import numpy as np
 from jax._src import core as jax_core
 
-from . import release
+from . import jaxprs, release
 from .rung import Traced, eqn_subprograms, evaluate, sub_jaxprs, tpu_branch, tpu_target
 
 
@@ -105,7 +105,7 @@ def _index_map(bm, n_grid: int, prefetch: list):
     if len(closed.jaxpr.invars) > n_grid:
         if len(prefetch) < len(closed.jaxpr.invars) - n_grid:
             return "scalar-prefetch values unknown"
-        closed = discharge_state(jax_core.ClosedJaxpr(closed.jaxpr, closed.consts))
+        closed = discharge_state(jaxprs.close(jaxprs.open_of(closed), jaxprs.consts_of(closed)))
     fn = jax_core.jaxpr_as_fun(closed)
     n_out = len(bm.block_shape)
     return lambda *gp: fn(*gp, *prefetch)[:n_out]

@@ -21,7 +21,7 @@ from typing import Any, Sequence
 import numpy as np
 from jax._src import core as jax_core
 
-from . import release
+from . import jaxprs, release
 from .analysis import _block_elems, _index_map, _memory_space, dimension_semantics
 from .rung import Traced, sub_jaxprs
 from .stepwork import Unanalysable, grid_work
@@ -89,7 +89,7 @@ def _outer_eqn(eqn, vals: list[_Outer], found: list[Site]) -> list[_Outer]:
         return unknown
     if name in release.INLINE_CLOSED or name in release.INLINE_OPEN:
         body = p.get(release.INLINE_CLOSED.get(name) or release.INLINE_OPEN[name])
-        closed = isinstance(body, jax_core.ClosedJaxpr)
+        closed = jaxprs.is_closed(body)
         donated = p.get("donated_invars") or ()
         inner = [_Outer(v.value, v.inputs, None if (i < len(donated) and donated[i]) else v.arg)
                  for i, v in enumerate(vals)]

@@ -18,15 +18,15 @@ import jax.numpy as jnp
 from jax import lax
 from jax._src import core as jax_core
 
-from . import release
+from . import jaxprs, release
 
 DOT = "dot_general"
 
 
 def _jaxprs(value: Any):
-    if isinstance(value, jax_core.ClosedJaxpr):
+    if jaxprs.is_closed(value):
         yield value.jaxpr
-    elif isinstance(value, jax_core.Jaxpr):
+    elif jaxprs.is_open(value):
         yield value
     elif isinstance(value, (tuple, list)):
         for v in value:
@@ -73,9 +73,9 @@ def _to_bf16(v: Any, eqns: list, source_info: Any) -> Any:
 
 
 def _map(value: Any) -> Any:
-    if isinstance(value, jax_core.ClosedJaxpr):
-        return value.replace(jaxpr=round_dots(value.jaxpr))
-    if isinstance(value, jax_core.Jaxpr):
+    if jaxprs.is_closed(value):
+        return jaxprs.close(round_dots(value.jaxpr), value.consts)
+    if jaxprs.is_open(value):
         return round_dots(value)
     if isinstance(value, tuple):
         return tuple(_map(v) for v in value)

@@ -21,7 +21,7 @@ import numpy as np
 from jax._src import api_util, config, core as jax_core, linear_util as lu, source_info_util
 from jax._src.interpreters import partial_eval as pe
 
-from . import schema
+from . import jaxprs, schema
 from .schema import Refused
 
 
@@ -101,28 +101,29 @@ class SubProgram:
             jaxpr, _out, consts = pe.trace_to_jaxpr_dynamic(lu.wrap_init(fn, debug_info=debug), self.avals())
         return jaxpr, consts
 
-    def closed_jaxpr(self, program: "Program", context=contextlib.nullcontext) -> jax_core.ClosedJaxpr:
+    def closed_jaxpr(self, program: "Program", context=contextlib.nullcontext):
         jaxpr, consts = self.trace(program, context)
-        return jax_core.ClosedJaxpr(jaxpr, consts)
+        return jaxprs.close(jaxpr, consts)
 
-    def open_jaxpr(self, program: "Program", context=contextlib.nullcontext) -> jax_core.Jaxpr:
+    def open_jaxpr(self, program: "Program", context=contextlib.nullcontext, inputs: Sequence[Any] = ()):
+        """``inputs``: the equation's, which bind the constvars (a run_scoped body's)."""
         if self.constvars:
-            return self._with_constvars(program, context)
+            return self._with_constvars(program, context, inputs)
         jaxpr, consts = self.trace(program, context)
         if consts:
             raise Refused("a kernel body or scoped region captures array constants")
         return jaxpr
 
-    def _with_constvars(self, program: "Program", context) -> jax_core.Jaxpr:
+    def _with_constvars(self, program: "Program", context, inputs: Sequence[Any]):
         """An open jaxpr whose constvars are bound by its equation's inputs (a
-        run_scoped body's closed-over refs, in jax 0.10.2): traced over constvars
-        and invars alike, then the first become constvars again."""
+        run_scoped body's closed-over refs): traced over constvars and invars
+        alike, then the first become constvars again (jaxprs.bind_constvars)."""
         n = len(self.constvars)
         lifted = SubProgram([], [*self.constvars, *self.invars], self.eqns, self.outvars, [], False)
         jaxpr, consts = lifted.trace(program, context)
         if consts:
             raise Refused("a kernel body or scoped region captures array constants")
-        return pe.convert_invars_to_constvars(jaxpr, n)
+        return jaxprs.bind_constvars(jaxpr, n, inputs)
 
 
 @dataclass
@@ -340,18 +341,18 @@ class Program:
             if eqn.prim in schema.INLINED:
                 body = eqn.params[schema.INLINED[eqn.prim]]
                 return body.evaluate(self, invals)
-            params = self._rebuilt_params(eqn)
+            params = self._rebuilt_params(eqn, invals)
             prim = PRIMITIVES[eqn.prim]
             out = prim.bind(*invals, **params)
         return list(out) if prim.multiple_results else [out]
 
-    def _rebuilt_params(self, eqn: Eqn) -> dict:
+    def _rebuilt_params(self, eqn: Eqn, invals: list) -> dict:
         p = dict(eqn.params)
         if eqn.prim == "pallas_call":
             return self._pallas_call(p)
         for key, v in p.items():
             if isinstance(v, SubProgram):
-                p[key] = v.closed_jaxpr(self) if v.closed else v.open_jaxpr(self)
+                p[key] = v.closed_jaxpr(self) if v.closed else v.open_jaxpr(self, inputs=invals)
             elif isinstance(v, tuple) and v and all(isinstance(b, SubProgram) for b in v):
                 p[key] = tuple(b.closed_jaxpr(self) for b in v)
         return p

@@ -18,7 +18,7 @@ import jax
 from jax._src import core as jax_core
 from jax.experimental.pallas import tpu as pltpu
 
-from . import release
+from . import jaxprs, release
 
 PALLAS_CALL = release.PALLAS_CALL
 
@@ -49,7 +49,7 @@ def interpret_value(rung: str, params: dict[str, Any] | None = None) -> Any:
 
 @dataclass
 class Traced:
-    closed: Any                 # jax ClosedJaxpr of the student's whole function
+    closed: Any                 # closed jaxpr (jaxprs.is_closed) of the student's whole function
     out_tree: Any               # pytree structure of what the student returned
     pallas_calls: int           # pallas_call equations found, nested ones included
 
@@ -81,9 +81,9 @@ def trace(fn: Callable, args: Sequence[Any], static: Sequence[int] = ()) -> Trac
 
 def sub_jaxprs(value: Any):
     """The jaxprs held by one equation parameter (bodies, branches)."""
-    if isinstance(value, jax_core.ClosedJaxpr):
+    if jaxprs.is_closed(value):
         yield value.jaxpr
-    elif isinstance(value, jax_core.Jaxpr):
+    elif jaxprs.is_open(value):
         yield value
     elif isinstance(value, (tuple, list)):
         for v in value:
@@ -207,7 +207,7 @@ def _eval_eqn(eqn: Any, invals: list, interpret: Any, stub: Callable | None = No
         return eqn.primitive.bind(*invals, **{**p, "interpret": interpret})
     if name in release.INLINE_CLOSED:
         body = p[release.INLINE_CLOSED[name]]
-        if isinstance(body, jax_core.ClosedJaxpr):
+        if jaxprs.is_closed(body):
             return evaluate(body.jaxpr, body.consts, invals, interpret, stub)
         return evaluate(body, (), invals, interpret, stub)
     if name in release.INLINE_OPEN:

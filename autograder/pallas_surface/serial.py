@@ -21,7 +21,7 @@ import jax
 import numpy as np
 from jax._src import core as jax_core, dtypes as jax_dtypes, source_info_util
 
-from . import schema
+from . import jaxprs, schema
 from .schema import Refused
 
 INT_RANGE = 1 << 63
@@ -172,9 +172,9 @@ class Encoder:
         return self._object(x)
 
     def _object(self, x: Any) -> Any:
-        if isinstance(x, jax_core.ClosedJaxpr):
+        if jaxprs.is_closed(x):
             return {"cjx": self.closed(x)}
-        if isinstance(x, jax_core.Jaxpr):
+        if jaxprs.is_open(x):
             return {"jx": self.jaxpr(x)}
         if isinstance(x, jax.tree_util.PyTreeDef):
             return self._tree(x)

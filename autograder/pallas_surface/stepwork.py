@@ -23,7 +23,7 @@ import jax
 import numpy as np
 from jax._src import core as jax_core
 
-from . import release
+from . import jaxprs, release
 
 # Matrix-unit rate classes (the speed model gives each its rate):
 # bf16: bf16 (or f16, or mixed narrow) operands, one pass; f32: f32 operands at
@@ -238,7 +238,7 @@ class _Grid:
 
     def _inline(self, eqn, ins: list, mask: np.ndarray, scale) -> list:
         body = eqn.params[_INLINE[eqn.primitive.name]]
-        closed = isinstance(body, jax_core.ClosedJaxpr)
+        closed = jaxprs.is_closed(body)
         inner = body.jaxpr if closed else body
         env = self.walk(inner, _bind(inner, body.consts if closed else (), ins), mask, scale)
         return [self.read(env, v) for v in inner.outvars]

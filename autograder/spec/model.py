@@ -5,6 +5,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal, get_args
 
+from ..pallas_surface import release
+
 DTYPES = ("float32", "bfloat16", "float16", "int32")
 # Gradescope's visibility values: for tests, cases, probes, stdout and results.json alike.
 VISIBILITIES: tuple[str, ...] = ("visible", "hidden", "after_due_date", "after_published")
@@ -215,6 +217,9 @@ class Assignment:
     numerics_hint: str = ""           # the assignment's own advice for a precision problem
     checks: Checks | None = None      # custom checks (``[checks]``), Gradescope-style tests
     speed: Speed | None = None        # the speed estimate and TPU stage (``[speed]``)
+    # The JAX release the course grades on (``jax = "0.10.2"``; the newest supported by
+    # default; ``build --jax`` and ``handout --jax`` write it into what they ship).
+    jax: str = release.NEWEST
 
     def probe(self, name: str) -> ProbeRubric | None:
         return next((p for p in self.probes if p.name == name), None)

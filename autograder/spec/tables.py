@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ..pallas_surface import release
 from .model import (
     CHIPS,
     CPU_RUNGS,
@@ -37,7 +38,7 @@ from .vocabulary import PROBES, SpecContext
 TOP_KEYS = frozenset({"title", "entry_file", "entry_function", "reference", "inputs", "output",
                       "dims", "tolerance", "numerics_bound", "reduction_dim", "rungs", "cases",
                       "limits", "snippet_reference", "probes", "probe_cases", "probe_draw", "production",
-                      "structure", "stdout_visibility", "numerics_hint", "checks", "speed"})
+                      "structure", "stdout_visibility", "numerics_hint", "checks", "speed", "jax"})
 PROBE_KEYS = frozenset({"points", "visibility", "gates"})   # every probe's; each adds its own
 GATED = ("correctness",)     # what a probe may gate besides other probes
 
@@ -391,4 +392,5 @@ def load(folder: Path | str) -> Assignment:
         structure=read_structure(r),
         stdout_visibility=r.choice("stdout_visibility", VISIBILITIES, "hidden"),
         numerics_hint=r.get("numerics_hint", str, "must be a sentence of advice", ""),
-        checks=read_checks(r, folder), speed=read_speed(r, dims, dict(tolerances), production))
+        checks=read_checks(r, folder), speed=read_speed(r, dims, dict(tolerances), production),
+        jax=r.choice("jax", release.SUPPORTED, release.NEWEST))
