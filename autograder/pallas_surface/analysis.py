@@ -14,7 +14,7 @@ import numpy as np
 from jax._src import core as jax_core
 
 from . import jaxprs, release
-from .rung import Traced, eqn_subprograms, evaluate, sub_jaxprs, tpu_branch, tpu_target
+from .rung import Traced, eqn_subprograms, evaluate, scan_counts, sub_jaxprs, tpu_branch, tpu_target
 
 
 @dataclass
@@ -354,7 +354,7 @@ class _Taint:
             consts, carry, body = fed[cn:cn + bn], fed[cn + bn:], p["body_jaxpr"].jaxpr
             xs: list[bool] = []
         else:
-            n, c = p["num_consts"], p["num_carry"]
+            n, c = scan_counts(p)
             consts, carry, xs, body = fed[:n], fed[n:n + c], fed[n + c:], p["jaxpr"].jaxpr
         counting, self.counting = self.counting, False
         while True:

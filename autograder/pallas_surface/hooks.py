@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import importlib
 import io
+import logging
 import os
 import sys
 import tempfile
@@ -220,12 +221,31 @@ class Captured:
     text: str = ""
 
 
+class _Reports(logging.Handler):
+    """Warnings logged during the block: where 0.12's race reports go
+    (``release.RACE_REPORTED_TO``; read races to the race-detection module's
+    logger, write races to the root logger)."""
+
+    def __init__(self):
+        super().__init__(logging.WARNING)
+        self.lines: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            self.lines.append(record.getMessage())
+        except (TypeError, ValueError):   # a malformed log call is not the grader's error
+            pass
+
+
 @contextmanager
 def capture():
-    """What the interpreter prints during the block (race reports, semaphores
-    left non-zero), from file descriptor 1 and ``sys.stdout``; it is still
-    printed afterwards, as the student's output."""
+    """What the interpreter reports during the block (race reports, semaphores
+    left non-zero), from file descriptor 1, ``sys.stdout`` and logged warnings;
+    it is still printed afterwards, as the student's output."""
     got = Captured()
+    reports = _Reports()
+    root = logging.getLogger()
+    root.addHandler(reports)
     sys.stdout.flush()
     saved_fd = os.dup(1)
     tmp = tempfile.TemporaryFile()
@@ -239,7 +259,9 @@ def capture():
         sys.stdout = saved_stdout
         os.dup2(saved_fd, 1)
         os.close(saved_fd)
+        root.removeHandler(reports)
         tmp.seek(0)
-        got.text = tmp.read().decode("utf-8", "replace") + printed
+        logged = "".join(line if line.endswith("\n") else line + "\n" for line in reports.lines)
+        got.text = tmp.read().decode("utf-8", "replace") + printed + logged
         tmp.close()
         sys.stdout.write(got.text)

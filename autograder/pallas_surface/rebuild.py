@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import importlib
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
@@ -21,13 +22,14 @@ import numpy as np
 from jax._src import api_util, config, core as jax_core, linear_util as lu, source_info_util
 from jax._src.interpreters import partial_eval as pe
 
-from . import jaxprs, schema
+from . import jaxprs, release, schema
 from .schema import Refused
+
+_FLAT = importlib.import_module(release.FLAT_TREES) if release.FLAT_TREES else None
 
 
 def _primitives() -> dict[str, jax_core.Primitive]:
     """Every allowed primitive, by name, from the modules that define them."""
-    import importlib
     found = {}
     for name in ("jax._src.lax.lax", "jax._src.lax.slicing", "jax._src.lax.special", "jax._src.lax.windowed_reductions",
                  "jax._src.lax.control_flow.loops", "jax._src.lax.control_flow.conditionals",
@@ -180,6 +182,8 @@ class Decoder:
             return REGISTRIES[name].flatten(self.value(obj, d))[1]
         if tag in ("jx", "cjx"):
             return self.subprogram(p, tag == "cjx", d)
+        if tag in ("ftt", "ftn") and _FLAT is not None:
+            return self._flat(tag, p, d)
         raise Refused(f"an unknown tag {str(tag)[:20]!r}")
 
     def _list(self, p) -> list:
@@ -262,6 +266,21 @@ class Decoder:
         if isinstance(a, dict) and "lit" in a:
             return Literal(_literal(self.value(a["lit"], d), self.value(a.get("aval"), d)))
         return self.var({"v": a.get("v") if isinstance(a, dict) else None, "aval": None}, d)[0]
+
+    def _flat(self, tag: str, p: Any, d: int) -> Any:
+        """A scan's flat tree (serial.Encoder._flat): tuples of leaf counts."""
+        if tag == "ftn":
+            if not isinstance(p, int) or isinstance(p, bool) or not 0 <= p <= schema.MAX_EQNS:
+                raise Refused("a malformed flat tree")
+            return _FLAT.nones(p)
+        if d > schema.MAX_DEPTH:
+            raise Refused("a flat tree nested too deep")
+        return _FLAT.FTTuple(*(self._flat(*self._tagged(e), d + 1) for e in self._list(p)))
+
+    def _tagged(self, e: Any) -> tuple[str, Any]:
+        if not (isinstance(e, dict) and len(e) == 1 and next(iter(e)) in ("ftt", "ftn")):
+            raise Refused("a malformed flat tree")
+        return next(iter(e.items()))
 
     def subprogram(self, p: Any, closed: bool, d: int) -> SubProgram:
         jx = p.get("jaxpr") if closed and isinstance(p, dict) else p

@@ -1,13 +1,32 @@
 """The facts that belong to jax 0.10.2 alone (``release`` re-exports them)."""
+import re
+
 PINNED = "0.10.2"
 
 # A program with its constants is a ClosedJaxpr around an open Jaxpr (jaxprs.py).
+# A scan equation names its constants' and carries' counts (num_consts,
+# num_carry); False: it packs its inputs' tree as ft_in = (consts, carry, xs).
+SCAN_COUNTS_NAMED = True
+
+# Pallas refuses a kernel dot at Precision.HIGH ("Unsupported dot precision").
+DOT_HIGH_LOWERS_TO = None
+
+# The module of the flat trees a scan equation's ft_in/ft_out params hold (None:
+# none). The document keeps their tuple structure and leaf counts; a part that is
+# not a tuple is rebuilt as that many leaves (what the scan's binding reads).
+FLAT_TREES = None
+
 UNIFIED_JAXPR = False
 
 # TPU interpret mode prints a detected race's report to stdout, sets the flag
 # and carries on; no parameter changes that.
 RACE_PARAMS: dict = {}
 RACE_REPORTED_TO = "stdout"
+
+# One access of a race report: "write of ('hbm', 101, 0, 0)[(slice(64, 128, 1),
+# slice(0, 256, 1))] from 106, 0, file.py:46:11 (kernel)" (device or DMA id, core, where).
+RACE_ACCESS = re.compile(r"(?P<access>read|write) of \((?P<buffer>[^)]{1,80})\)\[\((?P<slices>(?:slice\(-?\d+, -?\d+, "
+                         r"-?\d+\),? ?)+)\)\] from (?P<who>-?\d+), (?P<core>-?\d+),? (?P<where>.{0,200})")
 
 # What a student adds to see races while debugging, and what the report does
 # (the feedback and the reproduction snippet quote it).

@@ -6,7 +6,22 @@ the first race, before the flag is set); with ``"warn"`` the report goes to
 the logging module (read races to the race-detection module's logger, write
 races to the root logger) instead of stdout.
 """
+import re
+
 PINNED = "0.12.0.1"
+
+# A scan equation names its constants' and carries' counts (num_consts,
+# num_carry); False: it packs its inputs' tree as ft_in = (consts, carry, xs).
+SCAN_COUNTS_NAMED = False
+
+# Pallas lowers a kernel dot at Precision.HIGH to tpu.matmul with
+# #tpu.contract_precision<bf16x3> (0.10.2 refused it): three bfloat16 passes.
+DOT_HIGH_LOWERS_TO = "bf16x3"
+
+# The module of the flat trees a scan equation's ft_in/ft_out params hold (None:
+# none). The document keeps their tuple structure and leaf counts; a part that is
+# not a tuple is rebuilt as that many leaves (what the scan's binding reads).
+FLAT_TREES = "jax._src.flattree"
 
 UNIFIED_JAXPR = True
 
@@ -14,6 +29,12 @@ UNIFIED_JAXPR = True
 # 0.10.2 does; the reports are captured from logging.
 RACE_PARAMS: dict = {"on_race": "warn"}
 RACE_REPORTED_TO = "logging"
+
+# One access of a race report: "write of ('hbm', 101, 0, 0)[(slice(0, 8, 1),
+# slice(0, 128, 1))] from (0, 1), file.py:46:11 (kernel)": the thread is a
+# (device or DMA id, core) tuple, where 0.10.2 printed "from 106, 0,".
+RACE_ACCESS = re.compile(r"(?P<access>read|write) of \((?P<buffer>[^)]{1,80})\)\[\((?P<slices>(?:slice\(-?\d+, -?\d+, "
+                         r"-?\d+\),? ?)+)\)\] from \((?P<who>-?\d+), (?P<core>-?\d+)\),? (?P<where>.{0,200})")
 
 RACE_SWITCH = 'pltpu.InterpretParams(detect_races=True, on_race="warn")'
 RACE_BEHAVIOUR = ("raises RuntimeError('RACE DETECTED ...') at the first race by default "

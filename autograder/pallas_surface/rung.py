@@ -57,9 +57,11 @@ class Traced:
 def tpu_target():
     """A context in which tracing and lowering see a TPU device kind (jax 0.10.2:
     ``jax.sharding.use_abstract_mesh`` with an ``AbstractDevice``)."""
-    from jax.sharding import AbstractDevice, AbstractMesh, use_abstract_mesh
+    from jax.sharding import AbstractDevice, AbstractMesh, AxisType, use_abstract_mesh
     device = AbstractDevice(device_kind=release.TARGET_DEVICE_KIND, num_cores=1, platform="tpu")
-    return use_abstract_mesh(AbstractMesh((1,), ("grader",), abstract_device=device))
+    # Auto, as 0.10.2's default: 0.12's default (Explicit) makes jax.numpy record an
+    # explicit sharding on what it traces, which the interpreters then refuse to mix.
+    return use_abstract_mesh(AbstractMesh((1,), ("grader",), axis_types=(AxisType.Auto,), abstract_device=device))
 
 
 def trace(fn: Callable, args: Sequence[Any], static: Sequence[int] = ()) -> Traced:
@@ -157,6 +159,15 @@ def tpu_branch(platforms: Any) -> int:
                                "cannot run on the chip the course grades for")
 
 
+def scan_counts(p: dict) -> tuple[int, int]:
+    """A scan equation's (constants, carries): 0.10.2 names them (num_consts,
+    num_carry); 0.12 packs its inputs' tree as ft_in = (consts, carry, xs)."""
+    if release.SCAN_COUNTS_NAMED:
+        return p["num_consts"], p["num_carry"]
+    consts, carry, _xs = p["ft_in"].unpack()
+    return len(consts), len(carry)
+
+
 def _eval_loop(name: str, p: dict, invals: list, interpret: Any, stub: Callable | None) -> Any:
     """cond, while and scan rebuilt around re-evaluated bodies."""
     if name == "cond" and p.get(release.BRANCHES_PLATFORMS) is not None:
@@ -177,7 +188,7 @@ def _eval_loop(name: str, p: dict, invals: list, interpret: Any, stub: Callable 
         body_f = _closed_fn(p["body_jaxpr"], interpret, stub)
         return jax.lax.while_loop(lambda c: cond_f(*cconsts, *c)[0],
                                   lambda c: body_f(*bconsts, *c), list(init))
-    nc, nk = p["num_consts"], p["num_carry"]
+    nc, nk = scan_counts(p)
     consts, init, xs = invals[:nc], invals[nc:nc + nk], invals[nc + nk:]
     body_f = _closed_fn(p["jaxpr"], interpret, stub)
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import base64
 import dataclasses
 import enum
+import importlib
 import math
 import os
 from typing import Any
@@ -21,8 +22,10 @@ import jax
 import numpy as np
 from jax._src import core as jax_core, dtypes as jax_dtypes, source_info_util
 
-from . import jaxprs, schema
+from . import jaxprs, release, schema
 from .schema import Refused
+
+_FLAT = importlib.import_module(release.FLAT_TREES) if release.FLAT_TREES else None
 
 INT_RANGE = 1 << 63
 
@@ -172,6 +175,8 @@ class Encoder:
         return self._object(x)
 
     def _object(self, x: Any) -> Any:
+        if _FLAT is not None and isinstance(x, _FLAT.FlatTree):
+            return self._flat(x)
         if jaxprs.is_closed(x):
             return {"cjx": self.closed(x)}
         if jaxprs.is_open(x):
@@ -193,6 +198,11 @@ class Encoder:
         if callable(x):
             raise Refused(f"a Python function ({getattr(x, '__qualname__', type(x).__name__)})")
         raise Refused(f"a value of type {type(x).__module__}.{type(x).__qualname__}")
+
+    def _flat(self, x) -> dict:
+        if isinstance(x, _FLAT.FTTuple):
+            return {"ftt": [self._flat(e) for e in x.elts]}
+        return {"ftn": len(x)}
 
     def _tree(self, treedef) -> dict:
         """A tree definition as its structure with numbered leaves, and the

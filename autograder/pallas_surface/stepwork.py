@@ -24,6 +24,7 @@ import numpy as np
 from jax._src import core as jax_core
 
 from . import jaxprs, release
+from .rung import scan_counts
 
 # Matrix-unit rate classes (the speed model gives each its rate):
 # bf16: bf16 (or f16, or mixed narrow) operands, one pass; f32: f32 operands at
@@ -214,7 +215,8 @@ class _Grid:
         if name == "scan":
             p = eqn.params
             body = p["jaxpr"]
-            env = _bind(body.jaxpr, body.consts, ins[:p["num_consts"]] + [None] * (len(ins) - p["num_consts"]))
+            nc = scan_counts(p)[0]
+            env = _bind(body.jaxpr, body.consts, ins[:nc] + [None] * (len(ins) - nc))
             self.walk(body.jaxpr, env, mask, scale * int(p["length"]))
             return [None] * len(eqn.outvars)
         if name == "while":
