@@ -15,7 +15,7 @@ from jax.experimental.pallas import tpu as pltpu  # noqa: E402
 from autograder.grading import diagnosis  # noqa: E402
 from autograder.pallas_surface import analysis, hooks, release, rung  # noqa: E402
 
-pytestmark = pytest.mark.jax
+pytestmark = [pytest.mark.jax, pytest.mark.releases]
 hooks.install()     # as the child does, before anything is traced
 # What TPU interpret mode's errors arrive as (raised in a host callback, wrapped by XLA).
 WRAPPED = jax.errors.JaxRuntimeError

@@ -28,7 +28,7 @@ from conftest import fresh_root
 from autograder.feedback.results_format import validate
 from autograder.isolation import confinement
 
-pytestmark = [pytest.mark.jax, pytest.mark.grading]   # grades through real JAX in a child process
+pytestmark = [pytest.mark.jax, pytest.mark.grading, pytest.mark.releases]   # grades through real JAX in a child process
 
 HOSTILE = Path(__file__).resolve().parent / "hostile"
 REPO = HOSTILE.parent.parent

@@ -5,7 +5,7 @@ import re
 import pytest
 from conftest import CORPUS, probe_tags, tags
 
-pytestmark = [pytest.mark.jax, pytest.mark.grading]   # grades through real JAX in a child process
+pytestmark = [pytest.mark.jax, pytest.mark.grading, pytest.mark.releases]   # grades through real JAX in a child process
 
 MATMUL = CORPUS / "matmul"
 CLEAN_PROBES = {"Static: index maps over the whole grid": [], "Static: TPU compile readiness": [],

@@ -11,6 +11,9 @@ import pytest
 
 from autograder.pallas_surface import schema
 
+# Every test here also runs on the other JAX release (README, "JAX releases").
+pytestmark = pytest.mark.releases
+
 REPO = Path(__file__).resolve().parent.parent
 CORPUS = REPO / "tests" / "corpus"
 # Kernels that cannot be traced or run in a test process: they hang, exit or hog memory.
