@@ -14,7 +14,7 @@ from pathlib import Path
 
 from .. import spec
 from ..feedback import render, results, results_format, terminal
-from ..grading import grade
+from ..grading import calibration, grade
 from ..isolation.sandbox import GraderFailure
 from ..pallas_surface import release
 
@@ -56,6 +56,9 @@ def run(args: argparse.Namespace) -> int:
         args.parser.exit(2, f"pallas-autograder: {note}\n")
     if note:
         print(f"pallas-autograder: note: {note}", file=sys.stderr)
+    uncalibrated = calibration.why_not(assignment) if args.case_timeout is None else None
+    if uncalibrated:
+        print(f"pallas-autograder: note: time limits: {uncalibrated}", file=sys.stderr)
     graded = {}
 
     def produce() -> dict:

@@ -4,7 +4,15 @@ from __future__ import annotations
 
 import re
 
-from ...pallas_surface.release import RACE_ACCESS, RACE_MARK, SEMAPHORE_MARK, SLICE
+from ...pallas_surface.release import (
+    RACE_ACCESS,
+    RACE_BEHAVIOUR,
+    RACE_MARK,
+    RACE_PARAMS,
+    RACE_SWITCH,
+    SEMAPHORE_MARK,
+    SLICE,
+)
 from ...spec import vocabulary
 from ..findings import Finding
 from ..plan import Variant
@@ -66,8 +74,9 @@ def _race(r: ProbeResults) -> Finding | None:
             return r.finding("data-race", f"the race detector found conflicting accesses "
                              f"({cores} core{'s' if cores > 1 else ''} simulated)",
                              variant=variant, report=report, cores=cores, accesses=accesses,
-                             interpret_params={"detect_races": True, "num_cores_or_threads": cores},
-                             **_placed(r, accesses))
+                             interpret_params={"detect_races": True, "num_cores_or_threads": cores,
+                                               **RACE_PARAMS},
+                             switch=RACE_SWITCH, behaviour=RACE_BEHAVIOUR, **_placed(r, accesses))
     return None
 
 
