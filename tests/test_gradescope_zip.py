@@ -7,7 +7,7 @@ import subprocess
 import zipfile
 
 import pytest
-from conftest import CORPUS, REPO, fresh_root, run_cli, tags
+from conftest import REPO, corpus, fresh_root, run_cli, tags
 
 from autograder.feedback.results_format import validate
 
@@ -57,7 +57,7 @@ def test_run_autograder_grades_a_correct_submission(autograder_root):
 
 
 def test_run_autograder_grades_a_buggy_submission(autograder_root):
-    proc, doc = _run(autograder_root, CORPUS / "add" / "wrong_formula.py")
+    proc, doc = _run(autograder_root, corpus("add") / "wrong_formula.py")
     assert {tuple(t) for t in tags(doc)} == {("wrong-result",)}
 
 
@@ -88,7 +88,7 @@ def test_a_rate_limited_submission_keeps_its_previous_score(autograder_root):
         "id": 2, "created_at": "2026-12-03T12:00:00-08:00",
         "previous_submissions": [{"submission_time": "2026-12-03T11:00:00-08:00", "score": 6.5,
                                   "results": {"score": 6.5, "tests": []}}]}))
-    proc, doc = _run(autograder_root, CORPUS / "add" / "wrong_formula.py")
+    proc, doc = _run(autograder_root, corpus("add") / "wrong_formula.py")
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert doc["score"] == 6.5 and doc["tests"][0]["tags"] == ["rate-limited"]
     assert "graded from 2026-12-04T11:00-08:00" in doc["output"]

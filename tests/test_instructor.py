@@ -81,6 +81,8 @@ def test_every_bundled_assignment_passes_the_quick_check_and_builds(slug, tmp_pa
     with zipfile.ZipFile(zip_path) as zf:
         names = zf.namelist()
     assert f"assignments/{slug}/spec.toml" in names and f"solutions/{slug}.py" in names
+    # Every bundled assignment keeps its corpus in its own folder, as an instructor's does; build leaves it out.
+    assert (REPO / "assignments" / slug / "corpus" / "expectations.toml").is_file()
     assert not any("/corpus/" in n for n in names), "the corpus is the instructor's, not the grader's"
     if spec.find(slug).checks is not None:
         assert f"assignments/{slug}/checks.py" in names     # the custom checks run on Gradescope
