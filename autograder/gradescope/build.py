@@ -18,12 +18,11 @@ import zipfile
 from pathlib import Path
 
 from .. import spec
-from ..instructor import check
+from ..instructor import check, checkout
+from ..instructor.checkout import ROOT_FILES
 from ..spec import Assignment
 from .rate_limit import Limit
 
-REPO = Path(__file__).resolve().parents[2]
-ROOT_FILES = ("setup.sh", "run_autograder", "requirements.txt", "pyproject.toml", "README.md")
 EXECUTABLE = {"setup.sh", "run_autograder"}
 
 
@@ -99,17 +98,17 @@ def self_test_zip(zip_path: Path, assignment: Assignment, timeout_s: float = 900
 
 
 def _write(assignment: Assignment, output: Path, rate_limit=None) -> Path:
-    missing = [f for f in ROOT_FILES if not (REPO / f).is_file()]
-    if missing:
-        raise FileNotFoundError(f"build needs a checkout of pallas-autograder; missing {missing} in {REPO}")
+    # The grader's own files are the checkout's: a regular install's site-packages has
+    # none of setup.sh, run_autograder, requirements.txt (raises checkout.NoCheckout).
+    repo = checkout.find()
     solution = assignment.solution
     output = Path(output)
     output.parent.mkdir(parents=True, exist_ok=True)
     with zipfile.ZipFile(output, "w") as zf:
         for name in ROOT_FILES:
-            _add(zf, REPO / name, name)
-        for p in _tree(REPO / "autograder"):
-            _add(zf, p, str(p.relative_to(REPO)))
+            _add(zf, repo / name, name)
+        for p in _tree(repo / "autograder"):
+            _add(zf, p, str(p.relative_to(repo)))
         for p in _tree(assignment.folder):
             if p.relative_to(assignment.folder).parts[0] == "corpus":
                 continue    # the instructor's regression corpus: `check` reads it, grading never does
@@ -139,6 +138,10 @@ def add_arguments(p) -> None:
 
 def run(args) -> int:
     assignment = spec.find(args.slug, args.assignments)
+    try:
+        checkout.find()
+    except checkout.NoCheckout as e:
+        args.parser.exit(1, f"pallas-autograder build: not writing {args.output}: {e}\n")
     rows = check.quick(assignment)
     if not all(r.ok for r in rows):
         # A zip that cannot grade would show every student "autograder error".

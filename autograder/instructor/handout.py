@@ -13,15 +13,15 @@ them a folder holds, and the verb refuses to finish when it finds any.
 """
 from __future__ import annotations
 
+import importlib.metadata
 import shutil
 import tempfile
 from pathlib import Path
 
 from .. import spec
 from ..spec import Assignment
-from . import notebook, public_spec, starter
+from . import checkout, notebook, public_spec, starter
 
-REPO = Path(__file__).resolve().parents[2]
 PACKAGE = Path(__file__).resolve().parents[1]
 
 
@@ -74,9 +74,18 @@ def _write_into(assignment: Assignment, sol: Path, out: Path) -> None:
     (out / "README.md").write_text(readme, encoding="utf-8")
     public = public_spec.write(assignment, out / "assignments" / assignment.slug)
     notebook.write(notebook.build(public, readme, text), out / f"{assignment.slug}.ipynb")
-    if (REPO / "requirements.txt").is_file():
-        shutil.copy(REPO / "requirements.txt", out / "requirements.txt")
+    (out / "requirements.txt").write_text(_requirements(), encoding="utf-8")
     _copy_package(out / "autograder")
+
+
+def _requirements() -> str:
+    """The grader's pinned dependencies: the checkout's lock file (see ``checkout``), else,
+    from an install without one (a wheel), the installed package's own requirements."""
+    try:
+        return (checkout.find(needs=("requirements.txt",)) / "requirements.txt").read_text(encoding="utf-8")
+    except checkout.NoCheckout:
+        required = importlib.metadata.requires(checkout.NAME) or []
+        return "".join(f"{r}\n" for r in required if "extra ==" not in r)
 
 
 def secrets_of(assignment: Assignment) -> dict[str, list[str]]:

@@ -21,7 +21,8 @@ def _nbformat():
     try:
         import nbformat
     except ImportError:
-        raise RuntimeError("writing the notebook needs nbformat: pip install 'pallas-autograder[instructor]'") \
+        raise RuntimeError("writing the notebook needs nbformat (the [instructor] extra): run ./setup.sh in "
+                           "your pallas-autograder checkout, or `.venv/bin/pip install '.[instructor]'` there") \
             from None
     return nbformat
 
