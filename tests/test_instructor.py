@@ -118,6 +118,24 @@ def test_build_from_a_regular_install_finds_the_checkout_or_says_where_it_looked
         assert needle in str(e.value), needle
 
 
+def test_handout_of_a_new_assignment_is_written_and_still_refuses_a_secret_seed(tmp_path):
+    """The template's secret case has seed 3: "Python 3" in the notebook's kernelspec is
+    the format's own, not a leak; a 3 in a cell is."""
+    import json
+
+    from autograder.instructor import handout
+    scaffold.new("relu", tmp_path / "assignments")
+    a = spec.load(tmp_path / "assignments" / "relu")
+    assert "3" in handout.secrets_of(a)["secret seed or value"]
+    files = handout.write(a, tmp_path / "handout")
+    notebook = tmp_path / "handout" / "relu.ipynb"
+    assert notebook in files and "Python 3" in notebook.read_text()
+    doc = json.loads(notebook.read_text())
+    doc["cells"][0]["source"] = ["seed = 3\n"]
+    notebook.write_text(json.dumps(doc))
+    assert handout.leaks(a, tmp_path / "handout") == ["secret seed or value '3' in relu.ipynb"]
+
+
 def test_check_finds_input_data_that_repeats_a_block():
     """Non-periodic data: random inputs never repeat one of the solution's blocks;
     integers drawn with a scale that rounds to zero do, and `check` says which input."""

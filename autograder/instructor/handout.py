@@ -14,6 +14,7 @@ them a folder holds, and the verb refuses to finish when it finds any.
 from __future__ import annotations
 
 import importlib.metadata
+import json
 import shutil
 import tempfile
 from pathlib import Path
@@ -124,6 +125,16 @@ def secrets_of(assignment: Assignment) -> dict[str, list[str]]:
             "secret shape": sorted(set(shapes)), "secret seed or value": seeds}
 
 
+def _cells_text(text: str) -> str:
+    """A notebook's cells (their sources and outputs) as text; the whole file if it is
+    not a notebook's JSON."""
+    try:
+        cells = json.loads(text).get("cells")
+    except (ValueError, AttributeError):
+        return text
+    return json.dumps(cells) if isinstance(cells, list) else text
+
+
 def leaks(assignment: Assignment, folder: Path) -> list[str]:
     """Each secret found in a file under ``folder``, as 'what in file'. Seeds are
     looked for as whole numbers in the kit's data (spec, calibration, notebook,
@@ -135,10 +146,13 @@ def leaks(assignment: Assignment, folder: Path) -> list[str]:
     for path in sorted(p for p in folder.rglob("*") if p.is_file()):
         text = path.read_text(encoding="utf-8", errors="replace")
         data = path.suffix in (".toml", ".json", ".ipynb", ".md") or path.name == assignment.entry_file
+        # A notebook's numbers that mean data are in its cells; its metadata is the format's
+        # own ("Python 3" in the kernelspec would read as a secret seed 3).
+        numbers = _cells_text(text) if path.suffix == ".ipynb" else text
         for what, needles in secret.items():
             for needle in needles:
                 if what == "secret seed or value":
-                    hit = data and re.search(rf"(?<![\w.]){re.escape(needle)}(?![\w.])", text)
+                    hit = data and re.search(rf"(?<![\w.]){re.escape(needle)}(?![\w.])", numbers)
                 else:
                     hit = needle in text
                 if hit:
