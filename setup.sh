@@ -51,7 +51,7 @@ find_python() {
       { command -v "$cand"; return 0; }
   done
   local roots="${PYENV_ROOT:-} $HOME/.pyenv /root/.pyenv /opt/pyenv"
-  for cand in $(for r in $roots; do ls -d "$r"/versions/3.1[2-9]*/bin/python3 2>/dev/null; done | sort -V -r); do
+  for cand in $(for r in $roots; do ls -d "$r"/versions/3.1[2-9]*/bin/python3 2>/dev/null; done | sort -V); do
     good_python "$cand" && { echo "$cand"; return 0; }
   done
   return 1

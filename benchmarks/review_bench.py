@@ -30,7 +30,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-CORPUS = REPO / "tests" / "corpus" / "add"
+CORPUS = REPO / "assignments" / "add" / "corpus"
 HOSTILE = REPO / "tests" / "hostile" / "attacks"
 RENAMES = (("add_kernel", "k"), ("x_ref", "a"), ("y_ref", "b"), ("o_ref", "c"), ("BLOCK", "TILE"))
 BLOCKS = ((16, 128), (8, 256), (32, 128), (8, 384), (40, 128), (8, 640), (16, 256), (24, 128),

@@ -13,7 +13,12 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
-CORPUS = Path(__file__).resolve().parent / "corpus"
+
+
+def corpus(slug: str) -> Path:
+    """The bundled assignment's regression corpus (known-wrong and known-right
+    submissions, expectations.toml): ``assignments/<slug>/corpus``, as an instructor's own."""
+    return REPO / "assignments" / slug / "corpus"
 
 
 def run_cli(*args: str, timeout: float = 600, env: dict | None = None) -> subprocess.CompletedProcess:

@@ -2,12 +2,12 @@
 import json
 
 import pytest
-from conftest import CORPUS, REPO, probe_tags, run_cli, tags
+from conftest import REPO, corpus, probe_tags, run_cli, tags
 
 pytestmark = [pytest.mark.jax, pytest.mark.grading]   # grades through real JAX in a child process
 
-ADD = CORPUS / "add"
-MATMUL = CORPUS / "matmul"
+ADD = corpus("add")
+MATMUL = corpus("matmul")
 OK = []
 
 
@@ -226,7 +226,7 @@ def test_a_single_file_is_graded_as_that_file_uploaded_alone(grade_cli, tmp_path
     # same way: same findings, same points, same maximum, and a note on the file's name.
     upload = tmp_path / "upload"
     upload.mkdir()
-    source = (CORPUS / "add" / "grid_one_step_too_long.py").read_text()
+    source = (corpus("add") / "grid_one_step_too_long.py").read_text()
     (upload / "my_add.py").write_text(source)
     alone, out = grade_cli(upload / "my_add.py", "add", "--run-key", "5")
     folder, _ = grade_cli(upload, "add", "--run-key", "5")

@@ -7,7 +7,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from conftest import CORPUS, REPO, run_cli, trimmed_add
+from conftest import REPO, corpus, run_cli, trimmed_add
 from gradescope_utils.autograder_utils.json_test_runner import JSONTestRunner
 
 from autograder import spec
@@ -243,7 +243,7 @@ def test_checks_run_against_the_rebuilt_kernel_and_merge_into_results(with_check
     assert doc["leaderboard"] == [{"name": "checks ran", "value": 1.0, "order": "desc"}]
     assert doc["score"] == 2.0 + 2.0 and "Instructor checks: 1 of 1 passed." in out
 
-    wrong, out = _grade(with_checks, CORPUS / "add" / "wrong_formula.py", tmp_path)
+    wrong, out = _grade(with_checks, corpus("add") / "wrong_formula.py", tmp_path)
     c1 = next(t for t in wrong["tests"] if t["number"] == "C1")
     assert (c1["score"], c1["status"]) == (0.0, "failed")
     assert "subTest (rung='generic') failed" in c1["output"]
@@ -255,14 +255,14 @@ def test_checks_run_against_the_rebuilt_kernel_and_merge_into_results(with_check
 @pytest.mark.grading
 def test_a_kernel_that_raises_fails_the_checks_that_call_it(with_checks, tmp_path):
     # Clamped by the generic interpreter, an IndexError in TPU interpret mode.
-    doc, _ = _grade(with_checks, CORPUS / "add" / "grid_one_step_too_long.py", tmp_path)
+    doc, _ = _grade(with_checks, corpus("add") / "grid_one_step_too_long.py", tmp_path)
     c1 = next(t for t in doc["tests"] if t["number"] == "C1")
     assert (c1["score"], c1["max_score"], c1["status"]) == (0.0, 2.0, "failed")
     assert "subTest (rung='tpu-interpret') failed: the kernel raised IndexError" in c1["output"]
     assert "Traceback" not in c1["output"]
     assert "rung=generic" not in c1["output"]
     # Nothing traced: every check is still listed, and fails saying why.
-    doc, _ = _grade(with_checks, CORPUS / "add" / "raises_in_kernel.py", tmp_path)
+    doc, _ = _grade(with_checks, corpus("add") / "raises_in_kernel.py", tmp_path)
     c1 = next(t for t in doc["tests"] if t["number"] == "C1")
     assert (c1["score"], c1["status"]) == (0.0, "failed")
     assert "did not trace on this graded case's inputs" in c1["output"]

@@ -7,9 +7,10 @@ import subprocess
 import zipfile
 
 import pytest
-from conftest import CORPUS, REPO, fresh_root, run_cli, tags
+from conftest import REPO, corpus, fresh_root, run_cli, tags
 
 from autograder.feedback.results_format import validate
+from autograder.pallas_surface import release
 
 pytestmark = [pytest.mark.jax, pytest.mark.grading]   # grades through real JAX in a child process
 
@@ -21,7 +22,7 @@ def test_zip_holds_one_assignment_and_the_package(tmp_path):
     assert "self-test: the solution got full marks from the zip" in proc.stdout
     with zipfile.ZipFile(zpath) as zf:
         names = set(zf.namelist())
-    assert {"setup.sh", "run_autograder", "requirements.txt", "assignment.txt",
+    assert {"setup.sh", "run_autograder", f"requirements/jax-{release.NEWEST}.txt", "assignment.txt",
             "assignments/add/spec.toml", "solutions/add.py", "autograder/cli.py",
             "autograder/templates/test.j2"} <= names
     assert not any(n.startswith("assignments/matmul") for n in names)
@@ -57,7 +58,7 @@ def test_run_autograder_grades_a_correct_submission(autograder_root):
 
 
 def test_run_autograder_grades_a_buggy_submission(autograder_root):
-    proc, doc = _run(autograder_root, CORPUS / "add" / "wrong_formula.py")
+    proc, doc = _run(autograder_root, corpus("add") / "wrong_formula.py")
     assert {tuple(t) for t in tags(doc)} == {("wrong-result",)}
 
 
@@ -88,7 +89,7 @@ def test_a_rate_limited_submission_keeps_its_previous_score(autograder_root):
         "id": 2, "created_at": "2026-12-03T12:00:00-08:00",
         "previous_submissions": [{"submission_time": "2026-12-03T11:00:00-08:00", "score": 6.5,
                                   "results": {"score": 6.5, "tests": []}}]}))
-    proc, doc = _run(autograder_root, CORPUS / "add" / "wrong_formula.py")
+    proc, doc = _run(autograder_root, corpus("add") / "wrong_formula.py")
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert doc["score"] == 6.5 and doc["tests"][0]["tags"] == ["rate-limited"]
     assert "graded from 2026-12-04T11:00-08:00" in doc["output"]

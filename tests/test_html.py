@@ -3,7 +3,7 @@ Playwright. Skips (with the reason) where Chromium is not installed."""
 import shutil
 
 import pytest
-from conftest import CORPUS, run_cli
+from conftest import corpus, run_cli
 
 pytestmark = [pytest.mark.jax, pytest.mark.grading]   # grades through real JAX first
 
@@ -18,7 +18,7 @@ def _chromium() -> str:
 def test_html_report_is_a_self_contained_styled_page(tmp_path):
     chromium = _chromium()
     sync_api = pytest.importorskip("playwright.sync_api", reason="the test extras (playwright) are not installed")
-    proc = run_cli("grade", str(CORPUS / "add" / "grid_one_step_too_long.py"), "-a", "add",
+    proc = run_cli("grade", str(corpus("add") / "grid_one_step_too_long.py"), "-a", "add",
                    "--format", "html", "--run-key", "3")
     assert proc.returncode == 0, proc.stderr[-2000:]
     page_file = tmp_path / "report.html"

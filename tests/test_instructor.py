@@ -1,6 +1,10 @@
 """Instructor verbs without JAX: `new`, the spec reference page, `check --quick`,
 and `build` refusing an assignment that cannot grade (through the real CLI)."""
 import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
 
 import pytest
 from conftest import REPO, run_cli, trimmed_add
@@ -77,13 +81,60 @@ def test_every_bundled_assignment_passes_the_quick_check_and_builds(slug, tmp_pa
     zip_path = tmp_path / f"{slug}.zip"
     build = run_cli("build", slug, "-o", str(zip_path), "--no-self-test")
     assert build.returncode == 0, build.stderr
-    import zipfile
     with zipfile.ZipFile(zip_path) as zf:
         names = zf.namelist()
     assert f"assignments/{slug}/spec.toml" in names and f"solutions/{slug}.py" in names
+    # Every bundled assignment keeps its corpus in its own folder, as an instructor's does; build leaves it out.
+    assert (REPO / "assignments" / slug / "corpus" / "expectations.toml").is_file()
     assert not any("/corpus/" in n for n in names), "the corpus is the instructor's, not the grader's"
     if spec.find(slug).checks is not None:
         assert f"assignments/{slug}/checks.py" in names     # the custom checks run on Gradescope
+
+
+def test_build_from_a_regular_install_finds_the_checkout_or_says_where_it_looked(tmp_path, monkeypatch):
+    """A regular install's site-packages holds no setup.sh or run_autograder: build takes them
+    (and the package's source) from the checkout, found from the running package, the current
+    folder and its parents, or the folder pip installed from."""
+    from autograder.instructor import checkout
+    assert checkout.find() == REPO
+    cli = Path(sys.executable).parent / "pallas-autograder"     # the installed copy's console script
+    if not cli.exists():
+        pytest.skip(f"no installed console script at {cli} (run ./setup.sh)")
+    out = tmp_path / "elsewhere"
+    out.mkdir()
+    proc = subprocess.run([str(cli), "build", "add", "-o", "add.zip", "--no-self-test", "--assignments",
+                           str(REPO / "assignments")], capture_output=True, text=True, timeout=300, cwd=out)
+    assert proc.returncode == 0, proc.stderr
+    names = zipfile.ZipFile(out / "add.zip").namelist()
+    assert {"setup.sh", "run_autograder", "requirements/jax-0.12.0.1.txt", "autograder/cli.py"} <= set(names)
+    assert [n for n in names if n.startswith("requirements/")] == ["requirements/jax-0.12.0.1.txt"]
+    # Nowhere to be found: the error says what it looked for, and where.
+    monkeypatch.setattr(checkout, "PACKAGE", tmp_path / "site-packages" / "autograder")
+    monkeypatch.setattr(checkout, "installed_from", lambda: None)
+    monkeypatch.chdir(out)
+    with pytest.raises(checkout.NoCheckout) as e:
+        checkout.find()
+    for needle in ("pyproject.toml names 'pallas-autograder'", "run_autograder", str(out),
+                   str(tmp_path / "site-packages"), "run this from your pallas-autograder checkout"):
+        assert needle in str(e.value), needle
+
+
+def test_handout_of_a_new_assignment_is_written_and_still_refuses_a_secret_seed(tmp_path):
+    """The template's secret case has seed 3: "Python 3" in the notebook's kernelspec is
+    the format's own, not a leak; a 3 in a cell is."""
+    import json
+
+    from autograder.instructor import handout
+    scaffold.new("relu", tmp_path / "assignments")
+    a = spec.load(tmp_path / "assignments" / "relu")
+    assert "3" in handout.secrets_of(a)["secret seed or value"]
+    files = handout.write(a, tmp_path / "handout")
+    notebook = tmp_path / "handout" / "relu.ipynb"
+    assert notebook in files and "Python 3" in notebook.read_text()
+    doc = json.loads(notebook.read_text())
+    doc["cells"][0]["source"] = ["seed = 3\n"]
+    notebook.write_text(json.dumps(doc))
+    assert handout.leaks(a, tmp_path / "handout") == ["secret seed or value '3' in relu.ipynb"]
 
 
 def test_check_finds_input_data_that_repeats_a_block():

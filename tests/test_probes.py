@@ -3,11 +3,11 @@ tests where it should, and is charged once."""
 import re
 
 import pytest
-from conftest import CORPUS, probe_tags, tags
+from conftest import corpus, probe_tags, tags
 
 pytestmark = [pytest.mark.jax, pytest.mark.grading, pytest.mark.releases]   # grades through real JAX in a child process
 
-MATMUL = CORPUS / "matmul"
+MATMUL = corpus("matmul")
 CLEAN_PROBES = {"Static: index maps over the whole grid": [], "Static: TPU compile readiness": [],
                 "Static: VMEM budget at the real problem size": [],
                 "Static: the work is done in a kernel": [],
@@ -69,8 +69,8 @@ def test_k_axis_outermost_is_a_non_consecutive_revisit(grade_cli):
     assert t["tags"] == ["output-block-revisit"] and "again at (1, 0, 0)" in t["output"]
 
 
-SOFTMAX = CORPUS / "softmax"
-DMA = CORPUS / "dma_scale"
+SOFTMAX = corpus("softmax")
+DMA = corpus("dma_scale")
 
 
 @pytest.mark.parametrize("path,slug", [
@@ -175,7 +175,7 @@ def test_dma_race_between_cores_is_data_race(grade_cli):
     assert "RACE DETECTED" in t["output"] and "slice(64, 128, 1)" in t["output"]
     # The racing line, by file name only; no vector clocks.
     assert " dma_core_ranges_overlap.py:" in t["output"] and "clock:" not in t["output"]
-    assert "corpus/dma_scale/dma_core_ranges_overlap.py:" not in t["output"]
+    assert "/corpus/dma_core_ranges_overlap.py:" not in t["output"]
 
 
 def test_dma_hang_explains_the_timeout_and_stays_cheap(grade_cli):

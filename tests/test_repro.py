@@ -6,7 +6,7 @@ import subprocess
 import sys
 
 import pytest
-from conftest import CORPUS
+from conftest import corpus
 
 pytestmark = [pytest.mark.jax, pytest.mark.grading]
 
@@ -30,8 +30,8 @@ def _run(snippet: str, student: str, entry: str, tmp_path):
     # Wrong results are run for 13 corpus bugs by the test below, without grading each.
 ])
 def test_the_shown_snippet_reproduces_the_failure(grade_cli, tmp_path, name, number, shows):
-    student = (CORPUS / "add" / name).read_text()
-    doc, _ = grade_cli(CORPUS / "add" / name, "add", "--run-key", "11")
+    student = (corpus("add") / name).read_text()
+    doc, _ = grade_cli(corpus("add") / name, "add", "--run-key", "11")
     test = next(t for t in doc["tests"] if t["number"] == number)
     assert test["status"] == "failed" and "# Case 'small' on the" in test["output"]
     # Tests that point at this explanation carry their own case's command.
@@ -103,7 +103,7 @@ def test_every_corpus_bug_reproduces_with_the_snippet_its_test_shows(tmp_path):
         run = planning.build(a, a.cases, a.rungs, 5).test_run(case.name, rung)
         folder = tmp_path / f"{slug}-{name}"
         folder.mkdir()
-        proc = _run(repro.snippet(a, case, rung, {}, run.draw.seed), (CORPUS / slug / name).read_text(),
+        proc = _run(repro.snippet(a, case, rung, {}, run.draw.seed), (corpus(slug) / name).read_text(),
                     a.entry_file, folder)
         text = proc.stdout + proc.stderr
         if expect == "raises":

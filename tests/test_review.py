@@ -12,7 +12,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from conftest import CORPUS, REPO, run_cli, trimmed_add
+from conftest import REPO, corpus, run_cli, trimmed_add
 from lookalikes.variants import variant
 from test_near_duplicates import program_one, program_one_disguised, program_two
 
@@ -67,9 +67,9 @@ def make_export(folder: Path) -> Path:
     """A Gradescope export: metadata and five submission folders."""
     files = {"submission_101": (REPO / "solutions" / "add.py").read_text(),
              "submission_102": _renamed_solution(),
-             "submission_103": (CORPUS / "add" / "wrong_formula.py").read_text(),
-             "submission_104": (CORPUS / "add" / "grid_one_step_too_long.py").read_text(),
-             "submission_105": (CORPUS / "add" / "syntax_error.py").read_text()}
+             "submission_103": (corpus("add") / "wrong_formula.py").read_text(),
+             "submission_104": (corpus("add") / "grid_one_step_too_long.py").read_text(),
+             "submission_105": (corpus("add") / "syntax_error.py").read_text()}
     for name, text in files.items():
         (folder / name).mkdir(parents=True)
         (folder / name / "add.py").write_text(text)
@@ -312,7 +312,7 @@ def test_a_class_is_regraded_resumed_and_clustered(quick_add, tmp_path):
 def test_a_grading_that_hangs_is_recorded_and_the_batch_goes_on(quick_add, tmp_path):
     export = tmp_path / "export"
     (export / "broken").mkdir(parents=True)
-    shutil.copy(CORPUS / "add" / "syntax_error.py", export / "broken" / "add.py")   # graded in about 1 s
+    shutil.copy(corpus("add") / "syntax_error.py", export / "broken" / "add.py")   # graded in about 1 s
     # Sleeps at import for longer than the grading's limit (the spec allows 120 s to import).
     (export / "slow").mkdir()
     (export / "slow" / "add.py").write_text("import time\ntime.sleep(600)\n\n\ndef add(x, y):\n    return x\n")

@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 
 import pytest
+from conftest import corpus
 
 from autograder.pallas_surface import schema
 
@@ -15,12 +16,12 @@ from autograder.pallas_surface import schema
 pytestmark = pytest.mark.releases
 
 REPO = Path(__file__).resolve().parent.parent
-CORPUS = REPO / "tests" / "corpus"
 # Kernels that cannot be traced or run in a test process: they hang, exit or hog memory.
 UNRUNNABLE = {"infinite_loop.py", "dma_wait_before_start.py", "memory_hog.py", "os_exit_in_call.py",
               "exits_at_import.py", "raises_in_kernel.py", "wrong_arity.py", "import_error.py",
               "syntax_error.py", "missing_function.py"}
-KERNELS = sorted([(p, p.parent.name) for p in CORPUS.glob("*/*.py") if p.name not in UNRUNNABLE] +
+KERNELS = sorted([(p, s) for s in ("add", "matmul", "softmax", "dma_scale")
+                  for p in corpus(s).glob("*.py") if p.name not in UNRUNNABLE] +
                  [(REPO / "solutions" / f"{s}.py", s)
                   for s in ("add", "matmul", "softmax", "dma_scale", "flash_attention")] +
                  [(REPO / "tests" / "hostile" / n, "add") for n in ("honest_add.py", "wrong_add.py")])

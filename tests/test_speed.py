@@ -8,7 +8,7 @@ import json
 
 import numpy as np
 import pytest
-from conftest import CORPUS, REPO, run_cli, trimmed_add
+from conftest import REPO, corpus, run_cli, trimmed_add
 
 from autograder.pallas_surface.facts import decode
 from autograder.speed import grade as speed_grade, model as speed
@@ -380,7 +380,7 @@ def test_estimate_through_the_tracer_and_the_graders_child():
     assert e["flops"] == 2 * 4096 ** 3 and e["seconds"] >= e["floor_seconds"] > 0
     text = run_cli("estimate", str(REPO / "solutions" / "add.py"), "-a", "add", "--chip", "v6e")
     assert text.returncode == 0 and "Estimated time on a TPU v6e" in text.stdout and "HBM traffic" in text.stdout
-    none = run_cli("estimate", str(CORPUS / "add" / "syntax_error.py"), "-a", "add", "--json")
+    none = run_cli("estimate", str(corpus("add") / "syntax_error.py"), "-a", "add", "--json")
     assert none.returncode == 1 and "no estimate: " in none.stderr and "syntax" in none.stderr.lower()
     assert json.loads(none.stdout)["status"] == "no estimate" and "syntax" in json.loads(none.stdout)["reason"].lower()
     bad = run_cli("estimate", str(REPO / "solutions" / "add.py"), "-a", "add", "--size", "M=12")

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import CORPUS, REPO, run_cli, trimmed_add
+from conftest import REPO, corpus, run_cli, trimmed_add
 
 from autograder import spec
 from autograder.feedback import tpu_timing
@@ -394,7 +394,7 @@ def test_the_estimate_is_in_every_grading_and_scored_by_its_curve(small_add, tmp
     assert set(doc["extra_data"]["speed_estimate"]["sizes"]) == {"s1", "s2"}
     assert "Speed estimate (TPU v5e" in proc.stdout
     # A wrong kernel: the estimate is shown, earns nothing, and stays off the leaderboard.
-    proc = run_cli("grade", str(CORPUS / "add" / "wrong_formula.py"), "-a", "add", "--assignments", str(root),
+    proc = run_cli("grade", str(corpus("add") / "wrong_formula.py"), "-a", "add", "--assignments", str(root),
                    "--results", str(results))
     doc = json.loads(results.read_text())
     s1 = next(t for t in doc["tests"] if t["number"] == "S1")
@@ -406,7 +406,7 @@ def test_the_estimate_is_in_every_grading_and_scored_by_its_curve(small_add, tmp
 @pytest.mark.grading
 def test_speed_then_merge_through_the_cli_on_a_fake_device(small_add, tmp_path):
     subs = tmp_path / "subs"
-    for sid, src in (("good", REPO / "solutions" / "add.py"), ("bad", CORPUS / "add" / "wrong_formula.py")):
+    for sid, src in (("good", REPO / "solutions" / "add.py"), ("bad", corpus("add") / "wrong_formula.py")):
         (subs / sid).mkdir(parents=True)
         (subs / sid / "add.py").write_text(src.read_text())
     root, out = str(small_add.folder.parent), tmp_path / "out"

@@ -7,7 +7,7 @@ import sys
 import venv
 
 import pytest
-from conftest import CORPUS, REPO
+from conftest import REPO, corpus
 
 pytestmark = [pytest.mark.jax, pytest.mark.grading]
 
@@ -55,7 +55,7 @@ def test_the_installed_grader_grades_with_an_assignments_folder(installed, tmp_p
     missing = subprocess.run([str(cli), "list"], capture_output=True, text=True, cwd=tmp_path)
     assert missing.returncode == 1 and "no assignments found" in missing.stderr
     results = tmp_path / "results.json"
-    _run([str(cli), "grade", str(CORPUS / "add" / "wrong_formula.py"), "-a", "add", "--assignments",
+    _run([str(cli), "grade", str(corpus("add") / "wrong_formula.py"), "-a", "add", "--assignments",
           str(REPO / "assignments"), "--case", "small", "--results", str(results)], cwd=tmp_path)
     doc = json.loads(results.read_text())
     # A --case run grades correctness only: no probes, no speed estimate, nothing else listed.

@@ -19,16 +19,14 @@ import zipfile
 from pathlib import Path
 
 from .. import spec
-from ..instructor import check, toml_text
+from ..instructor import check, checkout, toml_text
+from ..instructor.checkout import ROOT_FILES
 from ..pallas_surface import release
 from ..spec import Assignment
 from .rate_limit import Limit
 
-REPO = Path(__file__).resolve().parents[2]
-ROOT_FILES = ("setup.sh", "run_autograder", "pyproject.toml", "README.md")
 # The course's JAX release: its lock file (setup.sh installs the one it finds) and the
 # spec's `jax` key (written into the zipped spec.toml; the grader reads it from there).
-RELEASE_LOCK = "requirements/jax-{}.txt"
 EXECUTABLE = {"setup.sh", "run_autograder"}
 
 
@@ -115,7 +113,11 @@ def prefix_for(jax: str) -> Path:
     """An environment with exactly the course's JAX release, for the self-test: this
     Python's, else the checkout's ``.venv`` or ``.venv-jax-<release>`` (``./setup.sh
     --jax`` or ``--test`` makes them). Raises SelfTestFailed saying how to get one."""
-    candidates = [Path(sys.prefix), REPO / ".venv", REPO / f".venv-jax-{jax}"]
+    try:
+        repo = checkout.find()
+    except checkout.NoCheckout:
+        repo = None
+    candidates = [Path(sys.prefix)] + ([repo / ".venv", repo / f".venv-jax-{jax}"] if repo else [])
     probe = "import importlib.metadata as m; print(m.version('jax'))"
     for prefix in candidates:
         python = prefix / "bin" / "python"
@@ -133,19 +135,19 @@ def prefix_for(jax: str) -> Path:
 
 
 def _write(assignment: Assignment, output: Path, rate_limit=None) -> Path:
-    missing = [f for f in ROOT_FILES if not (REPO / f).is_file()]
-    if missing:
-        raise FileNotFoundError(f"build needs a checkout of pallas-autograder; missing {missing} in {REPO}")
+    # The grader's own files are the checkout's: a regular install's site-packages has
+    # none of setup.sh, run_autograder, the lock files (raises checkout.NoCheckout).
+    repo = checkout.find()
     solution = assignment.solution
     output = Path(output)
     output.parent.mkdir(parents=True, exist_ok=True)
     with zipfile.ZipFile(output, "w") as zf:
         for name in ROOT_FILES:
-            _add(zf, REPO / name, name)
-        lock = RELEASE_LOCK.format(assignment.jax)
-        _add(zf, REPO / lock, lock)
-        for p in _tree(REPO / "autograder"):
-            _add(zf, p, str(p.relative_to(REPO)))
+            _add(zf, repo / name, name)
+        lock = checkout.lock(assignment.jax)
+        _add(zf, repo / lock, lock)
+        for p in _tree(repo / "autograder"):
+            _add(zf, p, str(p.relative_to(repo)))
         for p in _tree(assignment.folder):
             if p.relative_to(assignment.folder).parts[0] == "corpus":
                 continue    # the instructor's regression corpus: `check` reads it, grading never does
@@ -184,6 +186,10 @@ def run(args) -> int:
     assignment = spec.find(args.slug, args.assignments)
     if args.jax:
         assignment = dataclasses.replace(assignment, jax=args.jax)
+    try:
+        checkout.find()
+    except checkout.NoCheckout as e:
+        args.parser.exit(1, f"pallas-autograder build: not writing {args.output}: {e}\n")
     rows = check.quick(assignment)
     if not all(r.ok for r in rows):
         # A zip that cannot grade would show every student "autograder error".

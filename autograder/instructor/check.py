@@ -41,7 +41,6 @@ from . import starter
 # took 64.8 s where the same grading took 21.6 s unconstrained (3.0x).
 CONTAINER_FACTOR = 3.0
 EXPECTATIONS = "expectations.toml"
-REPO = Path(__file__).resolve().parents[2]
 
 
 @dataclass(frozen=True)
@@ -53,11 +52,10 @@ class Row:
 
 
 def corpus_folder(a: Assignment) -> Path | None:
-    """The assignment's own corpus/, else the repository's tests/corpus/<slug>/."""
-    for folder in (a.folder / "corpus", REPO / "tests" / "corpus" / a.slug):
-        if (folder / EXPECTATIONS).is_file():
-            return folder
-    return None
+    """The assignment's own ``corpus/`` (every assignment, bundled or not, keeps its
+    corpus there), or None when it has no expectations file."""
+    folder = a.folder / "corpus"
+    return folder if (folder / EXPECTATIONS).is_file() else None
 
 
 def _reference_row(a: Assignment) -> Row:

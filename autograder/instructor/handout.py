@@ -14,6 +14,8 @@ them a folder holds, and the verb refuses to finish when it finds any.
 from __future__ import annotations
 
 import dataclasses
+import importlib.metadata
+import json
 import shutil
 import tempfile
 from pathlib import Path
@@ -21,9 +23,8 @@ from pathlib import Path
 from .. import spec
 from ..pallas_surface import release
 from ..spec import Assignment
-from . import notebook, public_spec, starter
+from . import checkout, notebook, public_spec, starter
 
-REPO = Path(__file__).resolve().parents[2]
 PACKAGE = Path(__file__).resolve().parents[1]
 
 
@@ -76,10 +77,21 @@ def _write_into(assignment: Assignment, sol: Path, out: Path) -> None:
     (out / "README.md").write_text(readme, encoding="utf-8")
     public = public_spec.write(assignment, out / "assignments" / assignment.slug)
     notebook.write(notebook.build(public, readme, text), out / f"{assignment.slug}.ipynb")
-    lock = REPO / "requirements" / f"jax-{assignment.jax}.txt"
-    if lock.is_file():
-        shutil.copy(lock, out / "requirements.txt")
+    (out / "requirements.txt").write_text(_requirements(assignment.jax), encoding="utf-8")
     _copy_package(out / "autograder")
+
+
+def _requirements(jax: str) -> str:
+    """The grader's pinned dependencies on the course's JAX release: the checkout's lock
+    file (see ``checkout``), else, from an install without one (a wheel), the installed
+    package's own requirements with that release's jax and jaxlib."""
+    try:
+        name = checkout.lock(jax)
+        return (checkout.find(needs=(name,)) / name).read_text(encoding="utf-8")
+    except checkout.NoCheckout:
+        required = [r for r in importlib.metadata.requires(checkout.NAME) or [] if "extra ==" not in r
+                    and not r.startswith(("jax>", "jax=", "jaxlib"))]
+        return "".join(f"{r}\n" for r in [f"jax=={jax}", f"jaxlib=={jax}", *required])
 
 
 def secrets_of(assignment: Assignment) -> dict[str, list[str]]:
@@ -118,6 +130,16 @@ def secrets_of(assignment: Assignment) -> dict[str, list[str]]:
             "secret shape": sorted(set(shapes)), "secret seed or value": seeds}
 
 
+def _cells_text(text: str) -> str:
+    """A notebook's cells (their sources and outputs) as text; the whole file if it is
+    not a notebook's JSON."""
+    try:
+        cells = json.loads(text).get("cells")
+    except (ValueError, AttributeError):
+        return text
+    return json.dumps(cells) if isinstance(cells, list) else text
+
+
 def leaks(assignment: Assignment, folder: Path) -> list[str]:
     """Each secret found in a file under ``folder``, as 'what in file'. Seeds are
     looked for as whole numbers in the kit's data (spec, calibration, notebook,
@@ -129,10 +151,13 @@ def leaks(assignment: Assignment, folder: Path) -> list[str]:
     for path in sorted(p for p in folder.rglob("*") if p.is_file()):
         text = path.read_text(encoding="utf-8", errors="replace")
         data = path.suffix in (".toml", ".json", ".ipynb", ".md") or path.name == assignment.entry_file
+        # A notebook's numbers that mean data are in its cells; its metadata is the format's
+        # own ("Python 3" in the kernelspec would read as a secret seed 3).
+        numbers = _cells_text(text) if path.suffix == ".ipynb" else text
         for what, needles in secret.items():
             for needle in needles:
                 if what == "secret seed or value":
-                    hit = data and re.search(rf"(?<![\w.]){re.escape(needle)}(?![\w.])", text)
+                    hit = data and re.search(rf"(?<![\w.]){re.escape(needle)}(?![\w.])", numbers)
                 else:
                     hit = needle in text
                 if hit:

@@ -21,8 +21,9 @@ def _nbformat():
     try:
         import nbformat
     except ImportError:
-        raise RuntimeError("writing the notebook needs nbformat: run ./setup.sh in the pallas-autograder "
-                           "checkout (it installs the instructor tools), or `pip install nbformat`") from None
+        raise RuntimeError("writing the notebook needs nbformat (the [instructor] extra): run ./setup.sh in "
+                           "your pallas-autograder checkout, or `.venv/bin/pip install '.[instructor]'` there") \
+            from None
     return nbformat
 
 

@@ -198,7 +198,8 @@ def run_dask(jobs: list[Job], address: str, done: Callable[[Graded], None]) -> N
     try:
         from distributed import Client, as_completed as dask_completed
     except ImportError:
-        raise SystemExit("--dask needs the optional extra: pip install 'pallas-autograder[dask]'") from None
+        raise SystemExit("--dask needs the [dask] extra: run `.venv/bin/pip install '.[dask]'` in your "
+                         "pallas-autograder checkout (./setup.sh --test installs it too)") from None
     with Client(address) as client:
         futures = client.map(grade_one, jobs, key=[f"grade-{j.key}" for j in jobs], pure=False)
         for future in dask_completed(futures):

@@ -90,7 +90,8 @@ def needs_review_extra(verb: str) -> None:
         import yaml  # noqa: F401
     except ImportError as e:
         raise SystemExit(f"pallas-autograder {verb}: needs the [review] extra ({e.name} is missing): "
-                         "pip install 'pallas-autograder[review]'") from None
+                         "run ./setup.sh in your pallas-autograder checkout, or `.venv/bin/pip install "
+                         "'.[review]'` there") from None
 
 
 def main(a: Assignment, opts: Options) -> int:

@@ -75,7 +75,8 @@ def _context(a: Assignment, device: Device, opts: Options, flops: dict[str, floa
     from . import interpreter
     info = device.info()
     if info is None:
-        hint = (" Run it on a Cloud TPU VM with `pip install 'pallas-autograder[tpu]'`; --device cpu runs the same "
+        hint = (" Run it on a Cloud TPU VM, with JAX's TPU backend installed by `.venv/bin/pip install "
+                "'.[tpu]'` in your pallas-autograder checkout there (after ./setup.sh); --device cpu runs the same "
                 "code on JAX's CPU backend (not a TPU measurement), --device fake a dry run with scripted times."
                 if opts.device == "tpu" else "")
         raise SystemExit(f"pallas-autograder speed: {device.absent()}.{hint}")

@@ -1,6 +1,6 @@
 """The device interface on JAX: a TPU, or JAX's CPU (or GPU) backend as a
-stand-in for one (``pip install 'pallas-autograder[tpu]'`` pins ``jax[tpu]``
-at the grader's JAX).
+stand-in for one (``.venv/bin/pip install '.[tpu]'`` in a pallas-autograder
+checkout pins ``jax[tpu]`` at the grader's JAX).
 
 The kernel is rebuilt from its checked program (``pallas_surface.rebuild``),
 never from student code. On a TPU every ``pallas_call`` is lowered by Mosaic
