@@ -169,7 +169,7 @@ def _execute(slot: confinement.Slot, start: _Start, loc: submission.Located, wor
     schedule = Schedule(plan, child_inputs=lambda run: store.files(run.draw),
                         expected_shape=lambda run: a.output_shape(run.draw.case),
                         limit_after_trace=timing.after_trace, settle=probes.settle,
-                        test_failed=lambda run, o: _wrong(a, run, o, store))
+                        test_failed=lambda run, o: _wrong(a, run, o, store[run.draw]))
     shown = sandbox.Tail()
     traces, stats = tracing.trace_all(plan, tracer, store.abstract, workdir / "programs", deadline, shown,
                                       timing.trace_limit(), options.progress)
@@ -190,9 +190,9 @@ def _execute(slot: confinement.Slot, start: _Start, loc: submission.Located, wor
                    options.keep_programs, kernels)
 
 
-def _wrong(a: Assignment, run: Run, outcome: Outcome, store: DrawStore) -> bool:
-    """A correctness run's output is wrong (the test fails on its values)."""
-    ref = store[run.draw]
+def _wrong(a: Assignment, run: Run, outcome: Outcome, ref) -> bool:
+    """A correctness run's output is wrong (the test fails on its values; ``ref``
+    the float64 reference of its draw)."""
     if outcome.output is None or outcome.output.shape != ref.shape:
         return False
     return not compare(outcome.output, ref, a.tolerance(run.case.dtype), a.reduction_length(run.case),

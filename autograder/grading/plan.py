@@ -391,3 +391,42 @@ def speed_plan(assignment: Assignment) -> Plan:
     b.add(Run(0, case, rung, b.draw(case, inputs.stream(assignment, case, rung))))
     _speed(b)
     return Plan(assignment, 0, (case,), (rung,), (), tuple(b.runs), tuple(b.draws.values()))
+
+
+def merged(plans: list[Plan], redrawn: Callable[[Run], bool]) -> tuple[Plan, list[dict[Run, Run]]]:
+    """Several gradings' plans (one per run key) as one plan the children run in
+    one go: one trace per signature, one compiled executable per rung and
+    parameters for every key. The first plan runs in full; of a later plan, the
+    runs ``redrawn`` names run on that key's draws, a static analysis it does
+    not name is answered by the first plan's of the same case, and any other run
+    is left out of its map (not run). Returns the merged plan and, per plan,
+    its runs -> the merged runs."""
+    signatures: dict[tuple, int] = {}
+    draws: dict[tuple, Draw] = {}
+    runs: list[Run] = []
+    first: dict[tuple, Run] = {}
+    maps: list[dict[Run, Run]] = []
+
+    def draw(d: Draw) -> Draw:
+        key = (d.case, d.entropy, d.stream, d.abstract)
+        if key not in draws:
+            sig = signatures.setdefault((d.case.dims, d.case.dtype, d.case.params, d.abstract), len(signatures))
+            draws[key] = replace(d, index=len(draws), signature=sig)
+        return draws[key]
+
+    for i, p in enumerate(plans):
+        m: dict[Run, Run] = {}
+        for r in p.runs:
+            same = (r.case, r.probe, r.variant, r.analysis, r.stress, r.draw.case)
+            if i and not redrawn(r):
+                if r.kind == "static" and same in first:
+                    m[r] = first[same]
+                continue
+            new = replace(r, index=len(runs), draw=draw(r.draw))
+            runs.append(new)
+            m[r] = new
+            if i == 0 and r.kind == "static":
+                first[same] = new
+        maps.append(m)
+    p0 = plans[0]
+    return Plan(p0.assignment, p0.run_key, p0.cases, p0.rungs, (), tuple(runs), tuple(draws.values())), maps
