@@ -105,7 +105,7 @@ def _run(slot, a: Assignment, keys, plans: list[Plan], merged: Plan, maps: list[
     schedule = Schedule(merged, child_inputs=lambda run: store.files(run.draw),
                         expected_shape=lambda run: a.output_shape(run.draw.case),
                         limit_after_trace=timing.after_trace, settle=probes.settle,
-                        test_failed=lambda run, o: _wrong(a, run, o, store.reference(run.draw, keep=False)))
+                        test_failed=lambda run, o: _wrong(a, run, o, store[run.draw]))
     shown = sandbox.Tail()
     traces, stats = tracing.trace_all(merged, tracer, store.abstract, workdir / "programs", time.monotonic()
                                       + a.limits.total_s, shown, timing.trace_limit())
@@ -119,8 +119,10 @@ def _run(slot, a: Assignment, keys, plans: list[Plan], merged: Plan, maps: list[
     results: list[KeyResult | None] = [None] * len(keys)
     ran = [0]
 
+    kernels: dict[tuple, faces.Faces] = {}     # by signature map: the same programs, read once
+
     def judge(i: int) -> None:
-        results[i] = _judged(plans[i], maps[i], schedule, store, loc, programs, merged)
+        results[i] = _judged(plans[i], maps[i], schedule, store, loc, programs, kernels)
         mine = [m for m in maps[i].values() if owner.get(m.index) == i and m.kind == "kernel"]
         for m in mine:      # this key's arrays and files: not kept for the keys after it
             o = schedule.outcomes.get(m)
@@ -148,16 +150,18 @@ def _run(slot, a: Assignment, keys, plans: list[Plan], merged: Plan, maps: list[
 
 
 def _judged(plan: Plan, m: dict[Run, Run], schedule: Schedule, store: DrawStore, loc, programs: dict,
-            merged: Plan) -> KeyResult:
+            kernels: dict) -> KeyResult:
     """One key's grading, scored from the merged runs' outcomes (a run of this
     key that was not redrawn costs nothing: its check passes with a note)."""
     outcomes = {r: schedule.outcomes.get(m[r], Outcome("skipped", reason="budget")) if r in m
                 else Outcome("skipped", reason="not redrawn in a sweep") for r in plan.runs}
     ex = execution.Execution(outcomes)
     sig = {r.draw.signature: m[r].draw.signature for r in plan.runs if r in m}
-    kernels = faces.of(plan, {s: programs[ms] for s, ms in sig.items() if ms in programs})
+    sigs = tuple(sorted(sig.items()))
+    if sigs not in kernels:
+        kernels[sigs] = faces.of(plan, {s: programs[ms] for s, ms in sig.items() if ms in programs})
     keyed = _KeyStore(store, plan, m)
-    findings, notes = _diagnose(plan, ex, keyed, loc, kernels)
+    findings, notes = _diagnose(plan, ex, keyed, loc, kernels[sigs])
     tests = scoring.score(plan, findings, notes)
     lost = tuple((t.number, t.finding.id if t.finding else "", t.finding.message[:200] if t.finding else "")
                  for t in tests if t.score < t.max_score)
@@ -174,6 +178,7 @@ class _KeyStore(dict):
         self._merged = {r.draw: mr.draw for r, mr in m.items()}
 
     def __missing__(self, draw):
-        value = self._store.reference(self._merged.get(draw, draw), keep=False)
+        merged = self._merged.get(draw)
+        value = self._store[merged] if merged is not None else self._store.reference(draw, keep=False)
         self[draw] = value
         return value
