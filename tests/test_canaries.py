@@ -313,6 +313,34 @@ def test_cross_lowering_rejects_misaligned_blocks_even_with_interpret_true():
     assert _lower(lambda a: _add(a, a), [jnp.ones((16, 256), jnp.float32)])["ok"]
 
 
+def _flat_add(a, b):
+    """A 1-D grid over every (8, 128) block, mapped back with // and % (a flattened grid)."""
+    cols = a.shape[1] // 128
+    spec = pl.BlockSpec((8, 128), lambda g: (g // cols, g % cols))
+
+    def kernel(x_ref, y_ref, o_ref):
+        o_ref[...] = x_ref[...] + y_ref[...]
+
+    return pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct(a.shape, a.dtype),
+                          grid=((a.shape[0] // 8) * cols,), in_specs=[spec, spec], out_specs=spec,
+                          interpret=True)(a, b)
+
+
+def test_a_flattened_grid_lowers_when_traced_under_the_tpu_target():
+    # Integer division in an index map lowers through jit equations that carry the mesh
+    # they were traced under; Pallas's TPU lowering reads the chip from it. Traced on
+    # the CPU, the lowering asks the CPU and refuses: not a compiler rule.
+    x, y = _xy()
+    on_cpu = rung.trace(_flat_add, [x, y])
+    res = analysis.lower_for_tpu(on_cpu, [x, y])
+    assert not res["ok"] and release.NO_TPU_DEVICE in res["message"]
+    # What the compile check lowers (the grader's child traces the program again so).
+    assert analysis.lower_for_tpu(rung.trace_for_tpu(_flat_add, [x, y]), [x, y]) == {"ok": True}
+    # And the tracing changes nothing the interpreters run.
+    out = rung.run(rung.trace_for_tpu(_flat_add, [x, y]), [x, y], "generic")
+    np.testing.assert_array_equal(np.asarray(out), np.asarray(x) + np.asarray(y))
+
+
 def test_grid_mapping_fields_the_index_map_scan_reads():
     x, y = _xy()
     traced = rung.trace(lambda a, b: _add(a, b, extra_steps=1), [x, y])

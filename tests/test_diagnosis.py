@@ -6,6 +6,7 @@ import pytest
 
 from autograder import spec
 from autograder.grading import diagnosis, plan as planning
+from autograder.grading.probes import PLANNERS
 from autograder.grading.submission import Located
 from autograder.isolation.outcome import LoadError, Outcome
 
@@ -122,3 +123,71 @@ def test_the_untouched_starter_is_one_finding_for_the_whole_submission():
     other = diagnosis.from_outcome(A, RUN, Outcome("error", phase="trace", error_type="ValueError",
                                                    message="bad"), REF, LOC)
     assert diagnosis.starter_untouched(raised[:-1] + [other], A, LOC) is None
+
+
+# -- memory never written, judged on the failing test's own case (grading.unwritten) --
+
+ADD = spec.find("add")
+ADD_PLAN = planning.build(ADD, ADD.cases, ADD.rungs, 7, planners=PLANNERS)
+
+
+def _add_scan(shape):
+    from autograder.pallas_surface.facts import decode
+    grid = [shape[0] // 8, shape[1] // 128]
+    return decode("index-maps", {"calls": [{"grid": grid, "dimension_semantics": ["arbitrary"] * 2, "skipped": [],
+                                            "operands": [{"operand": "output 0", "is_output": True,
+                                                          "array_shape": list(shape), "block_shape": [8, 128],
+                                                          "grid": grid, "partial_blocks": [], "partial_count": 0,
+                                                          "out_of_bounds_count": 0, "out_of_bounds": []}]}]})
+
+
+def _unwritten(test, out, fills=None, scan=True):
+    from autograder.grading import unwritten
+    ref = np.random.default_rng(1).standard_normal(ADD.output_shape(test.case))
+    outcomes = {r: _ok(f(ref)) for r, f in zip(planning.unwritten_runs(ADD_PLAN, test), fills or ())}
+    got = out(ref)
+    return unwritten.explain(ADD_PLAN, test, _ok(got), ref, outcomes, _add_scan(got.shape) if scan else None)
+
+
+def _row7(fill):
+    def out(ref):
+        o = ref.copy()
+        o[7::8] = fill
+        return o
+    return out
+
+
+def test_a_row_that_changes_with_the_fill_is_uninitialized_memory_on_either_rung():
+    # The generic test shows NaN there; TPU interpret mode shows another block's stale row.
+    # Both are charged from the same case's fill reruns: the row changes with the fill.
+    for rung, shown in (("generic", np.nan), ("tpu-interpret", 3.0)):
+        test = ADD_PLAN.test_run(ADD.cases[0].name, rung)
+        f = _unwritten(test, _row7(shown), [_row7(-2.5e-2), _row7(7.5e5)])
+        assert f.id == "uninitialized-memory" and f.rung == rung and f.case == ADD.cases[0].name
+        facts = f.facts()
+        assert facts["own_case"] and facts["differing"] == facts["wrong_unwritten"] == 2 * 256
+        assert facts["changed_by_block"]["counts"] == [128] * 4
+
+
+def test_wrong_values_the_fill_does_not_change_are_not_unwritten():
+    test = ADD_PLAN.test_run(ADD.cases[0].name, "generic")
+    same = _row7(3.0)
+    assert _unwritten(test, same, [same, same]) is None
+
+
+def test_nan_in_whole_blocks_with_the_rest_right_is_unwritten_without_reruns():
+    test = ADD_PLAN.test_run(ADD.cases[3].name, "generic")   # the tall secret case
+
+    def blocks(ref):
+        o = ref.copy()
+        o[256:] = np.nan                                      # the last row of blocks
+        return o
+    f = _unwritten(test, blocks)
+    assert f.id == "uninitialized-memory" and f.problem == "unwritten-blocks"
+
+    def scattered(ref):
+        o = ref.copy()
+        o[::3, ::5] = np.nan                                  # overflow's pattern, not a block's
+        return o
+    assert _unwritten(test, scattered) is None
+    assert _unwritten(test, blocks, scan=False) is None       # no block geometry: nothing to say

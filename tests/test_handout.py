@@ -80,12 +80,14 @@ def test_new_then_check_passes_end_to_end(tmp_path):
     # solution is clean, its cases expose tiling bugs, its corpus file is caught.
     root = tmp_path / "assignments"
     assert run_cli("new", "relu", "--assignments", str(root)).returncode == 0
-    proc = run_cli("check", "relu", "--assignments", str(root), "--estimate-container")
+    proc = run_cli("check", "relu", "--assignments", str(root), "--estimate-container", "--run-keys", "4")
     assert proc.returncode == 0, proc.stdout + proc.stderr[-2000:]
     for claim in ("solution clean on every rung and probe", "every case exposes tiling bugs",
-                  "fits Gradescope's default container", "corpus grid_one_step_too_long.py"):
+                  "fits Gradescope's default container", "corpus grid_one_step_too_long.py",
+                  "solution full marks on 4 run keys"):
         assert claim in proc.stdout
-    assert "9 of 9 hold" in proc.stdout
+    assert "full marks on every one of 4 run keys" in proc.stdout
+    assert "10 of 10 hold" in proc.stdout
     assert "estimated (not measured: --estimate-container)" in proc.stdout
     # A solution that is wrong: build's self-test grades it from the zip and refuses.
     solution = tmp_path / "solutions" / "relu.py"

@@ -173,3 +173,33 @@ def test_check_measures_the_grading_in_gradescopes_default_container(tmp_path):
     row = check._container_row(spec.load(folder))
     assert row.ok and row.detail.startswith("measured: ") and "at 0.5 CPU, peak" in row.detail, row
     assert "of 768 MB; budget 540 s" in row.detail and row.seconds > 0
+
+
+@pytest.mark.jax
+@pytest.mark.grading
+def test_check_refuses_a_solution_that_loses_a_point_on_some_run_keys(tmp_path):
+    # A "solution" that is wrong only where an input exceeds 4.4 (one element in about
+    # 185,000; the case has 67,584 per draw): right on some draws, wrong on others. The
+    # sweep grades it on every key and the row refuses the spec, naming the keys.
+    from autograder.grading import sweep
+    from autograder.instructor import check
+    root = tmp_path / "assignments"
+    folder = trimmed_add(root, '[[cases]]\nname = "tall"\ndims = { M = 264, N = 256 }\nseed = 7\npoints = 2\n')
+    shutil.rmtree(folder / "corpus", ignore_errors=True)
+    (folder / "corpus").mkdir()
+    (folder / "corpus" / "expectations.toml").write_text("[files]\n")
+    (tmp_path / "solutions").mkdir()
+    (tmp_path / "solutions" / "add.py").write_text(
+        (REPO / "solutions" / "add.py").read_text().replace(
+            "o_ref[...] = x_ref[...] + y_ref[...]",
+            "o_ref[...] = jnp.where(x_ref[...] > 4.4, 0.0, x_ref[...] + y_ref[...])").replace(
+            "import jax\n", "import jax\nimport jax.numpy as jnp\n", 1))
+    a = spec.find("add", root)
+    keys = list(range(1, 7))
+    s = sweep.sweep(a, a.solution, keys)
+    assert [r.run_key for r in s.results] == keys and not s.problem
+    assert s.losing and len(s.losing) < len(keys), [(r.run_key, r.score) for r in s.results]
+    assert all(lost[1] == "wrong-result" for r in s.losing for lost in r.lost)
+    rows = check._sweep_rows(a, 6, lambda m: None)
+    assert len(rows) == 1 and not rows[0].ok and "loses points on" in rows[0].detail
+    assert f"--run-key {s.losing[0].run_key}" in rows[0].detail

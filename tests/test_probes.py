@@ -3,7 +3,7 @@ tests where it should, and is charged once."""
 import re
 
 import pytest
-from conftest import corpus, probe_tags, tags
+from conftest import REPO, corpus, probe_tags, tags
 
 pytestmark = [pytest.mark.jax, pytest.mark.grading, pytest.mark.releases]   # grades through real JAX in a child process
 
@@ -73,7 +73,17 @@ SOFTMAX = corpus("softmax")
 DMA = corpus("dma_scale")
 
 
+ADD = corpus("add")
+
+
 @pytest.mark.parametrize("path,slug", [
+    # Flattened and swizzled grids: // and % in index maps lower for a TPU (traced
+    # under the TPU target), so the compile check passes.
+    (ADD / "flat_grid.py", "add"),
+    (ADD / "swizzled_grid.py", "add"),
+    (MATMUL / "flat_output_grid.py", "matmul"),
+    # A fori_loop over lane chunks inside the kernel.
+    (ADD / "fori_loop_rows.py", "add"),
     (SOFTMAX / "rows16_jit.py", "softmax"),
     (DMA / "fori_loop_chunks.py", "dma_scale"),
     # A cross-step prefetch on an axis marked "arbitrary": in order, so correct.
@@ -204,3 +214,40 @@ def test_softmax_numerics_versus_logic(grade_cli, name, expected, stress):
     if stress:
         t = _probe(doc, "Numerics: stress")
         assert "logits-1e4-wide" in t["output"] and "overflows" in t["output"]
+
+
+def test_a_row_no_fill_exposes_is_uninitialized_memory_on_every_test(grade_cli):
+    # The masked store never writes the array's last row. The generic interpreter
+    # shows NaN there; TPU interpret mode reuses the output block's buffer, so the row
+    # holds the previous block's row whatever the fill, and the poisoning check passes.
+    # Each test is charged from its own case's fill reruns, once.
+    doc, out = grade_cli(ADD / "masked_store_last_row.py", "add", "--run-key", "1")
+    assert tags(doc) == [["uninitialized-memory"]] * 8
+    assert all(not t for t in probe_tags(doc).values()), probe_tags(doc)
+    assert doc["score"] == 6.0
+    assert "on this case's own inputs" in doc["tests"][1]["output"]
+    assert "Problems found: 1" in out
+
+
+def test_a_row_every_block_leaves_out_is_charged_once(grade_cli):
+    doc, out = grade_cli(ADD / "masked_store_skips_row.py", "add", "--run-key", "1")
+    assert tags(doc) == [["uninitialized-memory"]] * 8
+    _charged_once(doc, "uninitialized-memory")
+    assert doc["score"] == 6.0
+
+
+def test_a_grid_too_short_for_one_case_is_charged_on_that_case_only(grade_cli):
+    # Only the tall secret case has more than 32 rows of blocks: its tests, and no
+    # other, lose their points, to uninitialized-memory (not numerics); the index-map
+    # check saw the same blocks and keeps its point.
+    doc, _ = grade_cli(ADD / "grid_capped_rows.py", "add", "--run-key", "1")
+    assert tags(doc) == [[]] * 6 + [["uninitialized-memory"]] * 2
+    _charged_once(doc, "uninitialized-memory")
+    assert doc["score"] == 13.0
+
+
+def test_the_flash_solution_keeps_full_marks_on_the_draw_that_cost_it_a_point(grade_cli):
+    # Run key 5 drew a q x 200 stress input on which the solution's float32 rounding
+    # exceeded the float32 tolerance; the stress input now has its own, measured one.
+    doc, _ = grade_cli(REPO / "solutions" / "flash_attention.py", "flash_attention", "--run-key", "5")
+    assert doc["score"] == sum(t["max_score"] for t in doc["tests"])

@@ -1,4 +1,6 @@
 """The schedule (pure logic, no JAX): which pending runs outcomes already answered."""
+import numpy as np
+
 from autograder import spec
 from autograder.grading import plan as planning, probes
 from autograder.grading.probes import PLANNERS
@@ -23,12 +25,27 @@ def _drain(s, outcome_of):
 
 def test_every_run_once_in_plan_order():
     plan, s = _schedule()
-    # In-order reruns explain a hang: with nothing hung they are settled, not run.
-    assert _drain(s, lambda r: Outcome("ok")) == [r for r in plan.runs if not r.in_order]
+    # In-order reruns explain a hang, a test's fill reruns a wrong output: with nothing
+    # hung or wrong they are settled, not run.
+    explain = [r for r in plan.runs if r.in_order or r.probe == planning.UNWRITTEN]
+    assert _drain(s, lambda r: Outcome("ok")) == [r for r in plan.runs if r not in explain]
     assert s.pending() == [] and set(s.outcomes) == set(plan.runs)
-    in_order = [r for r in plan.runs if r.in_order]
-    assert in_order and all(s.outcomes[r].status == "settled" and "not needed" in s.outcomes[r].reason
-                            for r in in_order)
+    assert any(r.in_order for r in explain) and any(not r.in_order for r in explain)
+    assert all(s.outcomes[r].status == "settled" and "not needed" in s.outcomes[r].reason for r in explain)
+
+
+def test_a_tests_fill_reruns_follow_its_wrong_output_only():
+    a = spec.find("add")
+    plan = planning.build(a, a.cases, a.rungs, 7, planners=PLANNERS)
+    bad = plan.test_run(a.cases[2].name, "tpu-interpret")
+    s = Schedule(plan, child_inputs=lambda r: [], expected_shape=lambda r: None,
+                 test_failed=lambda run, o: run == bad)
+    ran = _drain(s, lambda r: Outcome("ok", output=np.zeros(1)))
+    fills = [r for r in ran if r.probe == planning.UNWRITTEN]
+    # Two fills, on the generic interpreter, on the failing test's own draw.
+    assert len(fills) == 2 and all(r.draw == bad.draw and r.rung == "generic" and r.fill for r in fills)
+    assert fills[0].fill != fills[1].fill
+    assert planning.unwritten_runs(plan, bad) == tuple(fills)
 
 
 def test_an_in_order_rerun_follows_a_hang_on_its_case_only():
@@ -71,7 +88,7 @@ def test_a_rung_where_every_run_hangs_stops_after_two():
     # but for one in-order rerun (it hangs too, so no other is tried).
     assert [r.variant for r in tpu_tried if r.probe is not None] == ["in-order"]
     assert all(s.outcomes[r].status == "timeout" for r in plan.runs if r.rung == "tpu-interpret")
-    assert all(s.outcomes[r].ok for r in plan.runs if r.rung != "tpu-interpret")
+    assert all(s.outcomes[r].ok for r in plan.runs if r.rung != "tpu-interpret" and r.probe != planning.UNWRITTEN)
 
 
 def test_an_out_of_bounds_index_map_settles_the_tpu_probes():
@@ -86,7 +103,7 @@ def test_an_out_of_bounds_index_map_settles_the_tpu_probes():
                                                          "array_shape": [24, 384]}]}]}]}
     scan = decode("index-maps", facts)
     ran = _drain(s, lambda r: Outcome("ok", facts=scan) if r.analysis == "index-maps" else Outcome("ok"))
-    settled = [r for r, o in s.outcomes.items() if o.status == "settled"]
+    settled = [r for r, o in s.outcomes.items() if o.status == "settled" and r.probe != planning.UNWRITTEN]
     assert settled and all(r.probe and r.rung == "tpu-interpret" and r.case.name == case for r in settled)
     assert not any(r in ran for r in settled)
     assert all(s.outcomes[r].settled_by.id == "out-of-bounds" for r in settled)

@@ -109,6 +109,13 @@ class Executor:
             traced = self.traces[key] = rung.trace(self.programs[key], args)
         return traced
 
+    def _traced_for_tpu(self, key: str, args):
+        """The signature's program traced again under the TPU target (the compile
+        check lowers this one: see ``rung.trace_for_tpu``)."""
+        from ..pallas_surface import rung
+        self._traced(key, args)
+        return rung.trace_for_tpu(self.programs[key], args)
+
     def _trace(self, run: dict, args):
         from ..pallas_surface import analysis
         traced = self._traced(run["trace"], args)
@@ -177,6 +184,8 @@ class Executor:
             return _error_event(e, "trace")
         if run["kind"] == "static":
             try:
+                if run["analysis"] == "compile":
+                    traced = self._traced_for_tpu(run["trace"], args)
                 return {"status": "ok", "facts": _analysis(run["analysis"], traced, args)}
             except Exception as e:  # noqa: BLE001 - an analysis that fails is reported, not fatal
                 return _error_event(e, "analysis")

@@ -240,7 +240,8 @@ def _snippet(t: TestResult, run: Run | None, plan) -> str | None:
         return None
     params = t.finding.facts().get("interpret_params") or run.params_dict
     rung = run.rung if run.rung in ("generic", "tpu-interpret") else "tpu-interpret"
-    return repro.snippet(plan.assignment, run.draw.case, rung, params, run.draw.seed)
+    return repro.snippet(plan.assignment, run.draw.case, rung, params, run.draw.seed,
+                         run.stress.tolerance if run.stress is not None else None)
 
 
 def _drawn(f: Finding) -> blockmaps.BlockMap | None:

@@ -26,14 +26,16 @@ def command(assignment: Assignment, case: Case, rung: str, uploaded_as: str | No
             f"--case {case.name} --rung {rung}{key}")
 
 
-def _atol(assignment: Assignment, case: Case) -> float:
+def _atol(assignment: Assignment, case: Case, tol=None) -> float:
     """The absolute tolerance the grader compares with (``compare.compare``)."""
-    tol = assignment.tolerance(case.dtype)
+    tol = tol or assignment.tolerance(case.dtype)
     return float(f"{tol.atol * math.sqrt(max(assignment.reduction_length(case), 1)):.6g}")
 
 
 def snippet(assignment: Assignment, case: Case, rung: str, params: dict | None = None,
-            seed: list[int] | None = None) -> str:
+            seed: list[int] | None = None, tolerance=None) -> str:
+    """``tolerance``: the one the grader used, when not the case dtype's (a stress input's own)."""
+    tol = tolerance or assignment.tolerance(case.dtype)
     module = assignment.entry_file[:-3]
     fn = assignment.entry_function
     names = [i.name for i in assignment.inputs]
@@ -60,7 +62,7 @@ def snippet(assignment: Assignment, case: Case, rung: str, params: dict | None =
         lines += [f"{', '.join(arrays)} = "
                   f"{', '.join(f'np.asarray({a}, dtype=np.float64)' for a in arrays)}",
                   f"expected = {assignment.snippet_reference}",
-                  f"allowed = {_atol(assignment, case)!r} + {assignment.tolerance(case.dtype).rtol!r} "
+                  f"allowed = {_atol(assignment, case, tol)!r} + {tol.rtol!r} "
                   "* np.abs(expected)  # the grader's tolerance for this case",
                   "err = np.abs(out - expected)",
                   'print("wrong elements:", int((~(err <= allowed)).sum()), "of", err.size, "first at:", '

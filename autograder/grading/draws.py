@@ -77,12 +77,27 @@ class DrawStore(Mapping):
                  "dtype": a.dtype_of(i.dtype, case)} for i in a.inputs]
 
     def __getitem__(self, draw: Draw) -> np.ndarray:
+        return self.reference(draw)
+
+    def reference(self, draw: Draw, keep: bool = True) -> np.ndarray:
+        """The draw's float64 reference (``keep=False``: not cached, unless it already is)."""
         if draw.abstract:
             raise KeyError("an abstract draw has no reference")
-        if draw not in self._refs:
-            args = [ci.array if ci.kind == "array" else ci.value for ci in self._make(draw)]
-            self._refs[draw] = np.asarray(self.reference_fn(*args), dtype=np.float64)
-        return self._refs[draw]
+        if draw in self._refs:
+            return self._refs[draw]
+        args = [ci.array if ci.kind == "array" else ci.value for ci in self._make(draw)]
+        ref = np.asarray(self.reference_fn(*args), dtype=np.float64)
+        if keep:
+            self._refs[draw] = ref
+        return ref
+
+    def forget(self, draws) -> None:
+        """Drop these draws' references and input files (a sweep's finished key)."""
+        for draw in draws:
+            self._refs.pop(draw, None)
+            for f in self._files.pop(draw, []):
+                if f.get("file"):
+                    Path(f["file"]).unlink(missing_ok=True)
 
     def __iter__(self) -> Iterator[Draw]:
         return iter(self._refs)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Callable
 
 from ..isolation import channel
 from ..isolation.outcome import LoadError, Outcome
@@ -95,10 +96,12 @@ def run_checks(child: Supervisor, plan, traces: dict[int, Trace], folder: str,
 
 
 def run_all(schedule: Schedule, traces: dict[int, Trace], spec: ChildSpec, deadline: float,
-            shown: Tail, progress=None, checks_folder: str | None = None
+            shown: Tail, progress=None, checks_folder: str | None = None,
+            recorded: Callable[[Run], None] | None = None
             ) -> tuple[Stats, custom_checks.CheckSuite | None]:
     """Send every pending run whose signature traced; answer the others; then
-    the custom checks, when planned."""
+    the custom checks, when planned. ``recorded``: told of each run the child
+    ran, once its outcome is recorded (a sweep judges each key as it ends)."""
     for sig, trace in traces.items():
         schedule.record_trace(sig, trace.outcome)
     hidden, out_dir = Discard(), Path(spec.job["out_dir"])
@@ -118,6 +121,8 @@ def run_all(schedule: Schedule, traces: dict[int, Trace], spec: ChildSpec, deadl
             reply = child.request(f"r{run.index}", command, run.limit_s,
                                   shown if run.case.visible else hidden, on_event)
             schedule.record(run, _outcome(reply, run, out_dir, schedule))
+            if recorded is not None:
+                recorded(run)
         custom = None
         if schedule.plan.checks is not None and checks_folder is not None:
             if progress is not None:

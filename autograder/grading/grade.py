@@ -31,7 +31,9 @@ from . import (
     scoring,
     submission,
     tracing,
+    unwritten,
 )
+from .compare import compare
 from .draws import DrawStore, load_reference
 from .findings import Finding
 from .plan import Plan, Run
@@ -166,7 +168,8 @@ def _execute(slot: confinement.Slot, start: _Start, loc: submission.Located, wor
     store = DrawStore(a, load_reference(a), workdir / "in")
     schedule = Schedule(plan, child_inputs=lambda run: store.files(run.draw),
                         expected_shape=lambda run: a.output_shape(run.draw.case),
-                        limit_after_trace=timing.after_trace, settle=probes.settle)
+                        limit_after_trace=timing.after_trace, settle=probes.settle,
+                        test_failed=lambda run, o: _wrong(a, run, o, store[run.draw]))
     shown = sandbox.Tail()
     traces, stats = tracing.trace_all(plan, tracer, store.abstract, workdir / "programs", deadline, shown,
                                       timing.trace_limit(), options.progress)
@@ -185,6 +188,15 @@ def _execute(slot: confinement.Slot, start: _Start, loc: submission.Located, wor
     findings, check_notes = _diagnose(plan, ex, store, loc, kernels)
     return _report(start, findings, check_notes, loc, ex, traces, timing.solution_speed,
                    options.keep_programs, kernels)
+
+
+def _wrong(a: Assignment, run: Run, outcome: Outcome, ref) -> bool:
+    """A correctness run's output is wrong (the test fails on its values; ``ref``
+    the float64 reference of its draw)."""
+    if outcome.output is None or outcome.output.shape != ref.shape:
+        return False
+    return not compare(outcome.output, ref, a.tolerance(run.case.dtype), a.reduction_length(run.case),
+                       a.numerics_bound).ok
 
 
 def _speed(plan: Plan, outcomes: dict[Run, Outcome], tests: list[scoring.TestResult],
@@ -246,6 +258,12 @@ def _diagnose(plan: Plan, ex: execution.Execution, store: DrawStore,
         f = diagnosis.from_outcome(plan.assignment, run, outcome, reference, loc, scans.get(run.case.name))
         if f is not None:
             findings.append(f)
+        if f is not None and f.id in ("numerics", "wrong-result"):
+            # The wrong output may be memory the kernel never wrote: said from this
+            # test's own case (its fill reruns, its blocks), the root cause beside the symptom.
+            cause = unwritten.explain(plan, run, outcome, reference, ex.outcomes, scans.get(run.case.name))
+            if cause is not None:
+                findings.append(cause)
     starter = diagnosis.starter_untouched(findings, plan.assignment, loc)
     if starter is not None:
         findings = [starter] + [f for f in findings if f.check != "correctness"]

@@ -32,6 +32,11 @@ SPEED = "speed"                # the speed estimate's runs (not a probe: shown, 
 # The index-map scan of every visible case (not a probe: no test of its own):
 # the feedback's block maps cut each case's output into the kernel's blocks.
 BLOCK_MAP = "block-map"
+# Each correctness test's own check for memory the kernel never writes (not a
+# probe: no test of its own): the test's inputs rerun on the generic
+# interpreter with two fills, only when the test fails (see ``grading.unwritten``).
+UNWRITTEN = "unwritten"
+UNWRITTEN_STREAM = 0x5AFE      # the run key's stream that draws the two fills
 
 
 @dataclass(frozen=True)
@@ -273,6 +278,8 @@ def build(assignment: Assignment, cases: tuple[Case, ...], rungs: tuple[str, ...
     for case in cases:
         for rung in rungs:
             b.add(Run(0, case, rung, b.draw(case, inputs.stream(assignment, case, rung))))
+    if with_probes:
+        _unwritten(b, cases, rungs)
     for probe, case, v in [p for p in planned if p[2].rung != "static"]:
         _add_variant(b, probe, case, v)
     checks = _checks(b, rungs) if with_probes and assignment.checks else None
@@ -295,6 +302,37 @@ def _speed(b: _Builder) -> None:
         case = speed_case(a, size)
         draw = b.draw(case, inputs.PROBE_STREAM, abstract=True)
         b.add(Run(0, case, "static", draw, f"speed:{a.speed.chip}", probe=SPEED, variant=size.name))
+
+
+def unwritten_fills(run_key: int) -> tuple[tuple[str, float], tuple[str, float]]:
+    """Two finite fills of random sign and magnitude, drawn from the run key (a
+    kernel cannot recognise them), far apart: memory the kernel never writes
+    holds one, then the other."""
+    rng = np.random.default_rng([run_key & 0xFFFFFFFF, run_key >> 32, UNWRITTEN_STREAM])
+    a = float(np.float32(rng.choice((-1.0, 1.0)) * (1.0 + rng.random()) * 10.0 ** rng.uniform(-3, 3)))
+    b = float(np.float32(-np.sign(a) * (1.0 + rng.random()) * 10.0 ** rng.uniform(3, 9)))
+    return ("fill-a", a), ("fill-b", b)
+
+
+def _unwritten(b: _Builder, cases: tuple[Case, ...], rungs: tuple[str, ...]) -> None:
+    """Each correctness test's own inputs, rerun on the generic interpreter with
+    two fills: what changes is what the kernel never wrote (on that very case).
+    The schedule runs them only for a test that failed with an output."""
+    for case in cases:
+        for rung in rungs:
+            draw = b.draw(case, inputs.stream(b.assignment, case, rung))
+            for name, value in unwritten_fills(b.run_key):
+                b.add(Run(0, case, "generic", draw, fill=value, probe=UNWRITTEN, variant=f"{name}-{rung}"))
+
+
+def unwritten_runs(plan: "Plan", test: Run) -> tuple[Run, ...]:
+    """The two fill reruns of one correctness test (its draw, the generic interpreter)."""
+    return tuple(r for r in plan.runs if r.probe == UNWRITTEN and r.draw == test.draw)
+
+
+def unwritten_tests(plan: "Plan", run: Run) -> tuple[Run, ...]:
+    """The correctness tests a fill rerun serves (tests that share its draw)."""
+    return tuple(t for t in plan.correctness() if t.draw == run.draw)
 
 
 def _block_maps(b: _Builder, cases: tuple[Case, ...], rungs: tuple[str, ...]) -> None:
@@ -353,3 +391,42 @@ def speed_plan(assignment: Assignment) -> Plan:
     b.add(Run(0, case, rung, b.draw(case, inputs.stream(assignment, case, rung))))
     _speed(b)
     return Plan(assignment, 0, (case,), (rung,), (), tuple(b.runs), tuple(b.draws.values()))
+
+
+def merged(plans: list[Plan], redrawn: Callable[[Run], bool]) -> tuple[Plan, list[dict[Run, Run]]]:
+    """Several gradings' plans (one per run key) as one plan the children run in
+    one go: one trace per signature, one compiled executable per rung and
+    parameters for every key. The first plan runs in full; of a later plan, the
+    runs ``redrawn`` names run on that key's draws, a static analysis it does
+    not name is answered by the first plan's of the same case, and any other run
+    is left out of its map (not run). Returns the merged plan and, per plan,
+    its runs -> the merged runs."""
+    signatures: dict[tuple, int] = {}
+    draws: dict[tuple, Draw] = {}
+    runs: list[Run] = []
+    first: dict[tuple, Run] = {}
+    maps: list[dict[Run, Run]] = []
+
+    def draw(d: Draw) -> Draw:
+        key = (d.case, d.entropy, d.stream, d.abstract)
+        if key not in draws:
+            sig = signatures.setdefault((d.case.dims, d.case.dtype, d.case.params, d.abstract), len(signatures))
+            draws[key] = replace(d, index=len(draws), signature=sig)
+        return draws[key]
+
+    for i, p in enumerate(plans):
+        m: dict[Run, Run] = {}
+        for r in p.runs:
+            same = (r.case, r.probe, r.variant, r.analysis, r.stress, r.draw.case)
+            if i and not redrawn(r):
+                if r.kind == "static" and same in first:
+                    m[r] = first[same]
+                continue
+            new = replace(r, index=len(runs), draw=draw(r.draw))
+            runs.append(new)
+            m[r] = new
+            if i == 0 and r.kind == "static":
+                first[same] = new
+        maps.append(m)
+    p0 = plans[0]
+    return Plan(p0.assignment, p0.run_key, p0.cases, p0.rungs, (), tuple(runs), tuple(draws.values())), maps

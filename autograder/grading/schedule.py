@@ -15,7 +15,9 @@ running (it gets an outcome without being run, saying why):
 
 In-order reruns (every grid axis 'arbitrary') are the exception: they exist to
 explain a hang in TPU interpret mode, so they run only for a case whose own run
-hung there, and until one of them hangs too.
+hung there, and until one of them hangs too. So are a test's fill reruns
+(``plan.UNWRITTEN``): they explain a wrong output, so they run only for a test
+whose output was wrong.
 """
 from __future__ import annotations
 
@@ -23,7 +25,7 @@ from dataclasses import replace
 from typing import Callable
 
 from ..isolation.outcome import Outcome
-from .plan import Plan, Run
+from .plan import UNWRITTEN, Plan, Run, unwritten_tests
 
 MAX_HUNG = 2   # hung correctness runs on a rung, none finished, before the rest is not tried
 
@@ -33,7 +35,8 @@ class Schedule:
                  child_inputs: Callable[[Run], list[dict]],
                  expected_shape: Callable[[Run], tuple[int, ...] | None],
                  limit_after_trace: Callable[[Run, object], float] | None = None,
-                 settle: Callable[[Plan, Run, Outcome], tuple[Outcome, tuple[Run, ...]]] | None = None):
+                 settle: Callable[[Plan, Run, Outcome], tuple[Outcome, tuple[Run, ...]]] | None = None,
+                 test_failed: Callable[[Run, Outcome], bool] | None = None):
         self.plan = plan
         self._queue = list(plan.runs)
         self.outcomes: dict[Run, Outcome] = {}
@@ -41,6 +44,7 @@ class Schedule:
         self.expected_shape = expected_shape
         self._after_trace = limit_after_trace
         self._settle = settle
+        self._test_failed = test_failed
 
     def next_run(self) -> Run | None:
         while self._queue:
@@ -48,10 +52,20 @@ class Schedule:
             if run.in_order and run not in self.outcomes and not self._hung_on_its_case(run):
                 self.outcomes[run] = Outcome("settled", reason="not needed: the case's own run in TPU "
                                              "interpret mode did not hang (or was not run)")
+            if run.probe == UNWRITTEN and run not in self.outcomes and not self._a_test_failed(run):
+                self.outcomes[run] = Outcome("settled", reason="not needed: the tests on these inputs "
+                                             "passed (or produced no output)")
             if run not in self.outcomes:
                 return run
             self._queue.pop(0)
         return None
+
+    def _a_test_failed(self, run: Run) -> bool:
+        """A correctness test on this fill rerun's inputs produced a wrong output."""
+        if self._test_failed is None:
+            return False
+        return any(t in self.outcomes and self.outcomes[t].output is not None
+                   and self._test_failed(t, self.outcomes[t]) for t in unwritten_tests(self.plan, run))
 
     def _hung_on_its_case(self, run: Run) -> bool:
         """The case's correctness run on the same rung hung (correctness runs go first)."""

@@ -9,7 +9,9 @@ clean on every rung and probe; every case exposes what a tiling bug needs
 on a reduction axis); every corpus file gets the finding its expectations file
 declares; the grading fits the spec's budget in Gradescope's default container
 (measured there with cgroups when this machine allows, as root; else the
-measured time times CONTAINER_FACTOR, see below).
+measured time times CONTAINER_FACTOR, see below); the solution and every clean
+corpus kernel keep full marks on every one of many run keys (``--run-keys``,
+``grading.sweep``): a correct kernel must not lose a point by the luck of the draw.
 """
 from __future__ import annotations
 
@@ -27,7 +29,7 @@ import numpy as np
 
 from .. import spec
 from ..children import CHECK_SUITE
-from ..grading import grade, inputs
+from ..grading import grade, inputs, sweep
 from ..grading.draws import load_reference
 from ..grading.report import Report
 from ..isolation import container
@@ -41,6 +43,7 @@ from . import starter
 # took 64.8 s where the same grading took 21.6 s unconstrained (3.0x).
 CONTAINER_FACTOR = 3.0
 EXPECTATIONS = "expectations.toml"
+RUN_KEYS = 100          # run keys each correct kernel is graded on (`check --run-keys`)
 
 
 @dataclass(frozen=True)
@@ -217,6 +220,38 @@ def _corpus_rows(a: Assignment) -> list[Row]:
     return rows
 
 
+def _clean_corpus(a: Assignment) -> list[Path]:
+    folder = corpus_folder(a)
+    if folder is None:
+        return []
+    expected = tomllib.loads((folder / EXPECTATIONS).read_text(encoding="utf-8")).get("files", {})
+    return [folder / name for name, want in sorted(expected.items()) if want == "clean"]
+
+
+def _sweep_rows(a: Assignment, n: int, say) -> list[Row]:
+    """The solution and each clean corpus kernel graded on run keys 1..n: a
+    correct kernel that loses a point on some draw is a spec to fix (a
+    tolerance, a stress input), not a student's problem."""
+    keys = list(range(1, n + 1))
+    rows = []
+    for path in [a.solution, *_clean_corpus(a)]:
+        who = "solution" if path == a.solution else f"corpus {path.name}"
+        say(f"grading the {who} on {n} run keys ...")
+        s = sweep.sweep(a, path, keys)
+        losing = s.losing
+        ok = not s.problem and len(s.results) == n and not losing
+        if s.problem:
+            detail = f"could not grade: {s.problem}"
+        elif losing:
+            lost = sorted({f"{number} {fid}" for r in losing for number, fid, _m in r.lost})
+            detail = (f"loses points on {len(losing)} of {n} run keys (e.g. --run-key "
+                      f"{', '.join(str(r.run_key) for r in losing[:5])}): {'; '.join(lost[:4])}")
+        else:
+            detail = f"full marks on every one of {n} run keys ({s.runs} runs)"
+        rows.append(Row(f"{who} full marks on {n} run keys", ok, detail, s.seconds))
+    return rows
+
+
 def _container_row(a: Assignment) -> Row:
     """The solution graded by the real CLI inside the emulated container: its
     wall time against the spec's budget, and full marks under the memory cap."""
@@ -239,7 +274,7 @@ def _container_row(a: Assignment) -> Row:
 
 
 def rows(a: Assignment, quick_only: bool = False, progress: bool = False,
-        estimate_only: bool = False) -> list[Row]:
+        estimate_only: bool = False, run_keys: int = RUN_KEYS) -> list[Row]:
     rows = quick(a)
     if quick_only or not all(r.ok for r in rows):
         return rows
@@ -260,6 +295,8 @@ def rows(a: Assignment, quick_only: bool = False, progress: bool = False,
     rows.append(_exposure_row(a))
     say("grading the corpus ...")
     rows += _corpus_rows(a)
+    if run_keys > 0:
+        rows += _sweep_rows(a, run_keys, say)
     return rows
 
 
@@ -279,11 +316,14 @@ def add_arguments(p) -> None:
     p.add_argument("--estimate-container", action="store_true",
                    help="estimate the time at 0.5 CPU from this machine's (x3.0) instead of measuring "
                         "it under cgroups (measured by default where this machine allows, as root)")
+    p.add_argument("--run-keys", type=int, default=RUN_KEYS, metavar="N",
+                   help=f"grade the solution and every clean corpus kernel on run keys 1..N (default "
+                        f"{RUN_KEYS}; 0 skips it): none may lose a point on any draw")
 
 
 def run(args) -> int:
     assignment = spec.find(args.slug, args.assignments)
     found = rows(assignment, quick_only=args.quick, progress=sys.stderr.isatty(),
-                 estimate_only=args.estimate_container)
+                 estimate_only=args.estimate_container, run_keys=args.run_keys)
     print(table(found))
     return 0 if all(r.ok for r in found) else 1

@@ -81,6 +81,16 @@ def trace(fn: Callable, args: Sequence[Any], static: Sequence[int] = ()) -> Trac
     return Traced(closed, jax.tree.structure(shapes), count_pallas_calls(closed.jaxpr))
 
 
+def trace_for_tpu(fn: Callable, args: Sequence[Any], static: Sequence[int] = ()) -> Traced:
+    """``fn`` traced under the TPU target: what the compile check lowers. The
+    jit equations a trace records carry the mesh they were traced under, and
+    Pallas's TPU lowering reads the chip from it (integer division and
+    remainder, e.g. ``//`` and ``%`` in an index map): traced on CPU, they would
+    be refused as "Unsupported TPU device kind: cpu", which is no compiler rule."""
+    with tpu_target():
+        return trace(fn, args, static)
+
+
 def sub_jaxprs(value: Any):
     """The jaxprs held by one equation parameter (bodies, branches)."""
     if jaxprs.is_closed(value):

@@ -77,6 +77,10 @@ class Stress:
     dims: tuple[tuple[str, int], ...] = ()
     dtype: str | None = None
     scale: tuple[tuple[str, float], ...] = ()
+    # This input's own tolerance (default: its dtype's): large logits amplify a
+    # correct kernel's float32 rounding, so a stress input may need a wider one,
+    # measured over the run-key distribution (`check --run-keys`).
+    tolerance: Tolerance | None = None
 
     def apply(self, case: Case) -> Case:
         """The case this stress input runs: ``case`` with the overrides."""

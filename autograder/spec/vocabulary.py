@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Literal
 
-from .model import DTYPES, Stress
+from .model import DTYPES, Stress, Tolerance
 from .reader import TableReader
 
 ProbeRung = Literal["static", "generic", "tpu-interpret"]
@@ -58,7 +58,7 @@ def read_seeds(t: TableReader, ctx: SpecContext) -> tuple[int, ...]:
 
 
 def _stress_input(sr: TableReader, ctx: SpecContext) -> Stress:
-    sr.unknown({"name", "dims", "dtype", "scale"})
+    sr.unknown({"name", "dims", "dtype", "scale", "tolerance"})
     name = sr.get("name", str, "must be a short name")
     sdims = sr.get("dims", dict, "must be a table of dimension sizes", {})
     rules = {d.name: d for d in ctx.dims}
@@ -76,8 +76,15 @@ def _stress_input(sr: TableReader, ctx: SpecContext) -> Stress:
     for k, v in scale.items():
         if k not in arrays or isinstance(v, bool) or not isinstance(v, (int, float)) or v <= 0:
             raise sr.fail(f"scale.{k}", "must map an array input's name to a positive number", v)
+    tol = sr.get("tolerance", dict, "must be a table { rtol = ..., atol = ... }: this stress input's "
+                 "tolerance", None, documented="the tolerance of the stress input's dtype")
+    tolerance = None
+    if tol is not None:
+        t = sr.table_of("tolerance", tol, "{ rtol = ..., atol = ... }")
+        t.unknown({"rtol", "atol"})
+        tolerance = Tolerance(float(t.positive("rtol")), float(t.positive("atol")))
     return Stress(name, tuple(sorted((k, int(v)) for k, v in sdims.items())), dtype,
-                  tuple(sorted((k, float(v)) for k, v in scale.items())))
+                  tuple(sorted((k, float(v)) for k, v in scale.items())), tolerance)
 
 
 def read_stress(t: TableReader, ctx: SpecContext) -> tuple[Stress, ...]:

@@ -57,7 +57,7 @@ def judge_numerics(r: ProbeResults) -> list[Finding]:
         if outcome is None or outcome.output is None:
             continue
         case, stress = run.draw.case, run.stress
-        tol, length = a.tolerance(case.dtype), a.reduction_length(case)
+        tol, length = stress.tolerance or a.tolerance(case.dtype), a.reduction_length(case)
         c = compare(outcome.output, r.references[run.draw], tol, length, a.numerics_bound)
         if c.ok:
             continue

@@ -1,0 +1,119 @@
+"""Memory a kernel never writes, found on the failing test's own case.
+
+A correctness test that fails with a wrong output may be reading memory the
+kernel never wrote: an output row a masked store leaves out, output blocks a
+grid too short for this case's shape never visits, an accumulator never
+zeroed. The probes see such bugs on the probe case only, whose shape may not
+show them, and TPU interpret mode can hide them altogether: it reuses an output
+block's buffer from grid step to grid step, so a row never stored holds the
+previous block's data, whatever the fill. So each failing test gets evidence
+of its own, on its own inputs:
+
+- its inputs rerun on the generic interpreter with two fills drawn from the
+  run key (``plan.UNWRITTEN``; the generic interpreter starts every output and
+  scratch buffer from the fill and keeps no buffer between grid steps): the
+  elements that change with the fill are never written (or computed from
+  memory never written). Wrong elements among them: ``uninitialized-memory``,
+  or ``padding-dependence`` when they lie in partial edge blocks only and a
+  fill gives the right answer;
+- without those runs (they could not run), NaN that covers whole output blocks
+  while every other element is right: blocks never written.
+
+This module decides from outputs the parent already holds; it runs nothing.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+
+from ..isolation.outcome import Outcome
+from ..pallas_surface.facts import IndexMaps
+from ..spec import Assignment
+from . import regions
+from .compare import mismatches
+from .findings import Finding
+from .plan import Plan, Run, unwritten_runs
+from .probes.poisoning import _differs, _partial_mask
+
+
+def explain(plan: Plan, test: Run, outcome: Outcome, reference: np.ndarray,
+            outcomes: Mapping[Run, Outcome], scan: IndexMaps | None) -> Finding | None:
+    """The finding that explains a failed test's wrong output by memory the
+    kernel never wrote, from this test's own case; None when the evidence does
+    not show it."""
+    out = outcome.output
+    if out is None or reference is None or out.shape != reference.shape:
+        return None
+    a = plan.assignment
+    wrong = mismatches(out, reference, a.tolerance(test.case.dtype), a.reduction_length(test.case))
+    if not wrong.any():
+        return None
+    reruns = [(r, outcomes.get(r)) for r in unwritten_runs(plan, test)]
+    outs = {f"{r.fill:.4g}": o.output for r, o in reruns
+            if o is not None and o.output is not None and o.output.shape == out.shape}
+    if len(outs) == 2:
+        found = _by_fills(a, test, out, reference, wrong, outs, scan)
+        if found is not None:
+            return found
+    return _whole_blocks(test, out, reference, wrong, scan)
+
+
+def _by_fills(a: Assignment, test: Run, out: np.ndarray, reference: np.ndarray, wrong: np.ndarray,
+              outs: dict[str, np.ndarray], scan: IndexMaps | None) -> Finding | None:
+    first, second = outs.values()
+    changed = _differs(first, second)
+    if not (changed & wrong).any():
+        return None
+    tol, length = a.tolerance(test.case.dtype), a.reduction_length(test.case)
+    right = [name for name, o in outs.items() if not mismatches(o, reference, tol, length).any()]
+    geometry = regions.output_operand(scan, changed.shape)
+    evidence = dict(fills_passing=right, fills_failing=[n for n in outs if n not in right],
+                    differing=int(changed.sum()), total=int(changed.size),
+                    first_differing=[int(i) for i in np.argwhere(changed)[0]],
+                    wrong_unwritten=int((changed & wrong).sum()), wrong=int(wrong.sum()),
+                    changed_by_block=regions.per_block(changed, geometry), own_case=True,
+                    rerun_rung="generic")
+    partial = _partial_mask(scan, changed.shape)
+    if partial is not None and not (changed & ~partial).any():
+        if not right:
+            return None     # wrong whatever the padding holds: a logic error, reported as such
+        return Finding.make("padding-dependence", test.rung,
+                            "the output changes with the values in the padding of partial edge blocks: "
+                            f"on this case's own inputs, {int(changed.sum())} of {changed.size} outputs "
+                            "change when the generic interpreter fills memory with other values",
+                            case=test.case.name, run=test.index, partial_elements=int(partial.sum()),
+                            **evidence)
+    return Finding.make("uninitialized-memory", test.rung,
+                        "the output depends on memory the kernel never wrote: on this case's own "
+                        f"inputs, {int(changed.sum())} of {changed.size} outputs change when the generic "
+                        f"interpreter fills memory with other values, {int((changed & wrong).sum())} of "
+                        f"the {int(wrong.sum())} wrong ones among them",
+                        case=test.case.name, run=test.index, **evidence)
+
+
+def _whole_blocks(test: Run, out: np.ndarray, reference: np.ndarray, wrong: np.ndarray,
+                  scan: IndexMaps | None) -> Finding | None:
+    """NaN/Inf that fills whole output blocks, every other element right."""
+    with np.errstate(invalid="ignore"):
+        bad = ~np.isfinite(out) & np.isfinite(reference)
+    if not bad.any() or (wrong & ~bad).any():
+        return None
+    op = regions.output_operand(scan, out.shape)
+    if op is None:
+        return None
+    block = [max(int(b), 1) for b in op.block_shape]
+    if len(block) != out.ndim:
+        return None
+    blocks = 0
+    for at in np.ndindex(*[-(-s // b) for s, b in zip(out.shape, block)]):
+        piece = bad[tuple(slice(i * b, (i + 1) * b) for i, b in zip(at, block))]
+        if piece.any() and not piece.all():
+            return None
+        blocks += bool(piece.any())
+    return Finding.make("uninitialized-memory", test.rung,
+                        f"{blocks} whole output block{'s' if blocks > 1 else ''} of this case's output "
+                        "are NaN or Inf while every other element is right: blocks the kernel never writes",
+                        case=test.case.name, run=test.index, problem="unwritten-blocks",
+                        unwritten_elements=int(bad.sum()), total=int(bad.size),
+                        changed_by_block=regions.per_block(bad, op), own_case=True)
