@@ -25,6 +25,10 @@ FLAT_TREES = "jax._src.flattree"
 
 UNIFIED_JAXPR = True
 
+# pltpu.TensorCoreMesh (what pl.kernel's mesh is) is built from its fields
+# (axis_name=, num_cores=); 0.10.2 built it from an array of TensorCores.
+TENSORCORE_MESH_FIELDS = True
+
 # The grader asks for "warn" so a run finds every race and sets the flag, as
 # 0.10.2 does; the reports are captured from logging.
 RACE_PARAMS: dict = {"on_race": "warn"}

@@ -106,7 +106,7 @@ def eqn_subprograms(eqn: Any):
 def count_pallas_calls(jaxpr: Any) -> int:
     n = 0
     for eqn in jaxpr.eqns:
-        if eqn.primitive.name == PALLAS_CALL:
+        if eqn.primitive.name in release.KERNEL_CALLS:
             n += 1
         for sub in eqn_subprograms(eqn):
             n += count_pallas_calls(sub)
@@ -212,6 +212,10 @@ def _eval_eqn(eqn: Any, invals: list, interpret: Any, stub: Callable | None = No
     name, p = eqn.primitive.name, eqn.params
     if name == release.PLATFORM_INDEX:
         return jax.numpy.int32(tpu_branch(p["platforms"]))
+    if name == release.MPMD_MAP:
+        # pl.kernel's equation as the student traced it (the rebuilt program has
+        # the pallas_call JAX lowers it to): its interpret replaced, as a pallas_call's.
+        return eqn.primitive.bind(*invals, **{**p, "interpret": interpret})
     if name == PALLAS_CALL:
         if stub is not None:
             return stub(eqn, invals)
