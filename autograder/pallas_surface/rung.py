@@ -215,10 +215,14 @@ def _eval_eqn(eqn: Any, invals: list, interpret: Any, stub: Callable | None = No
     if name == release.MPMD_MAP:
         # pl.kernel's equation as the student traced it (the rebuilt program has
         # the pallas_call JAX lowers it to): its interpret replaced, as a pallas_call's.
+        if interpret is True:
+            p = {**p, "jaxprs": tuple(cores_as_grid(j, m) for j, m in zip(p["jaxprs"], p["meshes"]))}
         return eqn.primitive.bind(*invals, **{**p, "interpret": interpret})
     if name == PALLAS_CALL:
+        if interpret is True and p.get("mesh") is not None:
+            p = {**p, "jaxpr": cores_as_grid(p["jaxpr"], p["mesh"])}
         if stub is not None:
-            return stub(eqn, invals)
+            return stub(eqn.replace(params=p), invals)
         return eqn.primitive.bind(*invals, **{**p, "interpret": interpret})
     if name in release.INLINE_CLOSED:
         body = p[release.INLINE_CLOSED[name]]
@@ -234,6 +238,35 @@ def _eval_eqn(eqn: Any, invals: list, interpret: Any, stub: Callable | None = No
             f"the grader cannot reach a pallas_call inside '{name}'; call the kernel directly, "
             "or through jit, cond, fori_loop/while_loop or scan")
     return eqn.primitive.bind(*invals, **p)
+
+
+def cores_as_grid(body: Any, mesh: Any) -> Any:
+    """A mesh kernel's body for the generic interpreter: it runs the mesh's cores
+    as the points of the grid the mesh is (one after another, as it runs a
+    'parallel' axis), but cannot answer ``lax.axis_index`` over the mesh's axis,
+    which it has no environment for: each becomes ``pl.program_id`` of that axis
+    (what TPU interpret mode answers it with), in sub-programs too."""
+    from jax._src.lax.parallel import axis_index_p
+    from jax._src.pallas.primitives import program_id_p
+    names = list(mesh.shape)
+
+    def subst(value: Any) -> Any:
+        if jaxprs.is_closed(value) and value.jaxpr is not value:
+            return value.replace(jaxpr=subst(value.jaxpr))
+        if isinstance(value, jax_core.Jaxpr):
+            return value.replace(eqns=[eqn_of(e) for e in value.eqns])
+        if isinstance(value, tuple):
+            return tuple(subst(v) for v in value)
+        return value
+
+    def eqn_of(e: Any) -> Any:
+        axis = e.params.get("axis_name") if e.primitive is axis_index_p else None
+        if axis in names:
+            return e.replace(primitive=program_id_p, params={"axis": names.index(axis)})
+        if axis is not None and isinstance(axis, tuple) and len(axis) == 1 and axis[0] in names:
+            return e.replace(primitive=program_id_p, params={"axis": names.index(axis[0])})
+        return e.replace(params={k: subst(v) for k, v in e.params.items()})
+    return subst(body)
 
 
 def _in_order(interpret: Any) -> Callable:
