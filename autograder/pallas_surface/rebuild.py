@@ -465,6 +465,7 @@ class Program:
 def _tensorcore_mesh(fields: dict) -> Any:
     """A TensorCoreMesh of one named axis and at most release.MAX_MESH_CORES cores."""
     import warnings
+
     from jax._src.pallas.mosaic import core as tcore
     axis, cores = fields.get("axis_name"), fields.get("num_cores")
     if set(fields) != {"axis_name", "num_cores"} or not isinstance(axis, str) or not 0 < len(axis) <= 80 \
