@@ -377,7 +377,7 @@ def lowered_for_tpu(traced: Traced, specs: Sequence[Any], name: str | None = Non
     LoweringException for what Mosaic does not take), raised as ``Refused``."""
     staged = forced(traced, "tpu", name=name).trace(*specs)
     try:
-        with tpu_target() if jax.default_backend() != "tpu" else _nothing():
+        with tpu_target() if jax.default_backend() != "tpu" else _nothing(), _target_chip_info():
             return staged.lower(lowering_platforms=("tpu",))
     except (MemoryError, RecursionError):
         raise
@@ -395,6 +395,36 @@ def compiled_for_tpu(traced: Traced, specs: Sequence[Any], name: str | None = No
         if refused_by_mosaic(e):
             raise Refused(f"{type(e).__name__}: {e}") from None
         raise
+
+
+def _target_chip_info():
+    """While lowering on a machine without a TPU: the default device's kind
+    answers for the target chip where the TPU lowering asks the default device
+    rather than the abstract mesh (release.TPU_INFO_REGISTRY)."""
+    import contextlib
+    import importlib
+    if release.TPU_INFO_REGISTRY is None or jax.default_backend() == "tpu":
+        return _nothing()
+    module, name = release.TPU_INFO_REGISTRY
+    tpu_info = importlib.import_module(module)
+    registry = getattr(tpu_info, name)
+    with tpu_target():
+        info = tpu_info.get_tpu_info()
+    kind = jax.devices()[0].device_kind
+
+    @contextlib.contextmanager
+    def registered():
+        had = kind in registry
+        old = registry.get(kind)
+        registry[kind] = lambda: info
+        try:
+            yield
+        finally:
+            if had:
+                registry[kind] = old
+            else:
+                registry.pop(kind, None)
+    return registered()
 
 
 def _nothing():
