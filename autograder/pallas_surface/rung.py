@@ -377,7 +377,7 @@ def lowered_for_tpu(traced: Traced, specs: Sequence[Any], name: str | None = Non
     LoweringException for what Mosaic does not take), raised as ``Refused``."""
     staged = forced(traced, "tpu", name=name).trace(*specs)
     try:
-        with tpu_target() if jax.default_backend() != "tpu" else _nothing(), _target_chip_info():
+        with tpu_target() if jax.default_backend() != "tpu" else _nothing(), target_chip_info():
             return staged.lower(lowering_platforms=("tpu",))
     except (MemoryError, RecursionError):
         raise
@@ -397,7 +397,7 @@ def compiled_for_tpu(traced: Traced, specs: Sequence[Any], name: str | None = No
         raise
 
 
-def _target_chip_info():
+def target_chip_info():
     """While lowering on a machine without a TPU: the default device's kind
     answers for the target chip where the TPU lowering asks the default device
     rather than the abstract mesh (release.TPU_INFO_REGISTRY)."""
