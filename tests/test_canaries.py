@@ -4,6 +4,8 @@ These run JAX in the test process (the grader's parent never does) and touch
 the same internals as autograder/pallas_surface/ (the facts of this release
 are in autograder/pallas_surface/release.py).
 """
+import functools
+
 import numpy as np
 import pytest
 
@@ -582,3 +584,45 @@ def test_the_tpu_stages_release_facts_resolve():
         assert isinstance(getattr(importlib.import_module(module), name), type)
     f = jax.jit(lambda a: a + 1).lower(jnp.ones(3)).compile(compiler_options=release.CPU_TRACE_OPTIONS)
     assert float(f(jnp.ones(3))[0]) == 2.0
+
+
+def _two_core_kernel(overlap: bool):
+    """pl.kernel over a two-core TensorCoreMesh: core k copies rows [8k, 8k + 8) (with
+    ``overlap``, rows [4k, 4k + 8): both cores write rows 4..8 of the output)."""
+    def f(a):
+        @functools.partial(pl.kernel, out_type=jax.ShapeDtypeStruct(a.shape, a.dtype),
+                           mesh=pltpu.create_tensorcore_mesh("core", num_cores=2),
+                           scratch_types=[pltpu.VMEM((8, 128), jnp.float32)])
+        def kernel(x_hbm, o_hbm, buf):
+            start = jax.lax.axis_index("core") * (4 if overlap else 8)
+            pltpu.sync_copy(x_hbm.at[pl.ds(start, 8)], buf)
+            buf[...] = buf[...] * 2.0
+            pltpu.sync_copy(buf, o_hbm.at[pl.ds(start, 8)])
+        return kernel(a)
+    return f
+
+
+def test_pl_kernel_is_an_mpmd_map_over_a_tensorcore_mesh_on_every_rung():
+    """pl.kernel traces to mpmd_map (0.10.2 and 0.12), which the rung forcing
+    reaches; the generic interpreter runs the cores as grid points and answers
+    the core index with the grid index (rung.cores_as_grid); TPU interpret mode
+    runs the mesh's two cores; the TPU lowering takes it on a CPU."""
+    x = jnp.arange(16 * 128, dtype=jnp.float32).reshape(16, 128)
+    traced = rung.trace(_two_core_kernel(False), [x])
+    eqn, = [e for e in traced.closed.jaxpr.eqns if e.primitive.name == release.MPMD_MAP]
+    assert {"jaxprs", "meshes", "interpret", "out_avals", "input_output_aliases"} <= set(eqn.params)
+    assert traced.pallas_calls == 1
+    for which in ("generic", "tpu-interpret"):
+        np.testing.assert_array_equal(np.asarray(rung.run(traced, [x], which)), 2 * np.asarray(x))
+        rung.reset_state()
+    assert _lower(_two_core_kernel(False), [x])["ok"]
+
+
+def test_pl_kernel_cores_race_in_tpu_interpret_mode():
+    x = jnp.ones((16, 128), jnp.float32)
+    with hooks.capture() as got:
+        rung.run(rung.trace(_two_core_kernel(True), [x]), [x], "tpu-interpret",
+                 {"detect_races": True, **hooks.race_params()})
+        found = hooks.races_found()
+    rung.reset_state()
+    assert found and release.RACE_MARK in got.text

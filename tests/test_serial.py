@@ -159,7 +159,7 @@ def test_every_corpus_kernel_and_solution_round_trips_bit_for_bit():
             else:
                 np.testing.assert_array_equal(got, want, err_msg=f"{path.name} on {which}")
         checked.append(path.name)
-    assert len(checked) == len(KERNELS) == 51
+    assert len(checked) == len(KERNELS) == 55
 
 
 @jax_only
@@ -200,3 +200,99 @@ def test_gather_scatter_window_reductions_and_stop_gradient_round_trip():
     rebuilt = rung.trace(rebuild.load(doc).function(), [x, i])
     for which in ("generic", "tpu-interpret"):
         np.testing.assert_array_equal(np.asarray(rung.run(rebuilt, [x, i], which)), np.asarray(f(x, i)))
+
+
+PL_KERNELS = ["kernel_double_buffer.py", "kernel_two_cores.py", "kernel_missing_wait.py", "kernel_core_race.py"]
+
+
+def _pl_kernel_doc(name: str = "kernel_two_cores.py"):
+    """A pl.kernel corpus kernel traced and encoded, with its traced function and arrays."""
+    import jax.numpy as jnp
+
+    from autograder.grading import inputs
+    from autograder.pallas_surface import rung, serial
+    path = CORPUS / "dma_scale" / name
+    a, fn = _load(path, "dma_scale")
+    values = inputs.make(a, a.cases[0])
+    args = [v.value if v.kind == "float" else jnp.asarray(v.array, jnp.dtype(v.dtype)) for v in values]
+    arrays = [x for v, x in zip(values, args) if v.kind != "float"]
+    traced = rung.trace(fn, args, [i for i, v in enumerate(values) if v.kind == "float"])
+    return json.loads(json.dumps(serial.encode(traced, {str(path.resolve())}))), traced, arrays
+
+
+def _mpmd_eqn(doc: dict) -> dict:
+    return next(e for e in doc["program"]["jaxpr"]["eqns"] if e["p"] == "mpmd_map")
+
+
+@jax_only
+@pytest.mark.parametrize("name", PL_KERNELS)
+def test_pl_kernel_round_trips_bit_for_bit(name):
+    """pl.kernel traces to mpmd_map over a TensorCoreMesh (0.10.2 and 0.12): the
+    document keeps it, the rebuild binds the pallas_call JAX lowers it to on CPU,
+    and every rung (two simulated cores too) gives the same bits as the student's own trace."""
+    import numpy as np
+
+    from autograder.pallas_surface import hooks, rebuild, rung
+    hooks.install()
+    doc, traced, arrays = _pl_kernel_doc(name)
+    assert [e["p"] for e in doc["program"]["jaxpr"]["eqns"]].count("mpmd_map") == 1
+    rebuilt = rung.trace(rebuild.load(schema.loads(json.dumps(doc).encode())).function(), arrays)
+    assert rebuilt.pallas_calls == traced.pallas_calls == 1
+    for which, params in (("generic", None), ("tpu-interpret", None),
+                          ("tpu-interpret", {"num_cores_or_threads": 2, "detect_races": True})):
+        want = _run_params(rung, traced, arrays, which, params)
+        got = _run_params(rung, rebuilt, arrays, which, params)
+        if isinstance(want, str) or isinstance(got, str):
+            assert want == got, (name, which)
+        else:
+            np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32), err_msg=f"{name} {which}")
+
+
+def _run_params(rung_mod, traced, arrays, which, params):
+    import numpy as np
+    try:
+        return np.asarray(rung_mod.run(traced, arrays, which, params), np.float32)
+    except Exception as e:  # noqa: BLE001 - an error must round-trip too
+        return f"{rung_mod.unwrap_error(e)[0]}: {rung_mod.unwrap_error(e)[1][:200]}"
+    finally:
+        rung_mod.reset_state()
+
+
+def _mesh(doc: dict) -> list:
+    meshes = next(v for k, v in _mpmd_eqn(doc)["params"] if k == "meshes")
+    return meshes["t"][0]["dc"][1]
+
+
+@jax_only
+@pytest.mark.parametrize("mutate,needle", [
+    # A mesh of a billion cores would have TPU interpret mode start a thread per core.
+    (lambda d: _mesh(d).__setitem__(1, ["num_cores", 1_000_000_000]), "1 to 2 cores"),
+    (lambda d: _mesh(d).__setitem__(1, ["num_cores", True]), "1 to 2 cores"),
+    (lambda d: _mesh(d).__setitem__(0, ["axis_name", "x" * 500]), "one axis"),
+    (lambda d: _mesh(d).append(["devices", {"l": []}]), "one axis"),
+    # Two bodies, or a body that is not a program.
+    (lambda d: [p.__setitem__(1, {"t": [p[1]["t"][0], p[1]["t"][0]]}) for p in _mpmd_eqn(d)["params"]
+                if p[0] == "jaxprs"], "one kernel body"),
+    (lambda d: [p.__setitem__(1, {"t": [1]}) for p in _mpmd_eqn(d)["params"] if p[0] == "jaxprs"],
+     "one kernel body"),
+    (lambda d: [p.__setitem__(1, {"t": [_mpmd_eqn(d)["params"][0][1]]}) for p in _mpmd_eqn(d)["params"]
+                if p[0] == "external_meshes"], "external meshes"),
+    (lambda d: [p.__setitem__(1, {"d": [[0, 7]]}) for p in _mpmd_eqn(d)["params"]
+                if p[0] == "input_output_aliases"], "aliases"),
+    (lambda d: [p.__setitem__(1, {"t": [1]}) for p in _mpmd_eqn(d)["params"] if p[0] == "out_avals"],
+     "output types"),
+])
+def test_malformed_pl_kernel_documents_are_refused(mutate, needle):
+    from autograder.pallas_surface import rebuild, rung
+    doc = _pl_kernel_doc()[0]
+    mutate(doc)
+    with pytest.raises(schema.Refused, match=needle):
+        prog = rebuild.load(schema.loads(json.dumps(doc).encode()))
+        rung.trace(prog.function(), [__import__("jax").numpy.zeros((192, 256), "float32")])
+
+
+def test_the_parent_refuses_a_mesh_off_the_allow_list():
+    doc = _minimal_doc()
+    doc["program"]["jaxpr"]["eqns"][0]["params"].append(["mesh", {"dc": ["GPUMesh", []]}])
+    with pytest.raises(schema.Refused, match="'GPUMesh'"):
+        schema.loads(json.dumps(doc).encode())

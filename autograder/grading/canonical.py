@@ -33,6 +33,8 @@ DROPPED_PARAMS = frozenset({"name", "metadata", "debug", "name_and_src_info", "d
                             "interpret", "out_avals", "ctx_mesh", "out_sharding", "sharding", "keep_unused",
                             "inline", "compiler_options_kvs", "resource_env", "donated_invars",
                             "in_shardings", "out_shardings", "in_layouts", "out_layouts"})
+# Kernel equations: pallas_call, and pl.kernel's mpmd_map (over a TensorCoreMesh).
+KERNEL_CALLS = ("pallas_call", "mpmd_map")
 # Conversions pass their input through: a dtype chosen from the case is no new form.
 TRANSPARENT = frozenset({"convert_element_type"})
 # Equations with an effect beyond their outputs, whatever their inputs.
@@ -147,7 +149,7 @@ class Jaxpr:
         self.shingles = frozenset(s for e in live if e.prim not in TRANSPARENT
                                   for s in (e.shingle, *(x for j in e.subs for x in j.shingles)))
         self.kernels = frozenset(k for e in live for j in e.subs for k in j.kernels) | frozenset(
-            s for e in live if e.prim == "pallas_call" for s in (e.shingle, *(x for j in e.subs for x in j.shingles)))
+            s for e in live if e.prim in KERNEL_CALLS for s in (e.shingle, *(x for j in e.subs for x in j.shingles)))
 
     def _eqn(self, eqn: dict, env: dict, refs: dict, made_by: dict, chains: dict, fed: dict) -> Eqn:
         prim = eqn["p"]

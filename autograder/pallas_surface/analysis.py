@@ -14,7 +14,7 @@ import numpy as np
 from jax._src import core as jax_core
 
 from . import jaxprs, release
-from .rung import Traced, eqn_subprograms, evaluate, scan_counts, sub_jaxprs, tpu_branch, tpu_target
+from .rung import Traced, eqn_subprograms, evaluate, scan_counts, sub_jaxprs, target_chip_info, tpu_branch, tpu_target
 
 
 @dataclass
@@ -168,7 +168,7 @@ def lower_for_tpu(traced: Traced, arrays: Sequence[Any]) -> dict:
     # student's interpret=True would lower through the interpreter instead.
     compiled = jax.jit(lambda *a: evaluate(closed.jaxpr, closed.consts, a, False))
     try:
-        with tpu_target():
+        with tpu_target(), target_chip_info():
             compiled.trace(*arrays).lower(lowering_platforms=("tpu",))
     except Exception as e:  # noqa: BLE001 - any lowering failure is the finding
         from .rung import unwrap_error

@@ -34,7 +34,8 @@ def _primitives() -> dict[str, jax_core.Primitive]:
     for name in ("jax._src.lax.lax", "jax._src.lax.slicing", "jax._src.lax.special", "jax._src.lax.windowed_reductions",
                  "jax._src.lax.control_flow.loops", "jax._src.lax.control_flow.conditionals",
                  "jax._src.state.primitives", "jax._src.pallas.primitives",
-                 "jax._src.pallas.mosaic.primitives", "jax._src.pallas.pallas_call",
+                 "jax._src.pallas.mosaic.primitives", "jax._src.pallas.pallas_call", "jax._src.pallas.mpmd",
+                 "jax._src.lax.parallel",
                  "jax._src.debugging", "jax._src.ad_util"):
         for v in vars(importlib.import_module(name)).values():
             if isinstance(v, jax_core.Primitive) and v.name in schema.PRIMITIVES:
@@ -224,6 +225,8 @@ class Decoder:
 
     def _instance(self, p: Any, d: int) -> Any:
         key, fields = p
+        if key == "TensorCoreMesh":
+            return _tensorcore_mesh({str(k): self.value(v, d) for k, v in self._pairs(fields)})
         if key not in self.classes:
             raise Refused(f"class {str(key)[:60]!r} is not one the grader rebuilds")
         kw = {str(k): self.value(v, d) for k, v in self._pairs(fields)}
@@ -360,8 +363,10 @@ class Program:
             if eqn.prim in schema.INLINED:
                 body = eqn.params[schema.INLINED[eqn.prim]]
                 return body.evaluate(self, invals)
-            params = self._rebuilt_params(eqn, invals)
-            prim = PRIMITIVES[eqn.prim]
+            if eqn.prim == release.MPMD_MAP:
+                prim, params = PRIMITIVES[release.PALLAS_CALL], self._mpmd_map(dict(eqn.params), invals)
+            else:
+                params, prim = self._rebuilt_params(eqn, invals), PRIMITIVES[eqn.prim]
             out = prim.bind(*invals, **params)
         return list(out) if prim.multiple_results else [out]
 
@@ -395,6 +400,82 @@ class Program:
         p.update(grid_mapping=gm, interpret=False,
                  jaxpr=kernel.open_jaxpr(self, gm.trace_env))
         return p
+
+
+    def _mpmd_map(self, p: dict, invals: list) -> dict:
+        """pl.kernel's mpmd_map as the pallas_call JAX lowers it to on CPU
+        (jax/_src/pallas/mpmd.py, _mpmd_map_fallback_lowering): the mesh is the
+        grid (one point per core, named by the mesh's axis), every operand a
+        whole ref in its memory space (the mesh's default: ANY), the body's
+        trailing refs its scratch; the mesh rides along, so TPU interpret mode
+        runs it as a kernel over a TensorCoreMesh (its cores, a fixed division)."""
+        from jax._src.pallas import core as pcore
+        from jax._src.pallas.mosaic import core as tcore
+        from jax._src.state import types as stypes
+        meshes, bodies, outs = p.get("meshes"), p.get("jaxprs"), p.get("out_avals")
+        if not (isinstance(meshes, tuple) and isinstance(bodies, tuple) and len(meshes) == len(bodies) == 1
+                and isinstance(meshes[0], tcore.TensorCoreMesh) and isinstance(bodies[0], SubProgram)
+                and not bodies[0].consts and not bodies[0].constvars):
+            raise Refused("mpmd_map: the grader rebuilds one kernel body over one TensorCoreMesh")
+        if p.get("external_meshes") not in ((), None):
+            raise Refused("mpmd_map over external meshes is not one the grader rebuilds")
+        if not (isinstance(outs, tuple) and all(type(a) is jax_core.ShapedArray for a in outs)):
+            raise Refused("mpmd_map: malformed output types")
+        aliases = p.get("input_output_aliases") or {}
+        if not (isinstance(aliases, dict) and all(isinstance(k, int) and isinstance(v, int) and
+                                                  0 <= k < len(invals) and 0 <= v < len(outs)
+                                                  for k, v in aliases.items())):
+            raise Refused("mpmd_map: malformed input/output aliases")
+        mesh, body = meshes[0], bodies[0]
+        avals = body.avals()
+        n_in, n_out = len(invals), len(outs)
+        if len(avals) < n_in + n_out or not all(isinstance(a, stypes.AbstractRef) for a in avals):
+            raise Refused("mpmd_map: the kernel body must take a ref per input, output and scratch buffer")
+
+        def space(aval):
+            ms = getattr(aval, "memory_space", None)
+            return ms if isinstance(aval, jax_core.ShapedArray) and ms is not None and \
+                not isinstance(ms, jax_core.MemorySpace) else mesh.default_memory_space
+
+        in_avals = [jax_core.typeof(x) for x in invals]
+        grid_spec = pcore.GridSpec(
+            grid=tuple(mesh.shape.items()),
+            in_specs=tuple(pcore.BlockSpec(memory_space=space(a)) for a in in_avals),
+            out_specs=tuple(pcore.BlockSpec(memory_space=space(a)) for a in outs),
+            scratch_shapes=tuple(pcore.MemoryRef(a.inner_aval, a.memory_space) for a in avals[n_in + n_out:]))
+        try:
+            _, gm = pcore.get_grid_mapping(
+                grid_spec, [a.inner_aval for a in avals[:n_in]], jax.tree.structure(tuple(range(n_in))),
+                [f"arg{i}" for i in range(n_in)], [a.inner_aval for a in avals[n_in:n_in + n_out]],
+                jax.tree.structure(tuple(range(n_out))), [f"out{i}" for i in range(n_out)],
+                debug=bool(p.get("debug")))
+        except (TypeError, ValueError) as e:
+            raise Refused(f"mpmd_map could not be rebuilt: {str(e)[:200]}") from None
+        cp = p.get("compiler_params")
+        if cp is not None:
+            if not isinstance(cp, tcore.CompilerParams):
+                raise Refused("mpmd_map: compiler parameters that are not Pallas TPU's")
+            cp = cp.replace(dimension_semantics=mesh.dimension_semantics)
+        return dict(jaxpr=body.open_jaxpr(self, gm.trace_env), grid_mapping=gm, mesh=mesh,
+                    input_output_aliases=tuple(aliases.items()), debug=bool(p.get("debug")), interpret=False,
+                    compiler_params=cp, cost_estimate=None, out_avals=outs, metadata=None,
+                    name=p.get("name") if isinstance(p.get("name"), str) else None)
+
+
+def _tensorcore_mesh(fields: dict) -> Any:
+    """A TensorCoreMesh of one named axis and at most release.MAX_MESH_CORES cores."""
+    import warnings
+
+    from jax._src.pallas.mosaic import core as tcore
+    axis, cores = fields.get("axis_name"), fields.get("num_cores")
+    if set(fields) != {"axis_name", "num_cores"} or not isinstance(axis, str) or not 0 < len(axis) <= 80 \
+            or not isinstance(cores, int) or isinstance(cores, bool) or not 1 <= cores <= release.MAX_MESH_CORES:
+        raise Refused(f"a TensorCoreMesh must name one axis and have 1 to {release.MAX_MESH_CORES} cores")
+    if release.TENSORCORE_MESH_FIELDS:
+        return tcore.TensorCoreMesh(axis_name=axis, num_cores=cores)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        return tcore.create_tensorcore_mesh(axis, num_cores=cores)
 
 
 def _replace(obj, **kw):

@@ -73,6 +73,15 @@ else:
 
 # -- the traced program -------------------------------------------------------
 PALLAS_CALL = "pallas_call"
+# pl.kernel (and 0.12's pl.core_map) trace to an mpmd_map equation over a
+# mesh: one body per mesh, no grid, no block specs. On CPU JAX lowers it as a
+# pallas_call whose grid is the mesh (jax/_src/pallas/mpmd.py,
+# _mpmd_map_fallback_lowering, the same in 0.10.2 and 0.12); the rebuild binds
+# that pallas_call, so every rung, probe and analysis sees a pallas_call.
+MPMD_MAP = "mpmd_map"
+KERNEL_CALLS = (PALLAS_CALL, MPMD_MAP)
+# A TensorCoreMesh's cores: a TPU chip has one or two TensorCores.
+MAX_MESH_CORES = 2
 # lax.platform_dependent: a platform_index equation picks a cond's branch by the
 # platform the program is lowered for. The grader judges the branch a TPU would
 # run on every rung (the interpreters run on a CPU, which would pick another).

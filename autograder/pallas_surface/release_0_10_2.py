@@ -18,6 +18,13 @@ FLAT_TREES = None
 
 UNIFIED_JAXPR = False
 
+# pltpu.TensorCoreMesh is built from an array of TensorCores and a list of axis
+# names (pltpu.create_tensorcore_mesh); 0.12 builds it from axis_name= and num_cores=.
+TENSORCORE_MESH_FIELDS = False
+
+# No jax._src.tpu_info: the TPU lowering takes the chip from the abstract mesh.
+TPU_INFO_REGISTRY = None
+
 # TPU interpret mode prints a detected race's report to stdout, sets the flag
 # and carries on; no parameter changes that.
 RACE_PARAMS: dict = {}

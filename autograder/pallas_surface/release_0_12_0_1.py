@@ -25,6 +25,19 @@ FLAT_TREES = "jax._src.flattree"
 
 UNIFIED_JAXPR = True
 
+# pltpu.TensorCoreMesh (what pl.kernel's mesh is) is built from its fields
+# (axis_name=, num_cores=); 0.10.2 built it from an array of TensorCores.
+TENSORCORE_MESH_FIELDS = True
+
+# The TPU lowering of a run_scoped in a kernel (pltpu.sync_copy: pl.kernel's
+# idiom) asks jax._src.tpu_info.get_tpu_info() for the chip, which reads the
+# abstract mesh; jit's lowering keeps only an abstract mesh with an Explicit
+# axis (the grader's TPU target is Auto), so it reads the default device (CPU)
+# and refuses. (module, registry): chips by device kind, which get_tpu_info
+# consults first; the grader names the CPU there as the target chip while it
+# lowers (rung.lowered_for_tpu).
+TPU_INFO_REGISTRY = ("jax._src.tpu_info", "registry")
+
 # The grader asks for "warn" so a run finds every race and sets the flag, as
 # 0.10.2 does; the reports are captured from logging.
 RACE_PARAMS: dict = {"on_race": "warn"}

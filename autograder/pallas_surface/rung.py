@@ -116,7 +116,7 @@ def eqn_subprograms(eqn: Any):
 def count_pallas_calls(jaxpr: Any) -> int:
     n = 0
     for eqn in jaxpr.eqns:
-        if eqn.primitive.name == PALLAS_CALL:
+        if eqn.primitive.name in release.KERNEL_CALLS:
             n += 1
         for sub in eqn_subprograms(eqn):
             n += count_pallas_calls(sub)
@@ -222,9 +222,17 @@ def _eval_eqn(eqn: Any, invals: list, interpret: Any, stub: Callable | None = No
     name, p = eqn.primitive.name, eqn.params
     if name == release.PLATFORM_INDEX:
         return jax.numpy.int32(tpu_branch(p["platforms"]))
+    if name == release.MPMD_MAP:
+        # pl.kernel's equation as the student traced it (the rebuilt program has
+        # the pallas_call JAX lowers it to): its interpret replaced, as a pallas_call's.
+        if interpret is True:
+            p = {**p, "jaxprs": tuple(cores_as_grid(j, m) for j, m in zip(p["jaxprs"], p["meshes"]))}
+        return eqn.primitive.bind(*invals, **{**p, "interpret": interpret})
     if name == PALLAS_CALL:
+        if interpret is True and p.get("mesh") is not None:
+            p = {**p, "jaxpr": cores_as_grid(p["jaxpr"], p["mesh"])}
         if stub is not None:
-            return stub(eqn, invals)
+            return stub(eqn.replace(params=p), invals)
         return eqn.primitive.bind(*invals, **{**p, "interpret": interpret})
     if name in release.INLINE_CLOSED:
         body = p[release.INLINE_CLOSED[name]]
@@ -240,6 +248,35 @@ def _eval_eqn(eqn: Any, invals: list, interpret: Any, stub: Callable | None = No
             f"the grader cannot reach a pallas_call inside '{name}'; call the kernel directly, "
             "or through jit, cond, fori_loop/while_loop or scan")
     return eqn.primitive.bind(*invals, **p)
+
+
+def cores_as_grid(body: Any, mesh: Any) -> Any:
+    """A mesh kernel's body for the generic interpreter: it runs the mesh's cores
+    as the points of the grid the mesh is (one after another, as it runs a
+    'parallel' axis), but cannot answer ``lax.axis_index`` over the mesh's axis,
+    which it has no environment for: each becomes ``pl.program_id`` of that axis
+    (what TPU interpret mode answers it with), in sub-programs too."""
+    from jax._src.lax.parallel import axis_index_p
+    from jax._src.pallas.primitives import program_id_p
+    names = list(mesh.shape)
+
+    def subst(value: Any) -> Any:
+        if jaxprs.is_closed(value) and value.jaxpr is not value:
+            return value.replace(jaxpr=subst(value.jaxpr))
+        if isinstance(value, jax_core.Jaxpr):
+            return value.replace(eqns=[eqn_of(e) for e in value.eqns])
+        if isinstance(value, tuple):
+            return tuple(subst(v) for v in value)
+        return value
+
+    def eqn_of(e: Any) -> Any:
+        axis = e.params.get("axis_name") if e.primitive is axis_index_p else None
+        if axis in names:
+            return e.replace(primitive=program_id_p, params={"axis": names.index(axis)})
+        if axis is not None and isinstance(axis, tuple) and len(axis) == 1 and axis[0] in names:
+            return e.replace(primitive=program_id_p, params={"axis": names.index(axis[0])})
+        return e.replace(params={k: subst(v) for k, v in e.params.items()})
+    return subst(body)
 
 
 def _in_order(interpret: Any) -> Callable:
@@ -350,7 +387,7 @@ def lowered_for_tpu(traced: Traced, specs: Sequence[Any], name: str | None = Non
     LoweringException for what Mosaic does not take), raised as ``Refused``."""
     staged = forced(traced, "tpu", name=name).trace(*specs)
     try:
-        with tpu_target() if jax.default_backend() != "tpu" else _nothing():
+        with tpu_target() if jax.default_backend() != "tpu" else _nothing(), target_chip_info():
             return staged.lower(lowering_platforms=("tpu",))
     except (MemoryError, RecursionError):
         raise
@@ -368,6 +405,36 @@ def compiled_for_tpu(traced: Traced, specs: Sequence[Any], name: str | None = No
         if refused_by_mosaic(e):
             raise Refused(f"{type(e).__name__}: {e}") from None
         raise
+
+
+def target_chip_info():
+    """While lowering on a machine without a TPU: the default device's kind
+    answers for the target chip where the TPU lowering asks the default device
+    rather than the abstract mesh (release.TPU_INFO_REGISTRY)."""
+    import contextlib
+    import importlib
+    if release.TPU_INFO_REGISTRY is None or jax.default_backend() == "tpu":
+        return _nothing()
+    module, name = release.TPU_INFO_REGISTRY
+    tpu_info = importlib.import_module(module)
+    registry = getattr(tpu_info, name)
+    with tpu_target():
+        info = tpu_info.get_tpu_info()
+    kind = jax.devices()[0].device_kind
+
+    @contextlib.contextmanager
+    def registered():
+        had = kind in registry
+        old = registry.get(kind)
+        registry[kind] = lambda: info
+        try:
+            yield
+        finally:
+            if had:
+                registry[kind] = old
+            else:
+                registry.pop(kind, None)
+    return registered()
 
 
 def _nothing():

@@ -54,9 +54,12 @@ program_id num_programs multiple_of masked_load masked_swap semaphore_signal sem
 semaphore_read delay reciprocal debug_print
 dma_start dma_wait bitcast roll stochastic_round prng_seed prng_random_bits pack_elementwise
 unpack_elementwise stop_gradient
+axis_index
 """.split())
 # Rebound with their sub-programs rebuilt first.
-HIGHER_ORDER = frozenset({"cond", "while", "scan", "run_scoped", "pallas_call"})
+# mpmd_map: pl.kernel's (and 0.12's pl.core_map's) kernel over a TensorCoreMesh,
+# rebuilt as the pallas_call JAX lowers it to on CPU (rebuild._mpmd_map).
+HIGHER_ORDER = frozenset({"cond", "while", "scan", "run_scoped", "pallas_call", "mpmd_map"})
 # Replaced by their bodies: a call boundary changes nothing the grader measures.
 INLINED = {"jit": "jaxpr", "pjit": "jaxpr", "closed_call": "call_jaxpr", "core_call": "call_jaxpr",
            "custom_jvp_call": "call_jaxpr", "custom_vjp_call": "call_jaxpr",
@@ -72,7 +75,8 @@ DTYPES = frozenset({"bool", "int8", "int16", "int32", "int64", "uint8", "uint16"
 # Dataclass-like classes a parameter may hold, by the key the document names them with.
 CLASSES = frozenset({"TransformedRef", "Blocked", "Squeezed", "Element", "BoundedSlice", "Buffered", "GridMapping",
                      "BlockMapping", "TPUCompilerParams", "NDIndexer", "Slice",
-                     "GatherDimensionNumbers", "GatherScatterMode", "ScatterDimensionNumbers"})
+                     "GatherDimensionNumbers", "GatherScatterMode", "ScatterDimensionNumbers",
+                     "TensorCoreMesh"})
 ENUMS = frozenset({"MemorySpace", "TPUMemorySpace", "SemaphoreType", "DeviceIdType", "Precision",
                    "RoundingMethod", "GridDimensionSemantics", "GatherScatterMode", "KernelType"})
 

@@ -69,6 +69,15 @@ def _registry() -> tuple[dict, dict]:
 
 
 CLASSES, ENUMS = _registry()
+
+
+def _mesh_types() -> tuple[type, type]:
+    from jax._src.frozen_dict import FrozenDict
+    from jax._src.pallas.mosaic import core as tcore
+    return tcore.TensorCoreMesh, FrozenDict
+
+
+_TENSORCORE_MESH, _FROZEN_DICT = _mesh_types()
 _CLASS_KEY = {cls: key for key, cls in CLASSES.items()}
 _ENUM_KEY = {cls: key for key, cls in ENUMS.items()}
 
@@ -123,7 +132,7 @@ class Encoder:
             key = schema.INLINED[name]
             params = [[key, self.param(name, key, e.params[key])]]
         else:
-            params = [[k, self.param(name, k, False if (name, k) == ("pallas_call", "interpret") else v)]
+            params = [[k, self.param(name, k, False if k == "interpret" and name in release.KERNEL_CALLS else v)]
                       for k, v in sorted(e.params.items())]
         inputs = [self.atom(a) for a in e.invars]
         return {"p": name, "in": inputs, "out": [self.var(v) for v in e.outvars], "params": params,
@@ -189,6 +198,10 @@ class Encoder:
             return self._array(np.asarray(x))
         if isinstance(x, (np.dtype, jax_dtypes.ExtendedDType)):
             return {"dt": dtype_name(x)}
+        if isinstance(x, _TENSORCORE_MESH):
+            return self._mesh(x)
+        if isinstance(x, _FROZEN_DICT):
+            return {"d": [[self.value(k), self.value(v)] for k, v in x.items()]}
         if type(x).__name__ == "AbstractRef":
             return {"ref": [self.value(x.inner_aval), self.value(x.memory_space)]}
         if type(x) is jax_core.ShapedArray:
@@ -198,6 +211,11 @@ class Encoder:
         if callable(x):
             raise Refused(f"a Python function ({getattr(x, '__qualname__', type(x).__name__)})")
         raise Refused(f"a value of type {type(x).__module__}.{type(x).__qualname__}")
+
+    def _mesh(self, mesh) -> dict:
+        """A TensorCoreMesh by its one axis (name, cores): its fields differ by release."""
+        (axis, cores), = mesh.shape.items()
+        return {"dc": ["TensorCoreMesh", [["axis_name", self.value(axis)], ["num_cores", self.value(int(cores))]]]}
 
     def _flat(self, x) -> dict:
         if isinstance(x, _FLAT.FTTuple):
