@@ -211,7 +211,7 @@ def _pl_kernel_doc(name: str = "kernel_two_cores.py"):
 
     from autograder.grading import inputs
     from autograder.pallas_surface import rung, serial
-    path = CORPUS / "dma_scale" / name
+    path = corpus("dma_scale") / name
     a, fn = _load(path, "dma_scale")
     values = inputs.make(a, a.cases[0])
     args = [v.value if v.kind == "float" else jnp.asarray(v.array, jnp.dtype(v.dtype)) for v in values]
