@@ -212,11 +212,31 @@ def _bindings(prim: str, params: dict, ins: list[str]) -> dict[str, list[str]]:
     return {}
 
 
+def _scan_consts(params: dict) -> int | None:
+    """A scan's number of constants: jax 0.10.2 names it (num_consts); 0.12's document
+    keeps its inputs' flat tree, (consts, carry, xs) leaf counts: {"ftt": [{"ftn": n}, ...]}."""
+    if isinstance(params.get("num_consts"), int):
+        return params["num_consts"]
+    tree = params.get("ft_in")
+    parts = tree.get("ftt") if isinstance(tree, dict) else None
+    return _leaves(parts[0]) if isinstance(parts, list) and len(parts) == 3 else None
+
+
+def _leaves(tree, depth: int = 0) -> int | None:
+    """The leaf count of a flat tree in the document ({"ftn": n} or {"ftt": [...]})."""
+    if not isinstance(tree, dict) or depth > 16:
+        return None
+    if isinstance(tree.get("ftn"), int) and not isinstance(tree["ftn"], bool):
+        return tree["ftn"]
+    counts = [_leaves(t, depth + 1) for t in tree.get("ftt", [])] if isinstance(tree.get("ftt"), list) else [None]
+    return None if None in counts else sum(counts)
+
+
 def _shown(prim: str, params: dict, ins: list[str]) -> list[str]:
     """An equation's operands as listed: captured ones (a loop's constants, a
     branch's or a call's operands) in name order, positional ones in place."""
-    if prim == "scan" and isinstance(params.get("num_consts"), int):
-        n = params["num_consts"]
+    n = _scan_consts(params) if prim == "scan" else None
+    if n is not None:
         return sorted(ins[:n]) + ins[n:]
     if prim == "while" and isinstance(params.get("cond_nconsts"), int) and isinstance(params.get("body_nconsts"), int):
         cn, bn = params["cond_nconsts"], params["body_nconsts"]
