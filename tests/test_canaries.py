@@ -335,7 +335,10 @@ def test_a_flattened_grid_lowers_when_traced_under_the_tpu_target():
     x, y = _xy()
     on_cpu = rung.trace(_flat_add, [x, y])
     res = analysis.lower_for_tpu(on_cpu, [x, y])
-    assert not res["ok"] and release.NO_TPU_DEVICE in res["message"]
+    if release.TPU_INFO_REGISTRY is None:     # 0.10.2: the chip comes from the trace's mesh only
+        assert not res["ok"] and release.NO_TPU_DEVICE in res["message"]
+    else:                                     # 0.12: from jax's tpu_info, which the lowering scopes
+        assert res == {"ok": True}
     # What the compile check lowers (the grader's child traces the program again so).
     assert analysis.lower_for_tpu(rung.trace_for_tpu(_flat_add, [x, y]), [x, y]) == {"ok": True}
     # And the tracing changes nothing the interpreters run.

@@ -427,6 +427,10 @@ def target_chip_info():
         had = kind in registry
         old = registry.get(kind)
         registry[kind] = lambda: info
+        # get_tpu_info caches its answer: cleared on the way in and out, so the CPU is
+        # the target chip only inside this block (a later lowering outside it refuses).
+        clear = getattr(tpu_info.get_tpu_info, "cache_clear", lambda: None)
+        clear()
         try:
             yield
         finally:
@@ -434,6 +438,7 @@ def target_chip_info():
                 registry[kind] = old
             else:
                 registry.pop(kind, None)
+            clear()
     return registered()
 
 
