@@ -53,9 +53,9 @@ def explain(plan: Plan, test: Run, outcome: Outcome, reference: np.ndarray,
     outs = {f"{r.fill:.4g}": o.output for r, o in reruns
             if o is not None and o.output is not None and o.output.shape == out.shape}
     if len(outs) == 2:
-        found = _by_fills(a, test, out, reference, wrong, outs, scan)
-        if found is not None:
-            return found
+        # The reruns are the evidence: wrong elements no fill changes were written
+        # (NaN a kernel stores on purpose is its own result, not unwritten memory).
+        return _by_fills(a, test, out, reference, wrong, outs, scan)
     return _whole_blocks(test, out, reference, wrong, scan)
 
 
@@ -97,7 +97,8 @@ def _whole_blocks(test: Run, out: np.ndarray, reference: np.ndarray, wrong: np.n
     """NaN/Inf that fills whole output blocks, every other element right."""
     with np.errstate(invalid="ignore"):
         bad = ~np.isfinite(out) & np.isfinite(reference)
-    if not bad.any() or (wrong & ~bad).any():
+    # "Every other element right" must hold of some element: all NaN is no block map.
+    if not bad.any() or bad.all() or (wrong & ~bad).any():
         return None
     op = regions.output_operand(scan, out.shape)
     if op is None:
