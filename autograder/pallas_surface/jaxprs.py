@@ -37,10 +37,6 @@ def is_open(x: Any) -> bool:
     return isinstance(x, jax_core.Jaxpr) and _bound_by_inputs(x)
 
 
-def is_jaxpr(x: Any) -> bool:
-    return is_closed(x) or is_open(x)
-
-
 def close(jaxpr: Any, consts: Sequence[Any]) -> Any:
     """The closed form of ``jaxpr`` with ``consts`` for its constvars."""
     return (_CLOSED or jax_core.Jaxpr)(jaxpr, list(consts))

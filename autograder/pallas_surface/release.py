@@ -46,13 +46,6 @@ def course_note(course: str) -> str | None:
             f"from Gradescope's. Install the course's: {fix}")
 
 
-def require_supported() -> str:
-    """The installed release, or UnsupportedRelease naming what to install."""
-    if INSTALLED not in SUPPORTED:
-        raise UnsupportedRelease(course_note(NEWEST) or "")
-    return INSTALLED
-
-
 def facts(version: str):
     """The release-specific facts of ``version`` (a supported release), as a module:
     what a course's handout and feedback say about the release it pins, whichever
@@ -67,7 +60,7 @@ if INSTALLED == "0.10.2":
     from .release_0_10_2 import *  # noqa: F401,F403,E402
 else:
     # The newest release's facts also stand for an unsupported one, which the
-    # grade and build commands refuse by name (require_supported).
+    # local grade refuses by name (course_note).
     from .release_0_12_0_1 import *  # noqa: F401,F403,E402
 
 
