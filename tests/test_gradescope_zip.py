@@ -4,12 +4,14 @@ import json
 import os
 import shutil
 import subprocess
+import tomllib
 import zipfile
 
 import pytest
 from conftest import REPO, corpus, fresh_root, run_cli, tags
 
 from autograder.feedback.results_format import validate
+from autograder.gradescope import build
 from autograder.pallas_surface import release
 
 pytestmark = [pytest.mark.jax, pytest.mark.grading]   # grades through real JAX in a child process
@@ -26,6 +28,25 @@ def test_zip_holds_one_assignment_and_the_package(tmp_path):
             "assignments/add/spec.toml", "solutions/add.py", "autograder/cli.py",
             "autograder/templates/test.j2"} <= names
     assert not any(n.startswith("assignments/matmul") for n in names)
+
+
+@pytest.mark.parametrize("jax", [v for v in release.SUPPORTED if v != release.NEWEST])
+def test_build_for_another_release_self_tests_its_zip_on_that_release(jax, tmp_path):
+    """`build --jax`: the zip pins that release, its spec says so, and the self-test's
+    grading ran on it (the grader's child reports its release; the self-test checks it)."""
+    try:
+        build.prefix_for(jax)
+    except build.SelfTestFailed as e:     # CI has one: ./setup.sh --test makes .venv-jax-<other>
+        pytest.skip(str(e))
+    zpath = tmp_path / f"add-{jax}.zip"
+    proc = run_cli("build", "add", "--jax", jax, "-o", str(zpath))
+    assert proc.returncode == 0, proc.stderr
+    assert f"(self-test: the solution got full marks from the zip), grading on jax {jax}" in proc.stdout
+    with zipfile.ZipFile(zpath) as zf:
+        names = zf.namelist()
+        spec = tomllib.loads(zf.read("assignments/add/spec.toml").decode("utf-8"))
+    assert [n for n in names if n.startswith("requirements/")] == [f"requirements/jax-{jax}.txt"]
+    assert spec["jax"] == jax
 
 
 @pytest.fixture
@@ -51,6 +72,7 @@ def test_run_autograder_grades_a_correct_submission(autograder_root):
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert doc["score"] == sum(t["max_score"] for t in doc["tests"]) > 10
     assert all(t["status"] == "passed" for t in doc["tests"])
+    assert doc["extra_data"]["jax"] == release.INSTALLED      # the grader's child's own word
     # Secret cases are visible tests (Gradescope's hidden tests would also hide the total),
     # named by position only.
     secret = [t for t in doc["tests"] if "secret case" in t["name"]]

@@ -71,7 +71,9 @@ def results_document(report, fmt: str = "md", view: dict | None = None) -> dict:
                    output=render.render_summary(view, fmt), output_format=fmt, tests=tests,
                    leaderboard=board)
     # For staff tools (Gradescope does not show top-level extra_data to students).
-    doc["extra_data"] = {"run_key": report.run_key, "children": report.children,
+    # "jax": the release the grader's child really ran (its own startup event), so a
+    # TA, and build's self-test, can tell which release graded this submission.
+    doc["extra_data"] = {"run_key": report.run_key, "jax": report.jax_version, "children": report.children,
                          "peak_child_rss_mb": round(report.peak_child_rss_mb, 1),
                          "student_output_bytes": report.output_bytes,
                          "leftover_processes_killed": report.leftovers_killed,

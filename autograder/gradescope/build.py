@@ -19,10 +19,10 @@ import zipfile
 from pathlib import Path
 
 from .. import spec
-from ..instructor import check, checkout, toml_text
+from ..instructor import check, checkout
 from ..instructor.checkout import ROOT_FILES
 from ..pallas_surface import release
-from ..spec import Assignment
+from ..spec import Assignment, course_release
 from .rate_limit import Limit
 
 # The course's JAX release: its lock file (setup.sh installs the one it finds) and the
@@ -101,6 +101,9 @@ def self_test_zip(zip_path: Path, assignment: Assignment, timeout_s: float = 900
         except (OSError, ValueError) as e:
             raise SelfTestFailed(f"run_autograder left no readable results.json ({e}); "
                                  f"stderr: {proc.stderr[-1500:]}") from None
+    graded_on = (doc.get("extra_data") or {}).get("jax")
+    if graded_on != assignment.jax:
+        raise SelfTestFailed(f"the zip's grading ran on jax {graded_on}, not the course's {assignment.jax}")
     most = sum(t.get("max_score", 0) for t in doc.get("tests", []))
     failed = [t.get("name") for t in doc.get("tests", []) if t.get("status") == "failed"]
     if failed or most == 0 or not math.isclose(float(doc.get("score", 0)), most, abs_tol=1e-6):
@@ -153,7 +156,7 @@ def _write(assignment: Assignment, output: Path, rate_limit=None) -> Path:
                 continue    # the instructor's regression corpus: `check` reads it, grading never does
             arcname = f"assignments/{assignment.slug}/{p.relative_to(assignment.folder)}"
             if p.name == "spec.toml":
-                _add_text(zf, toml_text.with_release(p.read_text(encoding="utf-8"), assignment.jax), arcname)
+                _add_text(zf, course_release.with_release(p.read_text(encoding="utf-8"), assignment.jax), arcname)
             else:
                 _add(zf, p, arcname)
         if solution.is_file():

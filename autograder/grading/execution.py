@@ -42,10 +42,12 @@ class Execution:
 
     @classmethod
     def of(cls, outcomes: dict, stats: list[Stats], shown: Tail,
-           custom: custom_checks.CheckSuite | None = None) -> "Execution":
+           custom: custom_checks.CheckSuite | None = None, graded_by: Stats | None = None) -> "Execution":
+        """``graded_by``: the grader's child's own figures, where it ran. The JAX
+        release is its word alone: the tracer's startup event is student code's."""
         tracer = stats[0] if stats else Stats()
         return cls(outcomes, custom=custom, load_error=next((s.load_error for s in stats if s.load_error), None),
-                   jax_version=next((s.jax_version for s in stats if s.jax_version), None),
+                   jax_version=graded_by.jax_version if graded_by else None,
                    stdout_tail=shown.text(), children=sum(s.children for s in stats),
                    peak_rss_mb=max((s.peak_rss_kb for s in stats), default=0) / 1024,
                    output_bytes=shown.total, leftovers_killed=sum(s.leftovers_killed for s in stats),

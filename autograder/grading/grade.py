@@ -173,7 +173,7 @@ def _execute(slot: confinement.Slot, start: _Start, loc: submission.Located, wor
     shown = sandbox.Tail()
     traces, stats = tracing.trace_all(plan, tracer, store.abstract, workdir / "programs", deadline, shown,
                                       timing.trace_limit(), options.progress)
-    custom = None
+    custom, child_stats = None, None
     if not any(s.load_error or s.tampered for s in stats):
         checks_folder = _checks_folder(plan, workdir)
         child_stats, custom = execution.run_all(schedule, traces, child, deadline, shown, options.progress,
@@ -183,7 +183,7 @@ def _execute(slot: confinement.Slot, start: _Start, loc: submission.Located, wor
         load_error = any(s.load_error for s in stats)
         schedule.record(run, Outcome("load-error" if load_error else "skipped",
                                      reason="" if load_error else "budget"))
-    ex = execution.Execution.of(dict(schedule.outcomes), stats, shown, custom)
+    ex = execution.Execution.of(dict(schedule.outcomes), stats, shown, custom, child_stats)
     kernels = faces.of(plan, {sig: t.program for sig, t in traces.items() if t.program is not None})
     findings, check_notes = _diagnose(plan, ex, store, loc, kernels)
     return _report(start, findings, check_notes, loc, ex, traces, timing.solution_speed,
