@@ -57,17 +57,27 @@ find_python() {
   return 1
 }
 
+quiet() {   # run a step silently; when it fails, say which and its last line of output
+  local log
+  log="$("$@" 2>&1)" && return 0
+  log="$(printf '%s\n' "$log" | grep -v '^[[:space:]]*$' | tail -n 1)"
+  echo "setup.sh: '$*' failed: ${log:-(no output)}" >&2
+  return 1
+}
+
 install_python() {   # as root, from the distribution, else deadsnakes (Ubuntu)
   export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq >/dev/null 2>&1 || true
+  quiet apt-get update -qq || true
   local v
   for v in 3.13 3.12; do
+    # Not found is the expected answer on most releases: no message for it.
     if apt-get install -y -qq "python$v" "python$v-venv" >/dev/null 2>&1; then return 0; fi
   done
   if grep -qi ubuntu /etc/os-release 2>/dev/null; then
-    apt-get install -y -qq software-properties-common >/dev/null 2>&1 &&
-      add-apt-repository -y ppa:deadsnakes/ppa >/dev/null 2>&1 && apt-get update -qq >/dev/null 2>&1 &&
-      apt-get install -y -qq python3.12 python3.12-venv >/dev/null 2>&1 && return 0
+    # Gradescope's image (Ubuntu 22.04): its build log then says which step failed and why.
+    quiet apt-get install -y -qq software-properties-common &&
+      quiet add-apt-repository -y ppa:deadsnakes/ppa && quiet apt-get update -qq &&
+      quiet apt-get install -y -qq python3.12 python3.12-venv && return 0
   fi
   return 1
 }
