@@ -71,3 +71,13 @@ def test_invalid_toml_is_reported(tmp_path):
     folder = _broken(tmp_path, 'title = "', 'title = ')
     with pytest.raises(spec.SpecError, match="must be valid TOML"):
         spec.load(folder)
+
+
+def test_the_course_release_line_is_written_first_or_in_place_and_left_out_of_the_hash():
+    from autograder.spec import course_release
+    spec = 'title = "x"\njax = "0.10.2"\n[limits]\ntotal_s = 600\n'
+    assert course_release.with_release(spec, "0.12.0.1") == 'title = "x"\njax = "0.12.0.1"\n[limits]\ntotal_s = 600\n'
+    assert course_release.with_release('title = "x"\n', "0.10.2") == 'jax = "0.10.2"\ntitle = "x"\n'
+    assert course_release.without_release(spec) == 'title = "x"\n[limits]\ntotal_s = 600\n'
+    with pytest.raises(ValueError, match="inside a table"):
+        course_release.with_release('title = "x"\n[limits]\njax = 1\n', "0.10.2")

@@ -20,14 +20,13 @@ from __future__ import annotations
 import hashlib
 import json
 import platform
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..pallas_surface import facts
 from ..pallas_surface.facts import Schedule
 from ..pallas_surface.release import INSTALLED
-from ..spec import Assignment
+from ..spec import Assignment, course_release
 from .plan import Run
 
 PREFIX = "calibration-"
@@ -68,14 +67,11 @@ class Calibration:
         return dict(self.runs).get(run_id(run))
 
 
-# The spec's `jax = "..."` line: build and handout write the course's release
-# there, which changes no time a run takes on that release.
-_RELEASE_LINE = re.compile(rb'^jax\s*=.*\n?', re.M)
-
-
 def spec_hash(assignment: Assignment) -> str:
-    text = _RELEASE_LINE.sub(b"", (assignment.folder / "spec.toml").read_bytes())
-    return hashlib.sha256(text).hexdigest()
+    """Of the spec's text without its ``jax`` line (build writes the course's release
+    there, which changes no time a run takes on that release)."""
+    text = course_release.without_release((assignment.folder / "spec.toml").read_bytes().decode("utf-8"))
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def load(assignment: Assignment) -> Calibration | None:

@@ -67,17 +67,3 @@ def dumps(data: dict, header: str = "") -> str:
     if tomllib.loads(text) != data:
         raise ValueError("the TOML written does not read back as the same data")
     return text
-
-
-_RELEASE_LINE = re.compile(r'^jax\s*=.*$', re.M)
-
-
-def with_release(text: str, release: str) -> str:
-    """``spec.toml`` text naming ``release`` as the course's JAX (``jax = "..."``):
-    the line replaced where the spec has one, else put first (a top-level key must
-    come before the first table). Read back to check it says exactly that."""
-    line = f"jax = {json.dumps(release)}"
-    out = _RELEASE_LINE.sub(line, text, count=1) if _RELEASE_LINE.search(text) else f"{line}\n{text}"
-    if tomllib.loads(out).get("jax") != release:
-        raise ValueError(f"spec.toml: could not write jax = {release!r} (a 'jax' key inside a table?)")
-    return out
