@@ -346,6 +346,36 @@ def test_a_flattened_grid_lowers_when_traced_under_the_tpu_target():
     np.testing.assert_array_equal(np.asarray(out), np.asarray(x) + np.asarray(y))
 
 
+def test_a_print_outside_the_kernel_is_no_compile_reject():
+    # jax.debug.print outside a kernel is a debug_print equation (as pl.debug_print is
+    # inside one), lowered as a host callback for the backend running the program: cross-
+    # lowered for a TPU on a CPU, that backend refuses the TPU platform. The compile check
+    # leaves such prints out (rung.without_host_prints); the kernel's own print stays.
+    x, y = _xy()
+
+    def printing_add(a, b):
+        jax.debug.print("ROWS {r}", r=a.shape[0])
+
+        def kernel(x_ref, y_ref, o_ref):
+            pl.debug_print("BLOCK {}", pl.program_id(0))
+            o_ref[...] = x_ref[...] + y_ref[...]
+        spec = pl.BlockSpec((8, 128), lambda i, j: (i, j))
+        return pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct(a.shape, a.dtype), grid=(2, 2),
+                              in_specs=[spec, spec], out_specs=spec)(a, b)
+
+    traced = rung.trace_for_tpu(printing_add, [x, y])
+    prints = [e for e in traced.closed.jaxpr.eqns if e.primitive.name == release.HOST_PRINT]
+    assert len(prints) == 1
+    staged = jax.jit(lambda *a: rung.evaluate(traced.closed.jaxpr, traced.closed.consts, a, False))
+    with pytest.raises(Exception, match="different from the lowering platform tpu"):
+        with rung.tpu_target(), rung.target_chip_info():
+            staged.trace(x, y).lower(lowering_platforms=("tpu",))
+    assert analysis.lower_for_tpu(traced, [x, y]) == {"ok": True}
+    # Left out of the lowering only: the interpreters still print it.
+    assert jax.make_jaxpr(lambda a, b: rung.evaluate(traced.closed.jaxpr, traced.closed.consts, (a, b), True))(
+        x, y).eqns[0].primitive.name == release.HOST_PRINT
+
+
 def test_grid_mapping_fields_the_index_map_scan_reads():
     x, y = _xy()
     traced = rung.trace(lambda a, b: _add(a, b, extra_steps=1), [x, y])

@@ -88,6 +88,10 @@ ADD = corpus("add")
     (DMA / "fori_loop_chunks.py", "dma_scale"),
     # A cross-step prefetch on an axis marked "arbitrary": in order, so correct.
     (DMA / "dma_prefetch_arbitrary.py", "dma_scale"),
+    # jax.debug.print outside the kernel, pl.debug_print inside: a TPU runs both, so the
+    # compile check (cross-lowered on a CPU, where the outer print is a CPU callback)
+    # leaves the outer one out.
+    (ADD / "debug_prints.py", "add"),
 ])
 def test_correct_styles_are_clean_on_every_check(grade_cli, path, slug):
     doc, _ = grade_cli(path, slug)

@@ -14,7 +14,17 @@ import numpy as np
 from jax._src import core as jax_core
 
 from . import jaxprs, release
-from .rung import Traced, eqn_subprograms, evaluate, scan_counts, sub_jaxprs, target_chip_info, tpu_branch, tpu_target
+from .rung import (
+    Traced,
+    eqn_subprograms,
+    evaluate,
+    scan_counts,
+    sub_jaxprs,
+    target_chip_info,
+    tpu_branch,
+    tpu_target,
+    without_host_prints,
+)
 
 
 @dataclass
@@ -168,7 +178,7 @@ def lower_for_tpu(traced: Traced, arrays: Sequence[Any]) -> dict:
     # student's interpret=True would lower through the interpreter instead.
     compiled = jax.jit(lambda *a: evaluate(closed.jaxpr, closed.consts, a, False))
     try:
-        with tpu_target(), target_chip_info():
+        with tpu_target(), target_chip_info(), without_host_prints():
             compiled.trace(*arrays).lower(lowering_platforms=("tpu",))
     except Exception as e:  # noqa: BLE001 - any lowering failure is the finding
         from .rung import unwrap_error

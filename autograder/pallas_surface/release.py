@@ -79,6 +79,10 @@ MAX_MESH_CORES = 2
 # platform the program is lowered for. The grader judges the branch a TPU would
 # run on every rung (the interpreters run on a CPU, which would pick another).
 PLATFORM_INDEX = "platform_index"
+# jax.debug.print, outside a kernel as inside one (pl.debug_print): one equation on
+# both releases. Outside a kernel it lowers as a host callback on the backend that runs
+# the program (see rung.without_host_prints).
+HOST_PRINT = "debug_print"
 BRANCHES_PLATFORMS = "branches_platforms"
 # Higher-order primitives whose bodies the rung rewrite re-evaluates, and the
 # param that holds the body: closed jaxprs, then open ones.
