@@ -178,12 +178,12 @@ def test_the_noisy_gate_follows_the_rule_in_use():
 
 # -- the stage on a fake device ----------------------------------------------------------
 
-def _ctx(a, script, solution=None):
+def _ctx(a, script, solution=None, rule=None):
     dev = FakeDevice(script)
     from autograder.grading.draws import load_reference
     ref = load_reference(a)
     return stage.Context(a, dev, dev.info(), lambda *x: np.asarray(ref(*x), np.float64),
-                         interpret=_no_interpreter, secret=12345, rule=timing.Rule(),
+                         interpret=_no_interpreter, secret=12345, rule=rule or timing.Rule(),
                          solution={k: _size(k, v) for k, v in (solution or {}).items()})
 
 
@@ -230,7 +230,8 @@ def test_a_profiler_failure_is_said_and_never_compared_with_device_time(small_ad
 ])
 def test_the_gates_hold_results_timed_on_the_fake_device(small_add, times, solution, gate):
     script = Script(compute=_honest(small_add), times=times, profiled=times)
-    r = stage.run(_ctx(small_add, script, solution), gate, PROGRAMS)
+    # A nanosecond per call never reaches the rule's 0.1 s: a lower call cap keeps it quick.
+    r = stage.run(_ctx(small_add, script, solution, timing.Rule(max_calls=100)), gate, PROGRAMS)
     assert r.status == "held" and {h.split(":")[0] for h in r.holds} == {gate}
 
 
