@@ -15,6 +15,28 @@ import pytest
 REPO = Path(__file__).resolve().parent.parent
 
 
+# The longest tests (`--durations`: the README commands in a fresh clone, the round trip
+# of every kernel, the Gradescope install, gradings under load, the corpus), first: with
+# xdist's worksteal (pyproject's addopts) the other workers share everything else while
+# these run, so no worker ends the run alone on one of them.
+LONGEST_FIRST = (
+    "tests/test_readme.py::test_every_",
+    "tests/test_serial.py::test_every_corpus_kernel",
+    "tests/test_gradescope_zip.py",
+    "tests/test_load.py",
+    "tests/test_cli.py::test_correct_corpus_submissions_get_full_marks",
+    "tests/test_handout.py",
+    "tests/test_probes.py",
+)
+
+
+def pytest_collection_modifyitems(config, items):
+    def rank(item) -> int:
+        return next((i for i, prefix in enumerate(LONGEST_FIRST) if item.nodeid.startswith(prefix)),
+                    len(LONGEST_FIRST))
+    items.sort(key=rank)     # stable: each group keeps its own order
+
+
 def corpus(slug: str) -> Path:
     """The bundled assignment's regression corpus (known-wrong and known-right
     submissions, expectations.toml): ``assignments/<slug>/corpus``, as an instructor's own."""
