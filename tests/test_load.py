@@ -1,6 +1,12 @@
-"""Limits never cost a correct kernel points under load: every instructor
-solution gets full marks, every probe included, while two spinning processes
-keep both cores busy (beside whatever the other test worker runs)."""
+"""Limits never cost a correct kernel points under load: an instructor solution
+gets full marks, every probe included, while two spinning processes keep both
+cores busy (beside whatever the other test worker runs).
+
+Two solutions, not four: matmul (the most runs and grid points, the slowest
+probes) and softmax (the longest of the four under load, 33 s, in the last full
+run). Every limit comes from the same formula (`grading.calibration`), and
+`check SLUG` grades each solution inside the emulated Gradescope container
+(half a CPU) as well."""
 import subprocess
 import sys
 from contextlib import contextmanager
@@ -22,7 +28,7 @@ def busy_cores(n: int = 2):
             p.wait()
 
 
-@pytest.mark.parametrize("slug", ["add", "matmul", "softmax", "dma_scale"])
+@pytest.mark.parametrize("slug", ["matmul", "softmax"])
 def test_every_solution_gets_full_marks_while_both_cores_are_busy(grade_cli, slug):
     with busy_cores(2):
         doc, _ = grade_cli(REPO / "solutions" / f"{slug}.py", slug)

@@ -5,7 +5,14 @@ import re
 import pytest
 from conftest import REPO, corpus, probe_tags, tags
 
-pytestmark = [pytest.mark.jax, pytest.mark.grading, pytest.mark.releases]   # grades through real JAX in a child process
+pytestmark = [pytest.mark.jax, pytest.mark.grading]   # grades through real JAX in a child process
+# CI's second JAX release (`-m releases`) runs one test per probe mechanism that goes
+# through what differs by release: grid-order shuffles and two cores, the compile check's
+# cross-lowering (// and % under the TPU target), the VMEM analysis, fills and the races
+# read from the interpreter (logging on 0.12), the unwritten-row rerun, numerics stress.
+# The rest charge the same mechanisms on other kernels; benchmarks/release_outcomes.py
+# grades every corpus kernel on both releases (docs/release-outcomes.md: identical).
+releases = pytest.mark.releases
 
 MATMUL = corpus("matmul")
 CLEAN_PROBES = {"Static: index maps over the whole grid": [], "Static: TPU compile readiness": [],
@@ -22,6 +29,7 @@ def _probe(doc, prefix):
     return next(t for t in doc["tests"] if t["name"].startswith(prefix))
 
 
+@releases
 def test_k_axis_marked_parallel(grade_cli):
     doc, out = grade_cli(MATMUL / "k_axis_parallel.py", "matmul")
     # Generic interpreter passes (it ignores dimension semantics); TPU interpret mode fails.
@@ -45,6 +53,7 @@ def test_unzeroed_accumulator_is_uninitialized_memory_not_numerics(grade_cli):
     assert "zero" in doc["tests"][0]["output"]
 
 
+@releases
 @pytest.mark.parametrize("name,probe,fid,needles", [
     # The compile check names the rule in plain words and quotes the compiler.
     ("k_block_64.py", "Static: TPU compile readiness", "compile-reject",
@@ -79,7 +88,7 @@ ADD = corpus("add")
 @pytest.mark.parametrize("path,slug", [
     # Flattened and swizzled grids: // and % in index maps lower for a TPU (traced
     # under the TPU target), so the compile check passes.
-    (ADD / "flat_grid.py", "add"),
+    pytest.param(ADD / "flat_grid.py", "add", marks=releases),
     (ADD / "swizzled_grid.py", "add"),
     (MATMUL / "flat_output_grid.py", "matmul"),
     # A fori_loop over lane chunks inside the kernel.
@@ -121,6 +130,7 @@ def _charged_once(doc, fid):
             assert f"the same bug as {fid}" in t["output"], t["output"][:300]
 
 
+@releases
 @pytest.mark.parametrize("name", ["dma_missing_wait.py", "dma_shared_semaphore.py"])
 def test_one_dma_bug_is_charged_once(grade_cli, name):
     # A missing wait reads NaN scratch in TPU interpret mode, and a semaphore shared by
@@ -179,6 +189,7 @@ def test_work_outside_a_kernel_earns_no_correctness_points(grade_cli, path, slug
     assert "Work done outside the kernel [not-a-kernel]: cost" in out and "the rubric makes this test depend" in out
 
 
+@releases
 def test_dma_race_between_cores_is_data_race(grade_cli):
     # Both cores DMA the middle chunk's rows to HBM: right values everywhere, a race on a chip.
     doc, _ = grade_cli(DMA / "dma_core_ranges_overlap.py", "dma_scale")
@@ -202,6 +213,7 @@ def test_dma_hang_explains_the_timeout_and_stays_cheap(grade_cli):
     assert doc["execution_time"] < 60, "two 10 s hangs, then no more TPU runs"
 
 
+@releases
 @pytest.mark.parametrize("name,expected,stress", [
     # No max subtraction: exp overflows on the large-logit cases (and the 1e4 stress), precision.
     ("softmax_unstable.py", [[], [], ["numerics"], ["numerics"]] * 3, ["numerics"]),
@@ -220,6 +232,7 @@ def test_softmax_numerics_versus_logic(grade_cli, name, expected, stress):
         assert "logits-1e4-wide" in t["output"] and "overflows" in t["output"]
 
 
+@releases
 def test_a_row_no_fill_exposes_is_uninitialized_memory_on_every_test(grade_cli):
     # The masked store never writes the array's last row. The generic interpreter
     # shows NaN there; TPU interpret mode reuses the output block's buffer, so the row
@@ -250,6 +263,7 @@ def test_a_grid_too_short_for_one_case_is_charged_on_that_case_only(grade_cli):
     assert doc["score"] == 13.0
 
 
+@releases
 def test_the_flash_solution_keeps_full_marks_on_the_draw_that_cost_it_a_point(grade_cli):
     # Run key 5 drew a q x 200 stress input on which the solution's float32 rounding
     # exceeded the float32 tolerance; the stress input now has its own, measured one.
