@@ -46,8 +46,12 @@ def test_html_report_is_a_self_contained_styled_page(tmp_path):
         assert page.locator("section.test.fail").count() == 4 and page.locator("section.test.pass").count() == 10
         # Every code block has a working copy button.
         assert page.locator("pre").count() == page.locator("pre button.copy").count() >= 2
-        page.locator("pre button.copy").first.click()
-        assert page.locator("pre button.copy").first.inner_text() in ("Copied", "Selected: press Ctrl+C")
+        button = page.locator("pre button.copy").first
+        button.click()
+        # The block is selected at once; the clipboard, where it answers, makes it "Copied".
+        sync_api.expect(button).not_to_have_text("Copy", timeout=10_000)
+        assert button.inner_text() in ("Copied", "Selected: press Ctrl+C")
+        assert page.evaluate("window.getSelection().toString()").strip()
         # The one problem's block map, drawn inline under the test that explains it: the
         # array's blocks, the block outside it and the clamped window, each with a hover title.
         figure = page.locator("#test-1\\.2 figure.blockmap svg")
