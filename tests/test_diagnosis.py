@@ -175,6 +175,50 @@ def test_wrong_values_the_fill_does_not_change_are_not_unwritten():
     assert _unwritten(test, same, [same, same]) is None
 
 
+def _partial_scan(shape):
+    """Row blocks of 8 over a row count that is no multiple of 8: the last block is partial."""
+    from autograder.pallas_surface.facts import decode
+    grid = [-(-shape[0] // 8), shape[1] // 128]
+    return decode("index-maps", {"calls": [{"grid": grid, "dimension_semantics": ["arbitrary"] * 2, "skipped": [],
+                                            "operands": [{"operand": "output 0", "is_output": True,
+                                                          "array_shape": list(shape), "block_shape": [8, 128],
+                                                          "grid": grid, "block_grid": grid,
+                                                          "partial_blocks": [], "partial_count": 2,
+                                                          "out_of_bounds_count": 0, "out_of_bounds": []}]}]})
+
+
+def _last_row_rerun(test, value_of_fill):
+    """The test's output with its last row wrong, and its two fill reruns, where the
+    last row is ``value_of_fill(fill)`` (the plan's own fills)."""
+    from autograder.grading import unwritten
+    ref = np.random.default_rng(1).standard_normal((20, 256))
+    outcomes = {}
+    for r in planning.unwritten_runs(ADD_PLAN, test):
+        o = ref.copy()
+        o[-1] = value_of_fill(r.fill)
+        outcomes[r] = _ok(o)
+    got = ref.copy()
+    got[-1] = np.nan
+    return unwritten.explain(ADD_PLAN, test, _ok(got), ref, outcomes, _partial_scan(ref.shape))
+
+
+def test_a_valid_row_in_a_partial_block_that_holds_the_fill_is_never_written():
+    # A masked store off by one leaves out the array's last row, inside the partial
+    # edge block. Output padding is dropped, so the row holds each rerun's own fill:
+    # never stored, whatever the fill; not padding, and not a logic error.
+    test = ADD_PLAN.test_run(ADD.cases[0].name, "generic")
+    f = _last_row_rerun(test, lambda fill: fill)
+    assert f is not None and f.id == "uninitialized-memory"
+    assert f.facts()["never_written"] == 256 and "hold the fill itself" in f.message
+
+
+def test_a_partial_block_row_computed_from_its_padding_is_no_unwritten_memory():
+    # The row changes with the fill but never holds it (a reduction over the block's
+    # padding rows): wrong with every fill, a logic error the correctness test reports.
+    test = ADD_PLAN.test_run(ADD.cases[0].name, "generic")
+    assert _last_row_rerun(test, lambda fill: 2.0 * fill + 1.0) is None
+
+
 def test_nan_in_whole_blocks_with_the_rest_right_is_unwritten_without_reruns():
     test = ADD_PLAN.test_run(ADD.cases[3].name, "generic")   # the tall secret case
 

@@ -246,6 +246,51 @@ def test_a_row_no_fill_exposes_is_uninitialized_memory_on_every_test(grade_cli):
     assert "Problems found: 1" in out
 
 
+def test_a_valid_row_a_masked_store_leaves_out_of_a_partial_block_is_uninitialized_memory(grade_cli):
+    # The mask is off by one (row < M - 1): the array's last row, in the partial edge
+    # block when M % 8 != 0, is never stored. It holds each fill rerun's own fill, so
+    # it is memory never written, not padding and not a logic error: one ID on every
+    # test, not numerics on one rung and wrong-result on the other.
+    doc, out = grade_cli(SOFTMAX / "masked_store_partial_block.py", "softmax", "--run-key", "1")
+    assert tags(doc) == [["uninitialized-memory"]] * 12
+    _charged_once(doc, "uninitialized-memory")
+    assert doc["score"] == 7.0 and "Problems found: 1" in out
+
+
+def test_scratch_zeroed_at_the_first_grid_point_only_is_one_bug_charged_once(grade_cli):
+    # TPU interpret mode runs the parallel axes out of row-major order: the points
+    # that run before (0, 0, 0) read the scratch unwritten, on every case. The order
+    # check sees the same read and keeps its point (scoring.SAME_BUG).
+    doc, out = grade_cli(ADD / "scratch_zeroed_at_first_point.py", "add", "--run-key", "1")
+    assert tags(doc) == [[], ["uninitialized-memory"]] * 4
+    _charged_once(doc, "uninitialized-memory")
+    assert doc["score"] == 11.0 and "Problems found: 1" in out
+
+
+def test_semantics_tpu_interpret_mode_refuses_cost_one_listed_problem(grade_cli):
+    # "parallel" after "arbitrary": TPU interpret mode raises on every case, so its
+    # tests and the three checks that run there lose their points; the problem list
+    # charges all eight to that one error, so it adds up to the score.
+    doc, out = grade_cli(ADD / "parallel_after_arbitrary.py", "add", "--run-key", "1")
+    assert tags(doc) == [[], ["submission-error"]] * 4
+    assert doc["score"] == 8.0
+    assert "cost 8 points in tests 1.2, 2.2, 3.2, 4.2, P4, P5, P6" in " ".join(out.split())
+    assert "Problems found: 1" in out
+    assert "must form a prefix of the grid" in doc["tests"][1]["output"]
+
+
+@releases
+def test_a_tile_order_that_repeats_one_tile_is_charged_per_rung_from_its_own_evidence(grade_cli):
+    # Tile 0 twice, the last tile never. The generic interpreter keeps every block,
+    # so the revisit cannot break it: its tests are charged the never-written tile
+    # (their own fill reruns); TPU interpret mode's, the revisit it refuses.
+    doc, out = grade_cli(MATMUL / "prefetch_order_repeats_tile.py", "matmul", "--run-key", "1")
+    assert tags(doc) == [["uninitialized-memory"], ["output-block-revisit"]] * 4
+    assert doc["score"] == 8.0
+    t = doc["tests"][0]
+    assert "on this case's own inputs" in t["output"] and "Output block revisited" not in t["output"]
+
+
 def test_a_row_every_block_leaves_out_is_charged_once(grade_cli):
     doc, out = grade_cli(ADD / "masked_store_skips_row.py", "add", "--run-key", "1")
     assert tags(doc) == [["uninitialized-memory"]] * 8

@@ -175,3 +175,38 @@ def test_status_agrees_with_score_everywhere():
     for findings in ([], [oob, *raised], [_no_kernel(plan)]):
         for t in scoring.score(plan, findings):
             assert t.passed == (t.score >= t.max_score), t
+
+
+def test_a_check_blocked_by_a_submission_error_costs_that_problem_in_the_list():
+    # TPU interpret mode refuses the kernel on every case (here: parallel dimensions
+    # that are no prefix of the grid); the checks that run there cannot run and earn
+    # nothing. The problem list charges their points to that one error, so the costs
+    # it lists add up to the points lost.
+    from autograder.grading import problems
+    plan = _plan("add")
+    a = plan.assignment
+    raised = [Finding.make("submission-error", "tpu-interpret", "raised ValueError", case=c.name,
+                           problem="exception") for c in a.cases]
+    blocked = [Finding.make("submission-error", "tpu-interpret", "could not run", case=a.probe_cases[0],
+                            check=name, problem="check-not-run", test_rung="tpu-interpret")
+               for name in ("poisoning", "grid-order")]
+    tests = scoring.score(plan, [*raised, *blocked])
+    lost = sum(t.max_score - t.score for t in tests)
+    (problem,) = problems.summarize(tests, lambda f: True)
+    assert problem.id == "submission-error" and problem.points == lost
+    checks = [t.number for t in tests if t.probe in ("poisoning", "grid-order")]
+    assert len(checks) == 2 and set(checks) <= set(problem.cost)
+
+
+def test_an_order_check_seeing_memory_a_test_charged_as_unwritten_is_not_charged_again():
+    # Scratch zeroed at the first grid point only: the fill reruns charge the tests
+    # uninitialized-memory; the order check sees the same unwritten read.
+    plan = _plan("add")
+    a = plan.assignment
+    unwritten = [Finding.make("uninitialized-memory", "tpu-interpret", "changes with the fill",
+                              case=c.name) for c in a.cases]
+    order = Finding.make("grid-order-dependence", "tpu-interpret", "order", case=a.probe_cases[0],
+                         check="grid-order")
+    tests = scoring.score(plan, [*unwritten, order])
+    check = next(t for t in tests if t.probe == "grid-order")
+    assert check.score == check.max_score and check.charged_in == "1.2"
