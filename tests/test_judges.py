@@ -165,6 +165,18 @@ def test_static_facts_become_findings():
     assert next(f for f in found if f.check == "compile").facts()["rule_id"] == "block-tiling"
 
 
+def test_a_refused_buffer_count_gets_its_own_rule_and_fix():
+    # pl.Buffered(3) on a pallas_call's BlockSpec: the fix names the buffer count,
+    # not the block tiling the kernel keeps.
+    from autograder.grading.findings import fix_line
+    g = Grading("matmul")
+    g.set(g.run("compile", "compile"), facts={
+        "ok": False, "message": "Only single (1) and double (2) buffering are supported. Got 3."})
+    (f,) = [f for f in g.judge()[0] if f.check == "compile"]
+    assert f.facts()["rule_id"] == "buffer-count" and "pl.Buffered(2)" in fix_line(f)
+    assert "(8, 128)" not in fix_line(f)
+
+
 def test_a_check_whose_runs_timed_out_while_the_test_passed_costs_nothing():
     g = Grading("matmul")
     for run in g.plan.probe_runs("grid-order", g.case).values():

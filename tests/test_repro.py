@@ -115,3 +115,23 @@ def test_every_corpus_bug_reproduces_with_the_snippet_its_test_shows(tmp_path):
         results = list(pool.map(one, SHOWN))
     failed = [(item, text[-600:]) for item, ok, text in results if not ok]
     assert not failed, failed
+
+
+def test_a_compile_reject_snippet_lowers_for_a_tpu_and_raises_what_the_check_quoted(tmp_path):
+    # Running an interpreter cannot reproduce a compiler's refusal: the compile
+    # check's snippet lowers for a TPU on the CPU, as the check does. It raises on
+    # the corpus kernel with K blocks of 64 and lowers the solution cleanly.
+    from conftest import REPO
+
+    from autograder import spec
+    from autograder.feedback import repro
+    a = spec.find("matmul")
+    case = a.cases[0]
+    text = repro.lowering_snippet(a, case, [case.seed])
+    compiled = lambda src: src.replace("interpret=True", "interpret=False")
+    (tmp_path / "bad").mkdir()
+    (tmp_path / "good").mkdir()
+    bad = _run(text, compiled((corpus("matmul") / "k_block_64.py").read_text()), "matmul.py", tmp_path / "bad")
+    assert bad.returncode != 0 and "divisible by 8 and 128" in bad.stderr, bad.stderr[-2000:]
+    good = _run(text, compiled((REPO / "solutions" / "matmul.py").read_text()), "matmul.py", tmp_path / "good")
+    assert good.returncode == 0, good.stderr[-2000:]

@@ -123,7 +123,7 @@ def _finding_view(f: Finding, visible: bool) -> dict[str, Any]:
         message = f.message
     return {"id": f.id, "title": f.kind.title, "summary": f.kind.summary, "rung": f.rung,
             "rung_label": RUNGS[f.rung], "message": message, "facts": facts, "visible": visible,
-            "check": f.check, "map": None, "map_note": ""}
+            "check": f.check, "map": None, "map_note": "", "fix": fix_line(f)}
 
 
 def _shown_run(t: TestResult, plan) -> Run | None:
@@ -238,6 +238,8 @@ def _snippet(t: TestResult, run: Run | None, plan) -> str | None:
         run = plan.test_run(t.finding.case, "tpu-interpret") or plan.test_run(t.finding.case, plan.rungs[0])
     if run is None:
         return None
+    if t.finding.id == "compile-reject":
+        return repro.lowering_snippet(plan.assignment, run.draw.case, run.draw.seed)
     params = t.finding.facts().get("interpret_params") or run.params_dict
     rung = run.rung if run.rung in ("generic", "tpu-interpret") else "tpu-interpret"
     return repro.snippet(plan.assignment, run.draw.case, rung, params, run.draw.seed,

@@ -69,3 +69,24 @@ def snippet(assignment: Assignment, case: Case, rung: str, params: dict | None =
                   'np.argwhere(~(err <= allowed))[:1].tolist(), "max abs error:", np.nanmax(err), '
                   '"NaNs:", int(np.isnan(out).sum()))']
     return "\n".join(lines)
+
+
+def lowering_snippet(assignment: Assignment, case: Case, seed: list[int] | None = None) -> str:
+    """What the compile check does, on the student's machine: lower for a TPU on a
+    CPU. Running an interpreter would not reproduce a compiler's refusal."""
+    module = assignment.entry_file[:-3]
+    fn = assignment.entry_function
+    names = [i.name for i in assignment.inputs]
+    return "\n".join([
+        f"# Case {case.name!r}: lower your kernel for a TPU on this CPU, as the grader's compile check does.",
+        "# Set interpret=False in your pallas_call first: the interpreters have no compiler.",
+        "import numpy as np",
+        "import jax",
+        "import jax.numpy as jnp",
+        f"from {module} import {fn}",
+        "",
+        *inputs.generator_source(assignment, case, seed),
+        "",
+        f"jax.jit({fn}).trace({', '.join(names)}).lower(lowering_platforms=(\"tpu\",))  "
+        "# raises what the check quoted",
+    ])

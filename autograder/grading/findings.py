@@ -182,6 +182,16 @@ FIXES: dict[str, str] = {
     "chip-divergence": "compare the chip's output with the interpreters' on the failing case",
     "submission-error": "make the file import and run on its own (see the details)",
 }
+# The compile check's fix, by the rule the lowering refused (its rule_id).
+COMPILE_FIXES: dict[str, str] = {
+    "block-tiling": FIXES["compile-reject"],
+    "unsupported-op": "compute with the operations the TPU lowering implements inside kernels "
+                      "(no sort or cumsum in a kernel)",
+    "64-bit-dtype": "use float32 or int32 inside the kernel, not 64-bit types",
+    "1d-block": "give a 1-D block the whole array, or a multiple of 1024 elements",
+    "buffer-count": "ask for at most two buffers per BlockSpec: pl.Buffered(1) or pl.Buffered(2)",
+    "lowering": "change what the compiler's message names; the interpreters cannot check it",
+}
 SUBMISSION_FIXES: dict[str, str] = {
     "file-missing": "upload the file with the name the handout gives",
     "syntax-error": "run the file locally and correct the line shown",
@@ -205,6 +215,8 @@ SUBMISSION_FIXES: dict[str, str] = {
 def fix_line(f: Finding) -> str:
     if f.id == "submission-error":
         return SUBMISSION_FIXES.get(f.problem or "", FIXES["submission-error"])
+    if f.id == "compile-reject":
+        return COMPILE_FIXES.get(f.facts().get("rule_id") or "", FIXES[f.id])
     return FIXES[f.id]
 
 

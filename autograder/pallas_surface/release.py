@@ -176,6 +176,9 @@ COMPILE_RULES = (
     (re.compile(r"requires that rank 1 block"), "1d-block",
      "a 1-D block must be the whole array, a multiple of 1024 elements (8 x 128), or a power of "
      "two of at least 128 elements (256 for 16-bit types)"),
+    (re.compile(r"Only single \(1\) and double \(2\) buffering are supported"), "buffer-count",
+     "a BlockSpec of a pallas_call may ask for one or two buffers only (pl.Buffered(1) or "
+     "pl.Buffered(2)); deeper buffering is for pltpu.emit_pipeline inside a kernel"),
 )
 
 # -- the TPU stage's device (autograder/tpu/real.py) --------------------------
