@@ -135,3 +135,10 @@ def test_a_compile_reject_snippet_lowers_for_a_tpu_and_raises_what_the_check_quo
     assert bad.returncode != 0 and "divisible by 8 and 128" in bad.stderr, bad.stderr[-2000:]
     good = _run(text, compiled((REPO / "solutions" / "matmul.py").read_text()), "matmul.py", tmp_path / "good")
     assert good.returncode == 0, good.stderr[-2000:]
+    # Index maps with // and % (a flattened grid) lower too: the snippet asks a TPU's
+    # rules, not the CPU's ("Unsupported TPU device kind: cpu").
+    add = spec.find("add")
+    (tmp_path / "flat").mkdir()
+    flat = _run(repro.lowering_snippet(add, add.cases[0], [add.cases[0].seed]),
+                compiled((corpus("add") / "flat_grid.py").read_text()), "add.py", tmp_path / "flat")
+    assert flat.returncode == 0, flat.stderr[-2000:]

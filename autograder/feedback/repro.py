@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 
 from ..grading import inputs
+from ..pallas_surface.release import TARGET_DEVICE_KIND
 from ..spec import Assignment, Case
 
 
@@ -73,7 +74,8 @@ def snippet(assignment: Assignment, case: Case, rung: str, params: dict | None =
 
 def lowering_snippet(assignment: Assignment, case: Case, seed: list[int] | None = None) -> str:
     """What the compile check does, on the student's machine: lower for a TPU on a
-    CPU. Running an interpreter would not reproduce a compiler's refusal."""
+    CPU, under an abstract TPU mesh (public API) so the lowering asks a TPU's
+    rules, not the CPU's. Running an interpreter would not reproduce a refusal."""
     module = assignment.entry_file[:-3]
     fn = assignment.entry_function
     names = [i.name for i in assignment.inputs]
@@ -83,10 +85,13 @@ def lowering_snippet(assignment: Assignment, case: Case, seed: list[int] | None 
         "import numpy as np",
         "import jax",
         "import jax.numpy as jnp",
+        "from jax.sharding import AbstractDevice, AbstractMesh, AxisType, use_abstract_mesh",
         f"from {module} import {fn}",
         "",
         *inputs.generator_source(assignment, case, seed),
         "",
-        f"jax.jit({fn}).trace({', '.join(names)}).lower(lowering_platforms=(\"tpu\",))  "
+        f"chip = AbstractDevice(device_kind={TARGET_DEVICE_KIND!r}, num_cores=1, platform=\"tpu\")",
+        "with use_abstract_mesh(AbstractMesh((1,), (\"x\",), axis_types=(AxisType.Auto,), abstract_device=chip)):",
+        f"    jax.jit({fn}).trace({', '.join(names)}).lower(lowering_platforms=(\"tpu\",))  "
         "# raises what the check quoted",
     ])
