@@ -280,15 +280,25 @@ def test_semantics_tpu_interpret_mode_refuses_cost_one_listed_problem(grade_cli)
 
 
 @releases
-def test_a_tile_order_that_repeats_one_tile_is_charged_per_rung_from_its_own_evidence(grade_cli):
-    # Tile 0 twice, the last tile never. The generic interpreter keeps every block,
-    # so the revisit cannot break it: its tests are charged the never-written tile
-    # (their own fill reruns); TPU interpret mode's, the revisit it refuses.
+def test_a_tile_order_that_repeats_one_tile_is_one_revisit_on_both_rungs(grade_cli):
+    # Tile 0 twice, the last tile never: one bug in the tile order, one ID. On the
+    # generic interpreter the revisit alone looks right, and the block it never
+    # reaches is what its own fill reruns find, kept beside the revisit.
     doc, out = grade_cli(MATMUL / "prefetch_order_repeats_tile.py", "matmul", "--run-key", "1")
-    assert tags(doc) == [["uninitialized-memory"], ["output-block-revisit"]] * 4
-    assert doc["score"] == 8.0
-    t = doc["tests"][0]
-    assert "on this case's own inputs" in t["output"] and "Output block revisited" not in t["output"]
+    assert tags(doc) == [["output-block-revisit"]] * 8
+    assert doc["score"] == 8.0 and "Problems found: 2" in out
+    assert "costs no points now" in " ".join(out.split())
+    assert "which it shows" in " ".join(doc["tests"][0]["output"].split())
+
+
+@releases
+def test_a_mask_with_an_infinite_literal_is_graded_as_the_logic_error_it_is(grade_cli):
+    # jnp.where(..., -jnp.inf): on jax 0.12 the literal is a TypedFloat, which the
+    # program document once refused ("a malformed float"), costing every point.
+    doc, out = grade_cli(SOFTMAX / "column_mask_off_by_one.py", "softmax", "--run-key", "1")
+    assert {tag for t in tags(doc) for tag in t} == {"wrong-result"}
+    assert len([t for t in tags(doc) if t]) >= 8 and "Problems found: 1" in out
+    assert all(not t for t in probe_tags(doc).values()), probe_tags(doc)
 
 
 def test_a_row_every_block_leaves_out_is_charged_once(grade_cli):

@@ -109,26 +109,6 @@ def _root_cause(hits: list[Finding], rung: str) -> Finding | None:
     return main
 
 
-def _explains(probe: Finding, rung: str, own: list[Finding]) -> bool:
-    """Whether a probe's finding (seen on a probe case) explains this test's failure.
-
-    The generic interpreter keeps every output block between grid points, so a
-    revisit cannot make its answer wrong by itself: when this case's own fill
-    reruns find every wrong element never written (a tile order that visits one
-    block twice and another never), that is what broke it.
-    """
-    if rung not in EXPLAINS[probe.id]:
-        return False
-    if probe.id == "output-block-revisit" and rung == "generic":
-        return not any(f.id == "uninitialized-memory" and _covers_every_wrong(f) for f in own)
-    return True
-
-
-def _covers_every_wrong(f: Finding) -> bool:
-    facts = f.facts()
-    return bool(facts.get("own_case")) and facts.get("wrong_unwritten") == facts.get("wrong")
-
-
 def _correctness(plan: Plan, wide: list[Finding], by_test: dict, explaining: list[Finding]) -> list[TestResult]:
     a = plan.assignment
     tests = []
@@ -140,7 +120,7 @@ def _correctness(plan: Plan, wide: list[Finding], by_test: dict, explaining: lis
         for ri, rung in enumerate(plan.rungs, 1):
             hits = wide + by_test.get((case.name, rung), [])
             if hits and not wide:
-                hits += [f for f in explaining if _explains(f, rung, hits)]
+                hits += [f for f in explaining if rung in EXPLAINS[f.id]]
             main = _root_cause(hits, rung)
             label = case.name if case.visible else f"secret case {ci}"
             tests.append(TestResult(

@@ -165,7 +165,9 @@ class Encoder:
                 raise Refused(f"integer {x} out of range")
             return x
         if isinstance(x, float):
-            return x if math.isfinite(x) else {"f": repr(x)}
+            # float(x): jax 0.12's literals are float subclasses (TypedFloat) whose repr
+            # is not a float's; the literal's dtype travels in its aval.
+            return float(x) if math.isfinite(x) else {"f": repr(float(x))}
         if isinstance(x, Leaf):
             return {"leaf": x.index}
         if isinstance(x, enum.Enum):

@@ -1,9 +1,9 @@
 """Bug (output-block-revisit): a scalar-prefetched tile order (reversed) whose
 first entry is wrongly 0, so tile 0 is visited twice and the last tile never.
-TPU interpret mode sees block (0, 0) written again after other blocks; the
-generic interpreter keeps every block in memory, so there the revisit is harmless
-and what breaks the answer is the last tile, never written: its tests are charged
-uninitialized-memory, from their own case's fill reruns."""
+One bug, one ID on both rungs: TPU interpret mode refuses block (0, 0) written
+again after other blocks; on the generic interpreter the revisit alone looks
+right, and the last tile, never written, is what its own fill reruns find (kept
+beside the revisit as uninitialized-memory, costing nothing)."""
 import jax
 import jax.numpy as jnp
 from jax.experimental import pallas as pl
