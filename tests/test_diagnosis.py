@@ -214,9 +214,28 @@ def test_a_valid_row_in_a_partial_block_that_holds_the_fill_is_never_written():
 
 def test_a_partial_block_row_computed_from_its_padding_is_no_unwritten_memory():
     # The row changes with the fill but never holds it (a reduction over the block's
-    # padding rows): wrong with every fill, a logic error the correctness test reports.
+    # padding rows): wrong with every fill, a logic error. Its NaN is the padding's,
+    # not an overflow: wrong-result, which stands for the test's numerics symptom.
     test = ADD_PLAN.test_run(ADD.cases[0].name, "generic")
-    assert _last_row_rerun(test, lambda fill: 2.0 * fill + 1.0) is None
+    f = _last_row_rerun(test, lambda fill: 2.0 * fill + 1.0)
+    assert f is not None and f.id == "wrong-result" and f.problem == "padding-read"
+    assert "not an overflow" in f.message
+
+
+def test_nan_the_fill_does_not_explain_is_left_to_the_comparison():
+    # NaN also in a row that no fill changes (an overflow, say): the padding does not
+    # explain it, so nothing is said here and the test keeps its own verdict.
+    from autograder.grading import unwritten
+    test = ADD_PLAN.test_run(ADD.cases[0].name, "generic")
+    ref = np.random.default_rng(1).standard_normal((20, 256))
+    outcomes = {}
+    for r in planning.unwritten_runs(ADD_PLAN, test):
+        o = ref.copy()
+        o[-1], o[0] = 2.0 * r.fill + 1.0, np.nan
+        outcomes[r] = _ok(o)
+    got = ref.copy()
+    got[-1] = got[0] = np.nan
+    assert unwritten.explain(ADD_PLAN, test, _ok(got), ref, outcomes, _partial_scan(ref.shape)) is None
 
 
 def test_nan_in_whole_blocks_with_the_rest_right_is_unwritten_without_reruns():

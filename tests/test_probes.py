@@ -301,6 +301,15 @@ def test_a_mask_with_an_infinite_literal_is_graded_as_the_logic_error_it_is(grad
     assert all(not t for t in probe_tags(doc).values()), probe_tags(doc)
 
 
+def test_padding_nan_a_logic_error_carries_is_wrong_result_not_numerics(grade_cli):
+    # The partial block's max runs down its rows, padding included: NaN in valid rows
+    # that changes with the fill while no fill is right. One ID on every failing test.
+    doc, out = grade_cli(SOFTMAX / "partial_block_wrong_axis_max.py", "softmax", "--run-key", "1")
+    assert {tag for t in tags(doc) for tag in t} == {"wrong-result"}
+    assert doc["score"] == 9.0 and "Problems found: 1" in out
+    assert "not an overflow" in doc["tests"][0]["output"]
+
+
 def test_a_row_every_block_leaves_out_is_charged_once(grade_cli):
     doc, out = grade_cli(ADD / "masked_store_skips_row.py", "add", "--run-key", "1")
     assert tags(doc) == [["uninitialized-memory"]] * 8

@@ -96,7 +96,7 @@ def _by_fills(a: Assignment, test: Run, out: np.ndarray, reference: np.ndarray, 
     # off by one): only what changes otherwise can be the padding's doing.
     if partial is not None and not (changed & ~partial).any() and not (never & wrong).any():
         if not right:
-            return None     # wrong whatever the padding holds: a logic error, reported as such
+            return _logic_error(test, out, wrong, changed, evidence)
         return Finding.make("padding-dependence", test.rung,
                             "the output changes with the values in the padding of partial edge blocks: "
                             f"on this case's own inputs, {int(changed.sum())} of {changed.size} outputs "
@@ -110,6 +110,24 @@ def _by_fills(a: Assignment, test: Run, out: np.ndarray, reference: np.ndarray, 
                         f"the {int(wrong.sum())} wrong ones among them"
                         + (f"; {int(never.sum())} hold the fill itself: never stored" if never.any() else ""),
                         case=test.case.name, run=test.index, **evidence)
+
+
+def _logic_error(test: Run, out: np.ndarray, wrong: np.ndarray, changed: np.ndarray,
+                 evidence: dict) -> Finding | None:
+    """Wrong whatever the padding holds: a logic error, reported as such. Its NaN
+    or Inf, when all of it changes with the fill, is the padding's fill carried
+    into valid rows by the computation, not an overflow: said as wrong-result
+    (which then stands for the test's ``numerics`` symptom); None otherwise."""
+    with np.errstate(invalid="ignore"):
+        odd = wrong & ~np.isfinite(out)
+    if not odd.any() or (odd & ~changed).any():
+        return None
+    return Finding.make("wrong-result", test.rung,
+                        "the output is wrong whatever the padding of the partial edge blocks holds: "
+                        f"on this case's own inputs, {int(changed.sum())} of {changed.size} outputs change "
+                        "with the fill and no fill gives the right answer, so its NaN is the padding "
+                        "carried into valid elements by the computation, not an overflow",
+                        case=test.case.name, run=test.index, problem="padding-read", **evidence)
 
 
 def _whole_blocks(test: Run, out: np.ndarray, reference: np.ndarray, wrong: np.ndarray,
