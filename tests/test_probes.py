@@ -101,6 +101,9 @@ ADD = corpus("add")
     # compile check (cross-lowered on a CPU, where the outer print is a CPU callback)
     # leaves the outer one out.
     (ADD / "debug_prints.py", "add"),
+    # input_output_aliases with partial blocks: TPU interpret mode cannot run the
+    # alias (upstream), so the grader drops it on that rung only.
+    pytest.param(SOFTMAX / "aliased_in_place.py", "softmax", marks=releases),
 ])
 def test_correct_styles_are_clean_on_every_check(grade_cli, path, slug):
     doc, _ = grade_cli(path, slug)

@@ -252,6 +252,8 @@ def _eval_eqn(eqn: Any, invals: list, interpret: Any, stub: Callable | None = No
     if name == PALLAS_CALL:
         if interpret is True and p.get("mesh") is not None:
             p = {**p, "jaxpr": cores_as_grid(p["jaxpr"], p["mesh"])}
+        if interpret not in (True, False) and aliases_partial_blocks(p):
+            p = {**p, "input_output_aliases": ()}
         if stub is not None:
             return stub(eqn.replace(params=p), invals)
         return eqn.primitive.bind(*invals, **{**p, "interpret": interpret})
@@ -269,6 +271,31 @@ def _eval_eqn(eqn: Any, invals: list, interpret: Any, stub: Callable | None = No
             f"the grader cannot reach a pallas_call inside '{name}'; call the kernel directly, "
             "or through jit, cond, fori_loop/while_loop or scan")
     return eqn.primitive.bind(*invals, **p)
+
+
+def aliases_partial_blocks(p: dict) -> bool:
+    """Whether a pallas_call aliases an input whose blocks do not divide it.
+
+    TPU interpret mode pads every input to whole blocks and then hands the padded
+    input back as the aliased output, whose declared shape is the unpadded one,
+    so the program fails to lower ("type of return operand ... doesn't match
+    function result type"; jax 0.10.2 and 0.12.0.1). A TPU runs it: the partial
+    block's write-back is masked. On that rung only, the alias is dropped: the
+    output then starts from the fill instead of the input, which changes nothing
+    for a kernel that writes its whole output (an in-place update), the common
+    reason to alias.
+    """
+    from jax._src.pallas import core as pallas_core
+    gm = p["grid_mapping"]
+    for operand, _out in p.get("input_output_aliases") or ():
+        index = operand - gm.num_index_operands
+        if index < 0:
+            continue
+        bm = gm.block_mappings[index]
+        block = pallas_core._get_block_shape(bm.block_shape)
+        if any(b and dim % b for b, dim in zip(block, bm.array_aval.shape)):
+            return True
+    return False
 
 
 def cores_as_grid(body: Any, mesh: Any) -> Any:
