@@ -248,6 +248,8 @@ def test_checks_run_against_the_rebuilt_kernel_and_merge_into_results(with_check
     assert (c1["score"], c1["status"]) == (0.0, "failed")
     assert "subTest (rung='generic') failed" in c1["output"]
     assert "subTest (rung='tpu-interpret') failed" in c1["output"]
+    # Its points are no finding's: the summary says what the failed checks cost.
+    assert "Instructor checks: 0 of 1 passed (cost 2 points in C1)." in " ".join(out.split())
     assert "[FAIL] C1 ones plus twos, on both interpreters (0/2)" in out
 
 
