@@ -299,8 +299,10 @@ def test_a_mask_with_an_infinite_literal_is_graded_as_the_logic_error_it_is(grad
     # jnp.where(..., -jnp.inf): on jax 0.12 the literal is a TypedFloat, which the
     # program document once refused ("a malformed float"), costing every point.
     doc, out = grade_cli(SOFTMAX / "column_mask_off_by_one.py", "softmax", "--run-key", "1")
-    assert {tag for t in tags(doc) for tag in t} == {"wrong-result"}
-    assert len([t for t in tags(doc) if t]) >= 8 and "Problems found: 1" in out
+    # Run key 1's secret case 4, and case 6 on TPU interpret mode, draw inputs the
+    # missing column does not change beyond the tolerance.
+    assert tags(doc) == [["wrong-result"]] * 6 + [[], []] + [["wrong-result"]] * 3 + [[]]
+    assert doc["score"] == 10.0 and "Problems found: 1" in out
     assert all(not t for t in probe_tags(doc).values()), probe_tags(doc)
 
 
@@ -308,7 +310,8 @@ def test_padding_nan_a_logic_error_carries_is_wrong_result_not_numerics(grade_cl
     # The partial block's max runs down its rows, padding included: NaN in valid rows
     # that changes with the fill while no fill is right. One ID on every failing test.
     doc, out = grade_cli(SOFTMAX / "partial_block_wrong_axis_max.py", "softmax", "--run-key", "1")
-    assert {tag for t in tags(doc) for tag in t} == {"wrong-result"}
+    # Case 3 (64 rows) has no partial block: it passes.
+    assert tags(doc) == [["wrong-result"]] * 4 + [[], []] + [["wrong-result"]] * 6
     assert doc["score"] == 9.0 and "Problems found: 1" in out
     assert "not an overflow" in doc["tests"][0]["output"]
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .findings import CATALOGUE, PRECEDENCE, Finding
-from .scoring import TestResult, same_bug, symptom_of
+from .scoring import TestResult, blocking_test, same_bug, symptom_of
 
 
 @dataclass(frozen=True)
@@ -60,15 +60,6 @@ def _benign(f: Finding) -> bool:
     return f.problem in ("nothing-to-check", "check-not-run")
 
 
-def _blocker(f: Finding, tests: list[TestResult]) -> TestResult | None:
-    """The case's failed correctness test that kept check ``f`` from running."""
-    if f.problem != "check-not-run" or f.case is None:
-        return None
-    rung = f.facts().get("test_rung")
-    return next((t for t in tests if t.probe is None and t.case.name == f.case and t.rung == rung
-                 and t.finding is not None and not t.passed), None)
-
-
 def summarize(tests: list[TestResult], shows) -> tuple[Problem, ...]:
     """Every distinct root cause across ``tests``. ``shows(finding)`` says
     whether a finding's evidence may be shown: the explanation goes to the
@@ -81,7 +72,7 @@ def summarize(tests: list[TestResult], shows) -> tuple[Problem, ...]:
     seen: dict = {}
     numbered = {t.number: t for t in tests}
     for t, f, is_primary in _appearances(tests):
-        blocker = _blocker(f, tests) if is_primary and t.charges else None
+        blocker = blocking_test(f, tests) if is_primary and t.charges else None
         if blocker is not None and key_of(blocker.finding) in first:
             # A check the case's failing test kept from running lost its points to
             # that test's problem: the list says so, so its costs add up to the score.

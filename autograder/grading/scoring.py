@@ -147,11 +147,18 @@ def _already(main: Finding | None, charged: dict[str, str], tests: list[TestResu
     return charged.get(main.id)
 
 
-def _blocking_test(main: Finding, tests: list[TestResult]) -> TestResult | None:
-    """The case's failed test whose diagnosed root cause kept a check from running."""
+def blocking_test(main: Finding, tests: list[TestResult]) -> TestResult | None:
+    """The case's failed correctness test that kept check ``main`` from running."""
+    if main.problem != "check-not-run" or main.case is None:
+        return None
     rung = main.facts().get("test_rung")
-    test = next((t for t in tests if t.probe is None and t.case.name == main.case
+    return next((t for t in tests if t.probe is None and t.case.name == main.case
                  and t.rung == rung and not t.passed), None)
+
+
+def _blocking_test(main: Finding, tests: list[TestResult]) -> TestResult | None:
+    """The blocking test, when the grader diagnosed its root cause (not a submission error)."""
+    test = blocking_test(main, tests)
     return test if test is not None and test.finding.id != "submission-error" else None
 
 

@@ -50,27 +50,27 @@ def explain(plan: Plan, test: Run, outcome: Outcome, reference: np.ndarray,
     if not wrong.any():
         return None
     reruns = [(r, outcomes.get(r)) for r in unwritten_runs(plan, test)]
-    outs = {f"{r.fill:.4g}": o.output for r, o in reruns
-            if o is not None and o.output is not None and o.output.shape == out.shape}
-    if len(outs) == 2:
+    reruns = [(r, o.output) for r, o in reruns
+              if o is not None and o.output is not None and o.output.shape == out.shape]
+    if len(reruns) == 2:
         # The reruns are the evidence: wrong elements no fill changes were written
         # (NaN a kernel stores on purpose is its own result, not unwritten memory).
-        held = holds_fills([(o.output, r.fill) for r, o in reruns])
-        return _by_fills(a, test, out, reference, wrong, outs, held, scan)
+        outs = {f"{r.fill:.4g}": o for r, o in reruns}
+        return _by_fills(a, test, out, reference, wrong, outs, _holds_fills(reruns), scan)
     return _whole_blocks(test, out, reference, wrong, scan)
 
 
-def holds_fills(runs: list[tuple[np.ndarray, float]]) -> np.ndarray:
+def _holds_fills(reruns: list[tuple[Run, np.ndarray]]) -> np.ndarray:
     """Elements that hold each run's own fill value: never written at all.
 
     The fills have random mantissas and opposite signs, so a value the kernel
     computed matches neither, let alone both; the tolerance covers a fill
     rounded to a low-precision output dtype.
     """
-    held = np.ones(runs[0][0].shape, dtype=bool)
-    for output, fill in runs:
+    held = np.ones(reruns[0][1].shape, dtype=bool)
+    for run, output in reruns:
         with np.errstate(invalid="ignore"):
-            held &= np.isclose(output.astype(np.float64), fill, rtol=1e-2, atol=0.0)
+            held &= np.isclose(output.astype(np.float64), run.fill, rtol=1e-2, atol=0.0)
     return held
 
 
