@@ -355,11 +355,20 @@ def test_only_kernels_that_passed_every_correctness_test_are_queued():
 
 # -- with JAX -----------------------------------------------------------------------------
 
+def _solution_programs(a) -> tuple[dict[str, bytes], dict[str, float]]:
+    """The solution's checked programs (traced as a submission's are) and its flops per size."""
+    from autograder.grading import grade, plan as planning
+    report = grade.grade(a, REPO / "solutions" / "add.py", grade.GradeOptions(keep_programs=True),
+                         plan=planning.speed_plan(a))
+    flops = {s.size: s.estimate.flops for s in (report.speed.sizes if report.speed else ()) if s.estimate}
+    return {k: v.encode("utf-8") for k, v in report.programs.items()}, flops
+
+
 @pytest.mark.jax
 @pytest.mark.grading
 def test_chip_divergence_against_the_real_interpreter_on_a_real_program(small_add, tmp_path):
-    from autograder.tpu import command, interpreter
-    programs, flops = command.solution_programs(small_add, REPO / "solutions" / "add.py")
+    from autograder.tpu import interpreter
+    programs, flops = _solution_programs(small_add)
     assert set(programs) == {"s1", "s2", "check:small"} and flops == {"s1": 0.0, "s2": 0.0}  # no matrix work
     ctx = _ctx(small_add, Script(compute=_honest(small_add), diverge=0.01))
     ctx = stage.Context(**{**ctx.__dict__, "interpret": interpreter.generic, "evidence_dir": tmp_path})
@@ -411,8 +420,7 @@ def test_speed_then_merge_through_the_cli_on_a_fake_device(small_add, tmp_path):
         (subs / sid).mkdir(parents=True)
         (subs / sid / "add.py").write_text(src.read_text())
     root, out = str(small_add.folder.parent), tmp_path / "out"
-    proc = run_cli("speed", str(subs), "-a", "add", "--assignments", root, "-o", str(out), "--device", "fake",
-                   "--solution", str(REPO / "solutions" / "add.py"))
+    proc = run_cli("speed", str(subs), "-a", "add", "--assignments", root, "-o", str(out), "--device", "fake")
     assert proc.returncode == 0, proc.stderr[-3000:]
     doc = json.loads((out / "speed.json").read_text())
     got = {r["submission"]: r for r in doc["results"]}
@@ -522,7 +530,7 @@ def test_speed_on_the_cpu_device_end_to_end(tmp_path):
         (subs / sid).mkdir(parents=True)
         (subs / sid / "add.py").write_text(text)
     proc = run_cli("speed", str(subs), "-a", "add", "--assignments", str(root), "-o", str(out), "--device", "cpu",
-                   "--solution", str(REPO / "solutions" / "add.py"), "--target-rse", "0.2", "--max-seconds", "2")
+                   "--target-rse", "0.2", "--max-seconds", "2")
     assert proc.returncode == 0, proc.stderr[-3000:]
     doc = json.loads((out / "speed.json").read_text())
     got = {r["submission"]: r for r in doc["results"]}
@@ -554,6 +562,26 @@ def test_speed_on_the_cpu_device_end_to_end(tmp_path):
     assert "Not a TPU measurement" in t1["output"]
     rows = [r["name"] for r in merged["leaderboard"]]
     assert "CPU stand-in time, not a TPU measurement (ms)" in rows and "TPU v5e time (ms)" not in rows
+
+
+def test_a_site_graded_under_another_jax_release_says_which_and_what_this_host_runs(small_add, tmp_path):
+    """A site made by a grader on one JAX release, read on a host with another: the
+    keys miss (they include the release), and the message names both releases."""
+    from autograder.pallas_surface import release
+    from autograder.review import batch
+    from autograder.review.export import read_submissions
+    subs, site = tmp_path / "export", tmp_path / "site"
+    (subs / "one").mkdir(parents=True)
+    (subs / "one" / "add.py").write_text((REPO / "solutions" / "add.py").read_text())
+    sub = read_submissions(subs, tmp_path / "x")[0]
+    other = next(r for r in release.SUPPORTED if r != batch.jax_release())
+    store = batch.Store(site / ".review-cache")
+    store.put(batch.Graded("k" * 24, "one", "graded", 1.0, {"tests": []}, jax=other, content=sub.content_hash()))
+    proc = run_cli("speed", str(subs), "-a", "add", "--assignments", str(small_add.folder.parent), "-o",
+                   str(tmp_path / "out"), "--review", str(site), "--device", "tpu")
+    assert proc.returncode != 0
+    assert (f"The site was graded under jax {other}; this host runs jax {batch.jax_release()}" in
+            " ".join(proc.stderr.split()))
 
 
 def test_speed_on_a_tpu_host_grades_nothing_and_says_to_run_review_elsewhere(small_add, tmp_path):

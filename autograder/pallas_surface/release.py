@@ -193,7 +193,15 @@ MOSAIC_MARK = "Mosaic"
 # libtpu takes a lock on the chip: a second process that asks for the TPU
 # backend gets "ABORTED: The TPU is already in use by process with pid N"
 # (or, from the driver, "open(/dev/accel0): Device or resource busy").
-TPU_HELD = re.compile(r"already in use|resource busy|libtpu_lockfile", re.I)
+# On the lent v5e (libtpu 0.0.42.1) it was "Internal error when accessing libtpu
+# multi-process lockfile", raised at once, with no fallback to the CPU.
+TPU_HELD = re.compile(r"already in use|resource busy|libtpu_lockfile|multi-process lockfile", re.I)
+# How a real TPU v5e said that a kernel stopped the core (jax 0.10.2, libtpu
+# 0.0.42.1): an out-of-bounds block or DMA index ("BoundsCheck ...
+# dma.hbm_to_vmem") and a DMA started and never waited ("Semaphore (scratch
+# argument N) has a nonzero value upon exit") both raise RuntimeUnexpectedCoreHalt,
+# after which that process's TPU client is dead (a new process gets the chip).
+CHIP_HALT = re.compile(r"UnexpectedCoreHalt|core halt|BoundsCheck|nonzero value upon exit", re.I)
 # XLA:CPU's thunk runtime tags each op it runs with its module and run
 # (stats "hlo_module" and "run_id") only when compiled with this option; the
 # CPU stand-in's kernels are, so the profiler trace gives their execution

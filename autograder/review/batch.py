@@ -27,6 +27,7 @@ from typing import Callable, Literal
 
 from .. import __version__
 from ..isolation.confinement import python_command
+from ..pallas_surface import release
 from ..spec import Assignment
 from .export import Submission
 
@@ -46,6 +47,7 @@ class Job:
     assignments: str
     timeout_s: float
     key: str
+    content: str = ""
 
 
 @dataclass(frozen=True)
@@ -60,13 +62,17 @@ class Graded:
     returncode: int | None = None
     staff: str = ""             # the staff's report (Markdown, secret cases' evidence included)
     programs: dict | None = None  # checked programs the TPU stage times (name -> document text)
+    jax: str = ""               # the JAX release that graded it (a site made on one release, read on another)
+    content: str = ""           # the submission's content hash (which upload this grading is of)
 
     def to_json(self) -> str:
         return json.dumps(asdict(self))
 
     @classmethod
     def from_json(cls, text: str) -> "Graded":
-        return cls(**json.loads(text))
+        fields = json.loads(text)
+        known = cls.__dataclass_fields__
+        return cls(**{k: v for k, v in fields.items() if k in known})
 
 
 def _tree_hash(paths: list[Path], base: Path) -> str:
@@ -76,11 +82,24 @@ def _tree_hash(paths: list[Path], base: Path) -> str:
     return h.hexdigest()
 
 
+# Folders no grading runs: the TPU stage reads gradings, the review site shows
+# them (its pages are written anew on every run). A change there regrades nothing,
+# so a stage fixed on a TPU host still finds the gradings made on a CPU machine.
+NOT_GRADING = ("tpu", "review")
+
+
 def grader_hash() -> str:
-    """The grader's version and source: a changed grader regrades."""
+    """The grader's version, source and JAX release: a changed grader, or one on
+    another JAX release, regrades."""
     pkg = Path(__file__).resolve().parent.parent
-    files = [p for p in pkg.rglob("*") if p.is_file() and p.suffix in (".py", ".j2")]
-    return hashlib.sha256((__version__ + _tree_hash(files, pkg)).encode()).hexdigest()
+    files = [p for p in pkg.rglob("*") if p.is_file() and p.suffix in (".py", ".j2")
+             and p.relative_to(pkg).parts[0] not in NOT_GRADING]
+    return hashlib.sha256((__version__ + _tree_hash(files, pkg) + f"jax={jax_release()}").encode()).hexdigest()
+
+
+def jax_release() -> str:
+    """The JAX release this grader's children grade on (its metadata; JAX is not imported)."""
+    return release.INSTALLED or "none"
 
 
 def assignment_hash(a: Assignment) -> str:
@@ -131,7 +150,7 @@ def grade_one(job: Job) -> Graded:
         except (OSError, ValueError):
             programs = None
         return Graded(job.key, job.submission_id, status, round(seconds, 2), results,
-                      out[-TAIL:], err[-TAIL:], proc.returncode, staff, programs)
+                      out[-TAIL:], err[-TAIL:], proc.returncode, staff, programs, jax_release(), job.content)
     finally:
         shutil.rmtree(root, ignore_errors=True)
 

@@ -35,6 +35,9 @@ class Summary:
     index: Path
 
 
+SOLUTION = ".solution"      # the instructor solution, graded as a submission: the TPU stage's baseline
+
+
 def _jobs(subs: list[Submission], a: Assignment, store: batch.Store, opts: Options
           ) -> tuple[list[batch.Job], dict[str, str]]:
     a_hash, g_hash = batch.assignment_hash(a), batch.grader_hash()
@@ -45,8 +48,45 @@ def _jobs(subs: list[Submission], a: Assignment, store: batch.Store, opts: Optio
         keys[sub.id] = key
         if opts.force or store.get(key) is None:
             todo.append(batch.Job(sub.id, str(sub.folder.resolve()), a.slug, str(a.folder.parent.resolve()),
-                                  timeout, key))
+                                  timeout, key, sub.content_hash()))
     return todo, keys
+
+
+def _solution(a: Assignment, site: Path) -> Submission | None:
+    """The instructor solution as a submission of its own (a folder in the site
+    holding it under the entry file's name), for assignments the TPU stage times."""
+    if a.speed is None or not a.solution.is_file():
+        return None
+    folder = site / SOLUTION / a.slug
+    folder.mkdir(parents=True, exist_ok=True)
+    target = folder / a.entry_file
+    data = a.solution.read_bytes()
+    if not target.is_file() or target.read_bytes() != data:
+        target.write_bytes(data)
+    return Submission(f"{SOLUTION}/{a.slug}", folder)
+
+
+def stored_solution(a: Assignment, site: Path) -> batch.Graded | None:
+    """The site's grading of the instructor solution as it is now (None: none)."""
+    sol = _solution(a, site)
+    if sol is None:
+        return None
+    return batch.Store(site / CACHE).get(batch.job_key(sol, batch.assignment_hash(a), batch.grader_hash()))
+
+
+def other_releases(site: Path, sub: Submission) -> list[str]:
+    """The JAX releases that graded this very upload in ``site`` (when it has no
+    grading under this grader's release): what to tell the instructor."""
+    content = sub.content_hash()
+    found = set()
+    for path in (site / CACHE).glob("*.json"):
+        try:
+            g = batch.Graded.from_json(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError, TypeError):
+            continue
+        if g.submission_id == sub.id and g.content == content and g.jax and g.jax != batch.jax_release():
+            found.add(g.jax)
+    return sorted(found)
 
 
 def stored(a: Assignment, submissions: Path, site: Path) -> list[tuple[Submission, batch.Graded | None]]:
@@ -62,8 +102,10 @@ def regrade(a: Assignment, opts: Options) -> Summary:
     out.mkdir(parents=True, exist_ok=True)
     subs = read_submissions(opts.submissions, out / EXPORT)
     store = batch.Store(out / CACHE)
-    todo, keys = _jobs(subs, a, store, opts)
-    progress = Progress(len(subs), cached=len(subs) - len(todo))
+    solution = _solution(a, out)
+    todo, keys = _jobs(subs + ([solution] if solution else []), a, store, opts)
+    total = len(subs) + (1 if solution else 0)
+    progress = Progress(total, cached=total - len(todo))
 
     def done(graded: batch.Graded) -> None:
         store.put(graded)
@@ -79,7 +121,8 @@ def regrade(a: Assignment, opts: Options) -> Summary:
     rows = [site.row(sub, store.get(keys[sub.id])) for sub in subs]
     site.write(rows, out, a.title, a.slug, opts.similarity_threshold)
     failed = sum(1 for r in rows if r.status != "graded")
-    return Summary(len(todo), len(subs) - len(todo), failed, out / "index.html")
+    graded = sum(1 for j in todo if j.submission_id != (solution.id if solution else None))
+    return Summary(graded, len(subs) - graded, failed, out / "index.html")
 
 
 def needs_review_extra(verb: str) -> None:

@@ -50,7 +50,9 @@ from .device import (
     projection,
 )
 
-Status = Literal["timed", "held", "chip-reject", "chip-divergence", "wrong-result", "not-queued", "error"]
+# chip-halt and chip-hang come from the worker's process (tpu.chipproc), not from here.
+Status = Literal["timed", "held", "chip-reject", "chip-divergence", "wrong-result", "not-queued", "error",
+                 "chip-halt", "chip-hang"]
 SLOWER_THAN_SOLUTION = 10.0
 # A digest's error is the output's error projected on a secret Gaussian vector:
 # normal, with the error's norm as its standard deviation. Six of them: a false
@@ -93,6 +95,14 @@ class StageResult:
         return {**asdict(self), "seconds": self.seconds}
 
 
+def from_json(d: dict) -> StageResult:
+    """A StageResult back from its JSON (a chip worker's answer)."""
+    sizes = tuple(SizeTime(**{**s, "checked": tuple(s.get("checked", ())),
+                              "mismatched": tuple(s.get("mismatched", ()))}) for s in d.get("sizes", ()))
+    return StageResult(d["submission"], d["status"], d.get("message", ""), sizes, tuple(d.get("holds", ())),
+                       dict(d.get("evidence") or {}))
+
+
 @dataclass(frozen=True)
 class Context:
     """Everything the stage needs besides the kernel's programs."""
@@ -106,6 +116,10 @@ class Context:
     solution: dict[str, SizeTime] = field(default_factory=dict)   # size -> the solution's timing there
     flops: dict[str, float] = field(default_factory=dict)         # size -> the work's flops (floor)
     evidence_dir: Path | None = None   # where a divergence's inputs and both outputs are kept
+    # Told what the stage is doing (a chip worker relays it to the parent, which
+    # gives each phase its own silence limit and prints progress): phase "compile",
+    # "call" (the chip), "host" (references and interpreters on the host), with details.
+    progress: Callable[..., None] = field(default=lambda **_: None, compare=False)
 
 
 @dataclass(frozen=True)
@@ -169,8 +183,10 @@ def check(ctx: Context, sub: str, k: Kernel, dims: dict[str, int], dtype: str) -
     compiled = _compile(ctx, sub, k)
     if isinstance(compiled, StageResult):
         return compiled
+    ctx.progress(phase="call", kernel=k.name, what="check")
     x = ctx.device.inputs(compiled, seed(ctx.secret, sub, k.name, "check"))
     out = np.asarray(ctx.device.fetch(ctx.device.run(compiled, x)), dtype=np.float64)
+    ctx.progress(phase="host", kernel=k.name, what="reference")
     args = _host_args(ctx.device.fetch(x))
     red = _reduction(a, dims)
     allowed = expectations(ctx, args, dtype, compiled.bf16_dots)
@@ -263,6 +279,7 @@ def timed_loop(ctx: Context, sub: str, compiled: Compiled, size: str) -> Loop:
     """Warm-up, then the timed calls under one profiler trace."""
     dev, rule = ctx.device, ctx.rule
     for w in range(rule.warmup):
+        ctx.progress(phase="call", size=size, warmup=w)
         dev.run(compiled, dev.inputs(compiled, seed(ctx.secret, sub, size, "warmup", w)))
     key = seed(ctx.secret, sub, size, "digest")
     # Chosen before the run (its output must be kept), among calls certain to happen; secret like every seed.
@@ -271,6 +288,7 @@ def timed_loop(ctx: Context, sub: str, compiled: Compiled, size: str) -> Loop:
     output: list = []
 
     def call(i: int) -> float:
+        ctx.progress(phase="call", size=size, calls=i)
         x = dev.inputs(compiled, seed(ctx.secret, sub, size, "timed", i))
         t = dev.time(compiled, x)
         digests.append(dev.digest(t.output, key))       # outside the timed region, as is the fetch
@@ -279,6 +297,7 @@ def timed_loop(ctx: Context, sub: str, compiled: Compiled, size: str) -> Loop:
         return t.seconds
     with dev.profile(compiled) as trace:
         samples = timing.measure(call, rule)
+        ctx.progress(phase="host", size=size, what="reading the profiler's trace", calls=len(samples.times))
     return Loop(samples, tuple(digests), kept, output[0] if output else None, trace.result(len(samples.times)))
 
 
@@ -304,6 +323,7 @@ def check_calls(ctx: Context, sub: str, compiled: Compiled, size: str, dims: dic
     picks = [int(i) for i in picker.choice(others, min(max(rule.sample - 1, 0), len(others)), replace=False)]
     bad = []
     for i in [loop.kept, *sorted(picks)]:
+        ctx.progress(phase="host", size=size, what=f"checking timed call {i}")
         args = _host_args(dev.fetch(dev.inputs(compiled, seed(ctx.secret, sub, size, "timed", i))))
         allowed = expectations(ctx, args, dtype, compiled.bf16_dots)
         if i == loop.kept:
@@ -368,6 +388,7 @@ def holds(sizes: tuple[SizeTime, ...], solution: dict[str, SizeTime],
 
 
 def _compile(ctx: Context, sub: str, k: Kernel) -> Compiled | StageResult:
+    ctx.progress(phase="compile", kernel=k.name)
     try:
         return ctx.device.compile(k)
     except ChipReject as e:
@@ -377,8 +398,23 @@ def _compile(ctx: Context, sub: str, k: Kernel) -> Compiled | StageResult:
                            f"the kernel: {e}"[:3000], evidence={"kernel": k.name})
 
 
-def run(ctx: Context, sub: str, programs: dict[str, bytes]) -> StageResult:
-    """The whole stage for one kernel (``programs``: size name or ``check:<case>`` -> program)."""
+@dataclass(frozen=True)
+class Size:
+    """A size the stage times: named as the spec's speed size, timed on the kept
+    program ``program`` (its own; a CPU rehearsal may time a smaller one instead)."""
+    name: str
+    dims: dict
+    dtype: str
+    program: str
+
+
+def speed_sizes(a: Assignment) -> tuple[Size, ...]:
+    return tuple(Size(s.name, dict(s.dims), s.dtype, s.name) for s in a.speed.sizes)
+
+
+def run(ctx: Context, sub: str, programs: dict[str, bytes], sizes: tuple[Size, ...] | None = None) -> StageResult:
+    """The whole stage for one kernel (``programs``: size name or ``check:<case>`` -> program),
+    timed at ``sizes`` (default: the spec's speed sizes)."""
     a = ctx.assignment
     check_name = next((n for n in programs if n.startswith("check:")), None)
     if check_name is not None:
@@ -387,14 +423,13 @@ def run(ctx: Context, sub: str, programs: dict[str, bytes]) -> StageResult:
                        case.dim_map, case.dtype)
         if failed is not None:
             return failed
-    sizes = []
-    for size in a.speed.sizes:
-        if size.name not in programs:
-            return StageResult(sub, "error", f"no traced program at the size {size.name!r}")
-        dims = dict(size.dims)
-        compiled = _compile(ctx, sub, kernel(a, size.name, programs[size.name], dims, size.dtype))
+    timed = []
+    for size in sizes or speed_sizes(a):
+        if size.program not in programs:
+            return StageResult(sub, "error", f"no traced program at the size {size.program!r}")
+        compiled = _compile(ctx, sub, kernel(a, size.name, programs[size.program], size.dims, size.dtype))
         if isinstance(compiled, StageResult):
             return compiled
-        sizes.append(time_size(ctx, sub, compiled, size.name, dims, size.dtype))
-    found = holds(tuple(sizes), ctx.solution, ctx.rule)
-    return StageResult(sub, "held" if found else "timed", "", tuple(sizes), found)
+        timed.append(time_size(ctx, sub, compiled, size.name, size.dims, size.dtype))
+    found = holds(tuple(timed), ctx.solution, ctx.rule)
+    return StageResult(sub, "held" if found else "timed", "", tuple(timed), found)

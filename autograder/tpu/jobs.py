@@ -1,0 +1,32 @@
+"""The TPU stage's jobs, run inside a chip worker (``worker``): one submission's
+whole chip work per job. Arguments and answers are plain JSON data."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Callable
+
+from .. import spec
+from . import stage, timing
+
+
+def health(device, args: dict, progress: Callable[..., None]) -> dict:
+    """A trivial computation on the device: is its client alive?"""
+    import jax.numpy as jnp
+    return {"ok": float(jnp.arange(8.0).sum()) == 28.0}
+
+
+def run_stage(device, args: dict, progress: Callable[..., None]) -> dict:
+    """One kernel through the stage: {"slug", "assignments", "submission", "programs" (name -> document
+    text), "secret", "rule", "solution" (size -> SizeTime), "flops", "sizes", "evidence_dir"}."""
+    from ..grading.draws import load_reference
+    from . import interpreter
+    a = spec.find(args["slug"], Path(args["assignments"]))
+    evidence = args.get("evidence_dir")
+    ctx = stage.Context(a, device, device.info(), load_reference(a), interpreter.generic, int(args["secret"]),
+                        timing.Rule(**args.get("rule", {})),
+                        {k: stage.from_json({"submission": "", "status": "timed", "sizes": [v]}).sizes[0]
+                         for k, v in (args.get("solution") or {}).items()},
+                        dict(args.get("flops") or {}), Path(evidence) if evidence else None, progress)
+    sizes = tuple(stage.Size(**s) for s in args["sizes"]) if args.get("sizes") else None
+    programs: dict[str, Any] = {k: v.encode("utf-8") for k, v in args["programs"].items()}
+    return stage.run(ctx, args["submission"], programs, sizes).to_json()
