@@ -76,14 +76,26 @@ def shuffled_axes(traced: Traced) -> int:
     return n
 
 
-def dimension_semantics(eqn: Any) -> tuple[str, ...]:
+def _compiler_param(eqn: Any, name: str) -> Any:
+    """A Mosaic compiler parameter of a pallas_call (None when not given)."""
     cp = eqn.params.get("compiler_params")
-    sem = None
-    if cp is not None:
-        sem = getattr(cp, "dimension_semantics", None)
-        if sem is None and isinstance(cp, dict):
-            inner = cp.get("mosaic_tpu") or cp.get("mosaic")
-            sem = getattr(inner, "dimension_semantics", None) if inner is not None else None
+    if cp is None:
+        return None
+    value = getattr(cp, name, None)
+    if value is None and isinstance(cp, dict):
+        inner = cp.get("mosaic_tpu") or cp.get("mosaic")
+        value = getattr(inner, name, None) if inner is not None else None
+    return value
+
+
+def vmem_limit(eqn: Any) -> int:
+    """The call's own scoped-VMEM limit (``CompilerParams(vmem_limit_bytes=...)``); 0: the chip's default."""
+    value = _compiler_param(eqn, "vmem_limit_bytes")
+    return int(value) if isinstance(value, int) and value > 0 else 0
+
+
+def dimension_semantics(eqn: Any) -> tuple[str, ...]:
+    sem = _compiler_param(eqn, "dimension_semantics")
     grid = eqn.params["grid_mapping"].grid
     if not sem:
         return tuple("arbitrary" for _ in grid)
@@ -255,18 +267,21 @@ def _blocks(gm) -> list[dict]:
     return blocks
 
 
+def call_vmem(eqn: Any) -> dict:
+    """VMEM of one pallas_call: blocks, scratch, and the largest set of
+    ``pl.run_scoped`` allocations live at once."""
+    gm = eqn.params["grid_mapping"]
+    blocks = _blocks(gm)
+    scratch = [a for a in (_allocation(s) for s in gm.scratch_avals) if a is not None]
+    scoped_bytes, scoped = _scoped(eqn.params["jaxpr"])
+    total = sum(b["bytes"] for b in blocks) + sum(s["bytes"] for s in scratch) + scoped_bytes
+    return {"blocks": blocks, "scratch": scratch, "scoped": scoped, "bytes": total}
+
+
 def vmem_budget(traced: Traced) -> dict:
     """VMEM bytes of every pallas_call of a function traced at the production
-    size (abstract shapes only): blocks, scratch, and the largest set of
-    ``pl.run_scoped`` allocations live at once."""
-    calls = []
-    for site in call_sites(traced):
-        gm = site.eqn.params["grid_mapping"]
-        blocks = _blocks(gm)
-        scratch = [a for a in (_allocation(s) for s in gm.scratch_avals) if a is not None]
-        scoped_bytes, scoped = _scoped(site.eqn.params["jaxpr"])
-        total = sum(b["bytes"] for b in blocks) + sum(s["bytes"] for s in scratch) + scoped_bytes
-        calls.append({"blocks": blocks, "scratch": scratch, "scoped": scoped, "bytes": total})
+    size (abstract shapes only)."""
+    calls = [call_vmem(site.eqn) for site in call_sites(traced)]
     return {"calls": calls, "bytes": max((c["bytes"] for c in calls), default=0)}
 
 

@@ -22,9 +22,9 @@ import numpy as np
 from jax._src import core as jax_core
 
 from . import jaxprs, release
-from .analysis import _block_elems, _index_map, _memory_space, dimension_semantics
+from .analysis import _block_elems, _index_map, _memory_space, call_vmem, dimension_semantics, vmem_limit
 from .rung import Traced, sub_jaxprs
-from .stepwork import Unanalysable, grid_work
+from .stepwork import LOOP_COLUMNS, Unanalysable, grid_work
 
 MAX_POINTS = 1 << 20
 MAX_CLASSES = 4096
@@ -189,7 +189,8 @@ def _classes(columns: dict[str, np.ndarray], block_bytes: np.ndarray, steps: int
         out.append({"steps": int(round(count * scale)), "block_bytes": float(row[-1]),
                     "mxu_flops": {c.split(":", 1)[1]: w for c, w in work.items() if c.startswith("mxu:")},
                     "vector": work.get("vector", 0.0), "transcendental": work.get("transcendental", 0.0),
-                    "dma_bytes": work.get("dma_bytes", 0.0)})
+                    "dma_bytes": work.get("dma_bytes", 0.0),
+                    **{c: work.get(c, 0.0) for c in LOOP_COLUMNS}})
     return out
 
 
@@ -231,7 +232,8 @@ def _call(site: Site) -> dict:
     prefetch = [np.asarray(v.value) for v in pref] if all(v.value is not None for v in pref) else None
     out_avals = eqn.params["out_avals"]
     base = {"grid": list(grid), "steps": steps, "dtype": str(out_avals[0].dtype) if out_avals else "",
-            "dimension_semantics": list(dimension_semantics(eqn)), "copy_bytes": _copy_bytes(eqn, site.ins)}
+            "dimension_semantics": list(dimension_semantics(eqn)), "copy_bytes": _copy_bytes(eqn, site.ins),
+            "vmem_bytes": int(call_vmem(eqn)["bytes"]), "vmem_limit": vmem_limit(eqn)}
     try:
         ops = [_operand(k, bm, gm, grid, points, prefetch) for k, bm in enumerate(gm.block_mappings)]
         work = grid_work(eqn.params["jaxpr"], grid, points, prefetch, n_pref)

@@ -191,6 +191,10 @@ class StepWork:
     transcendental: float            # EUP operations (exp, log, reciprocal, ...)
     dma_bytes: float                 # bytes the kernel's own DMAs copy
     block_bytes: float               # pipelined blocks fetched (for the next step) or written back
+    dots: float = 0.0                # dot_general executions outside loops (``stepwork.LOOP_COLUMNS``)
+    loop_dots: float = 0.0           # ... inside a loop body
+    loop_vector: float = 0.0         # vector operations inside a loop body (part of ``vector``)
+    dma_starts: float = 0.0          # manual DMAs started
 
 
 @dataclass(frozen=True)
@@ -216,6 +220,8 @@ class CostCall:
     data_dependent: bool             # index maps, conditions or loop bounds read scalar-prefetch data
                                      # computed from the function's arguments (the data drawn)
     copy_bytes: int                  # HBM bytes XLA copies for aliased inputs not donated (read + write)
+    vmem_bytes: int = 0              # the call's blocks, scratch and scoped allocations (analysis.call_vmem)
+    vmem_limit: int = 0              # its own scoped-VMEM limit (CompilerParams); 0: the chip's default
     problem: str = ""                # why this call cannot be estimated ("" when it can)
 
 

@@ -59,12 +59,24 @@ Bound = Literal["compute", "memory", "per-step overhead"]
 
 @dataclass(frozen=True)
 class Fitted:
-    """The two constants fitted to the matmul guide's bf16 table (see the module docstring)."""
-    step_cycles: float = 530.0            # the pipeline's own cost a grid step: 0.353 us at the v5e's 1.50 GHz
-    launch_s: float = 0.112e-3            # a call's dispatch and synchronisation in the published timing loops
+    """The constants fitted to a real TPU v5e's device times (benchmarks/chip/points.py, role "fit":
+    microbenchmarks only; docs/speed-validation.md). Cycles are at each chip's clock (CLOCK_HZ),
+    so other chips scale by their clock and their table's figures (not validated on them)."""
+    hbm_efficiency: float = 0.82          # share of the table's HBM bandwidth a pipeline reaches (~670 GB/s)
+    step_cycles: float = 285.0            # the pipeline's own cost a grid step (~0.19 us), hidden by long transfers
+    dma_cycles: float = 150.0             # issuing and waiting one manual DMA (emit_pipeline's inner steps too)
+    dot_wait_cycles: float = 120.0        # waiting for a dot's result: once a step, once a loop iteration
+    valu_per_cycle: float = 3.0           # vector element operations per lane slot per cycle, straight-line code
+    loop_valu_per_cycle: float = 1.0      # ... inside a loop body (iterations do not overlap)
+    eup_per_cycle: float = 1.0            # EUP operations (exp, log, tanh, reciprocal) per lane slot per cycle
+    call_s: float = 1.0e-6                # a pallas_call's fixed device cost
 
 
 FITTED = Fitted()
+# The scoped-VMEM limit a kernel compiles under unless its CompilerParams raise it: measured on a
+# real v5e (jax 0.10.2, libtpu 0.0.42.1: "limit 16.00M", CompileTimeScopedVmemOom). Other chips'
+# defaults were not measured: no refusal is predicted for them.
+SCOPED_VMEM = {"v5e": 16 * 1024 * 1024}
 
 
 class NoEstimate(ValueError):
@@ -103,6 +115,11 @@ def step_seconds(chip: Chip, fitted: Fitted = FITTED) -> float:
     return fitted.step_cycles / clock_hz(chip)
 
 
+def hbm_rate(chip: Chip, fitted: Fitted = FITTED) -> float:
+    """Bytes per second a pipeline moves between HBM and VMEM."""
+    return chip.hbm_bytes_per_s * fitted.hbm_efficiency
+
+
 def mxu_rate(chip: Chip, rate_class: str) -> float:
     """Matrix-unit flops per second of one TensorCore for one rate class."""
     if rate_class in PASSES:
@@ -111,12 +128,13 @@ def mxu_rate(chip: Chip, rate_class: str) -> float:
     return float(native.get(rate_class, 0) or chip.bf16_flops_per_s)
 
 
-def vector_rate(chip: Chip) -> float:
-    return chip.lanes * chip.sublanes * VALU_PER_LANE * clock_hz(chip)
+def vector_rate(chip: Chip, fitted: Fitted = FITTED, in_loop: bool = False) -> float:
+    per = fitted.loop_valu_per_cycle if in_loop else fitted.valu_per_cycle
+    return chip.lanes * chip.sublanes * per * clock_hz(chip)
 
 
-def eup_rate(chip: Chip) -> float:
-    return chip.lanes * chip.sublanes / EUP_INTERVAL * clock_hz(chip)
+def eup_rate(chip: Chip, fitted: Fitted = FITTED) -> float:
+    return chip.lanes * chip.sublanes * fitted.eup_per_cycle * clock_hz(chip)
 
 
 def chip_cores(chip: Chip) -> int:
@@ -148,29 +166,47 @@ def _cores(call: CostCall, chip: Chip) -> int:
     return chip_cores(chip) if split else 1
 
 
-def _step_time(c, chip: Chip, fitted: Fitted) -> tuple[float, Bound, dict[str, float], float]:
+def _units(c, chip: Chip, fitted: Fitted) -> dict[str, float]:
+    """Seconds of one step's compute, by unit."""
+    cycle = 1.0 / clock_hz(chip)
     units = {f"mxu:{k}": f / mxu_rate(chip, k) for k, f in c.mxu_flops.items()}
-    units["vector"] = c.vector / vector_rate(chip)
-    units["transcendental"] = c.transcendental / eup_rate(chip)
+    straight = max(c.vector - c.loop_vector, 0.0)
+    units["vector"] = straight / vector_rate(chip, fitted) + c.loop_vector / vector_rate(chip, fitted, True)
+    units["transcendental"] = c.transcendental / eup_rate(chip, fitted)
+    # A loop iteration with a dot waits for its result before the next one starts.
+    units["dot wait"] = c.loop_dots * fitted.dot_wait_cycles * cycle
+    return units
+
+
+def _step_time(c, chip: Chip, fitted: Fitted) -> tuple[float, Bound, dict[str, float], float]:
+    """One step: the larger of its compute and its traffic (they overlap), then the pipeline's
+    own cost (the step's bookkeeping and each manual DMA's issue and wait), hidden in part when
+    the step is longer than it, and the wait for the step's last dot."""
+    units = _units(c, chip, fitted)
     compute = sum(units.values())
-    memory = (c.block_bytes + c.dma_bytes) / chip.hbm_bytes_per_s
-    step = step_seconds(chip, fitted)
-    if compute >= memory and compute >= step:
-        return compute, "compute", units, memory
-    return (memory, "memory", units, memory) if memory >= step else (step, "per-step overhead", units, memory)
+    memory = (c.block_bytes + c.dma_bytes) / hbm_rate(chip, fitted)
+    cycle = 1.0 / clock_hz(chip)
+    own = (fitted.step_cycles + c.dma_starts * fitted.dma_cycles) * cycle
+    busy = max(compute, memory)
+    overhead = own * min(1.0, own / busy) if busy > 0 else own
+    if c.dots:
+        overhead += fitted.dot_wait_cycles * cycle
+    bound: Bound = "per-step overhead" if overhead > busy else "compute" if compute >= memory else "memory"
+    return busy + overhead, bound, units, memory
 
 
 def _call(call: CostCall, chip: Chip, fitted: Fitted) -> _Part:
-    bw = chip.hbm_bytes_per_s
+    bw = hbm_rate(chip, fitted)
     limited = {"compute": 0.0, "memory": 0.0, "per-step overhead": 0.0}
     units: dict[str, float] = {}
     flops: dict[str, float] = {}
-    busy = memory = vector = 0.0
+    busy = memory = vector = overhead = 0.0
     for c in call.step_classes:
         t, bound, parts, mem = _step_time(c, chip, fitted)
         busy += t * c.steps
         limited[bound] += t * c.steps
         memory += mem * c.steps
+        overhead += max(t - max(sum(parts.values()), mem), 0.0) * c.steps
         vector += c.vector * c.steps
         for k, v in parts.items():
             units[k] = units.get(k, 0.0) + v * c.steps
@@ -185,9 +221,20 @@ def _call(call: CostCall, chip: Chip, fitted: Fitted) -> _Part:
     moved = int(sum(op.moves * op.block_bytes for op in pipelined)
                 + sum(c.dma_bytes * c.steps for c in call.step_classes) + call.copy_bytes)
     steps = max(call.steps, 1)
-    return _Part(busy / cores + edges + copy, limited, {k: v / cores for k, v in units.items()},
-                 memory / cores + edges + copy, steps * step_seconds(chip, fitted) / cores, moved, copy,
+    return _Part(busy / cores + edges + copy + fitted.call_s, limited, {k: v / cores for k, v in units.items()},
+                 memory / cores + edges + copy, overhead / cores, moved, copy,
                  sum(op.array_bytes for op in call.operands), flops, call.steps, call.operands, vector / steps)
+
+
+def vmem_refusal(call: CostCall, chip: Chip) -> str:
+    """Why the TPU compiler would refuse this call's VMEM at this size ("" when it would not, or the
+    chip's limit was never measured)."""
+    limit = call.vmem_limit or SCOPED_VMEM.get(chip.chip, 0)
+    if not limit or call.vmem_bytes <= limit:
+        return ""
+    return (f"the TPU compiler would refuse it at this size: its blocks and scratch need "
+            f"{call.vmem_bytes / 2 ** 20:.1f} MiB of VMEM, over the {limit / 2 ** 20:.0f} MiB scoped limit "
+            f"(a real v5e refused such kernels with CompileTimeScopedVmemOom)")
 
 
 def roofline_floor(nbytes: float, flops: float, hbm_bytes_per_s: float, flops_per_s: float) -> float:
@@ -218,6 +265,9 @@ def estimate(schedule: Schedule, fitted: Fitted = FITTED) -> Estimate:
     if not schedule.calls:
         raise NoEstimate("no pallas_call: nothing runs on the TPU to estimate")
     chip = schedule.chip
+    refused = [r for r in (vmem_refusal(c, chip) for c in schedule.calls) if r]
+    if refused:
+        raise NoEstimate(refused[0])
     parts = [_call(c, chip, fitted) for c in schedule.calls]
     moved = sum(p.moved for p in parts)
     minimum = sum(p.minimum for p in parts)
@@ -225,7 +275,7 @@ def estimate(schedule: Schedule, fitted: Fitted = FITTED) -> Estimate:
     steps = sum(p.steps for p in parts)
     # A kernel that skips blocks never reads all of an input: its own traffic bounds it then.
     floor = floor_seconds(chip, min(minimum, moved), flops)
-    seconds = max(fitted.launch_s * len(parts) + sum(p.seconds for p in parts), floor)
+    seconds = max(sum(p.seconds for p in parts), floor)
     limited = _sum(p.limited for p in parts)
     bound: Bound = max(("compute", "memory", "per-step overhead"), key=lambda b: limited[b])
     units = _sum(p.units for p in parts)
