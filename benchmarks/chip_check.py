@@ -1,25 +1,37 @@
 """The chip check: what a real TPU does with this project's kernels, in one command.
 
-    python benchmarks/chip_check.py -o OUT [--phases env,numerics,points,outcomes] [--device tpu|cpu]
-                                    [--budget-s 500] [--small]
+On a CPU machine with the JAX release of the TPU host (a v5e image: jax 0.10.2):
 
-Every phase runs its jobs in chip workers (``autograder.tpu.worker``: one
+    .venv-jax-0.10.2/bin/python benchmarks/chip_check.py prepare [-o .chip] [-j 3]
+
+grades every assignment's export (its corpus, and for add two kernels that halt
+and hang the chip at the speed size) into review sites, so that nothing is
+graded on the TPU host. Then on the TPU host, the whole check (under 9 minutes
+on a v5e):
+
+    python3 benchmarks/chip_check.py run -o OUT [--prepared .chip] [--phases env,tests,speed,points,outcomes]
+                                         [--points blind|all|fit,heldout,blind] [--budget-s 540] [--device tpu|cpu]
+
+Every phase runs its chip work in chip workers (``autograder.tpu.worker``: one
 process holds the chip; a kernel that halts the core or hangs is that job's
-outcome, and a fresh worker takes the next), and writes its JSON to OUT as it
+outcome, and a fresh worker takes the next) and writes its JSON to OUT as it
 goes, so a run stopped at its budget keeps what it measured:
 
 - ``env``: Python, JAX, libtpu, the device, the installed packages (env.json);
+- ``tests``: the tests marked ``tpu`` (tests.json);
+- ``speed``: ``pallas-autograder speed`` on every assignment, each with its
+  solution as the baseline (speed-SLUG/speed.json, speed-runs.json);
 - ``numerics``: the chip's transcendentals and products against float64 (numerics.json);
-- ``points``: device time of every point of ``benchmarks/chip/points.py`` (points.json),
+- ``points``: device time of the points of ``benchmarks/chip/points.py`` (points.json),
   the data of docs/speed-validation.md;
-- ``outcomes``: every solution and corpus kernel at its assignment's visible cases:
-  refused, halted, hung, wrong or right (outcomes.json; docs/chip-outcomes.md by
-  ``python benchmarks/chip_report.py``).
+- ``outcomes``: every solution and corpus kernel at its assignment's visible
+  cases: refused, halted, hung, wrong or right (outcomes.json).
 
-``--device cpu`` rehearses every phase on JAX's CPU backend (the generic
-interpreter in Mosaic's place; ``--small`` shrinks the sizes), which is not a
-TPU measurement. ``--budget-s`` bounds the whole run (each phase gets what
-is left, in order).
+Back on the CPU machine, ``python benchmarks/chip_check.py report OUT...``
+writes docs/tpu-runs.md and docs/chip-outcomes.md and keeps the JSON in
+docs/chip-data/. ``--device cpu`` rehearses ``run`` on JAX's CPU backend (the
+generic interpreter in Mosaic's place; ``--small`` shrinks the points), which is
+not a TPU measurement.
 """
 from __future__ import annotations
 
@@ -170,7 +182,7 @@ def phase_tests(out: Path) -> dict:
     return {"returncode": proc.returncode, "tail": tail, "seconds": round(time.monotonic() - t0, 1)}
 
 
-def phase_speed(prepared: Path, out: Path, deadline: float) -> dict:
+def phase_speed(prepared: Path, out: Path, deadline: float, device: str = "tpu") -> dict:
     """`pallas-autograder speed` on every assignment's export, from its review site."""
     import subprocess
     runs = {}
@@ -182,7 +194,8 @@ def phase_speed(prepared: Path, out: Path, deadline: float) -> dict:
         t0 = time.monotonic()
         cmd = [sys.executable, "-m", "autograder", "speed", str(prepared / "exports" / slug), "-a", slug,
                "--assignments", str(REPO / "assignments"), "-o", str(out / f"speed-{slug}"),
-               "--review", str(prepared / "sites" / slug), "--call-timeout", "15", "--max-seconds", "4"]
+               "--review", str(prepared / "sites" / slug), "--call-timeout", "15", "--max-seconds", "4",
+               "--device", device]
         log(" ".join(cmd[2:]))
         try:
             proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=left)
@@ -238,7 +251,7 @@ def run(args) -> int:
                 _save(args.output, "tests.json", phase_tests(args.output))
             elif phase == "speed":
                 r.close()
-                phase_speed(args.prepared, args.output, deadline)
+                phase_speed(args.prepared, args.output, deadline, args.device)
             elif phase == "points":
                 phase_points(r, args.output, deadline, args.small, args.points)
             elif phase == "outcomes":
