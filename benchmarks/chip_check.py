@@ -96,9 +96,10 @@ def _save(out: Path, name: str, data) -> None:
 
 def phase_points(r: Runner, out: Path, deadline: float, small: bool, which: str = "all") -> None:
     rows = []
-    pool = chip_points.all_points() + chip_points.blind_points()
+    pool = chip_points.all_points() + chip_points.fit2_points() + chip_points.blind_points()
     roles = {"fit", "heldout", "refusal", "blind"} if which == "all" else set(which.split(","))
-    pts = [p for p in pool if p["role"] in roles]
+    # "fit2": the microbenchmarks added after call A (role "fit", ids "fit2/...").
+    pts = [p for p in pool if p["role"] in roles or ("fit2" in roles and p["id"].startswith("fit2/"))]
     for i, p in enumerate(pts):
         if small:
             p = chip_points.shrink(p)
@@ -218,7 +219,7 @@ def main() -> int:
     rp.add_argument("-o", "--output", type=Path, required=True)
     rp.add_argument("--prepared", type=Path, default=REPO / ".chip", help="what `prepare` made")
     rp.add_argument("--phases", default="tests,speed,outcomes,points")
-    rp.add_argument("--points", default="blind", help="which points: all, blind, or fit,heldout,blind")
+    rp.add_argument("--points", default="blind", help="which points: all, or roles (fit, fit2, heldout, blind)")
     rp.add_argument("--device", choices=("tpu", "cpu"), default="tpu")
     rp.add_argument("--budget-s", type=float, default=520.0)
     rp.add_argument("--small", action="store_true", help="shrink the points' sizes (a CPU rehearsal)")

@@ -253,6 +253,35 @@ def test_inputs_differ_on_every_call_and_between_submissions(small_add):
     assert not np.array_equal(x0[0], x1[0])
 
 
+@pytest.mark.parametrize("primitives,relative,status", [
+    (("exp", "log"), 5e-5, "timed"),           # a log-sum-exp kernel's error on a real v5e: allowed for
+    ((), 5e-5, "chip-divergence"),             # the same error with no transcendental: not allowed
+    (("exp", "log"), 5e-3, "chip-divergence"),   # far beyond what the chip's exp and log lose
+    (("exp",), 2e-5, "timed"),
+])
+def test_the_chip_check_allows_what_the_chips_transcendentals_were_measured_to_lose(small_add, primitives,
+                                                                                     relative, status):
+    """A real v5e's exp and log are less exact than XLA's on a CPU (chip_numerics, measured): on a
+    TPU the check widens the relative tolerance by what the kernel's transcendentals lose there."""
+    script = Script(compute=_honest(small_add), kind="tpu", primitives=primitives, relative=relative,
+                    profiled=(1e-3,))
+    ctx = stage.Context(**{**_ctx(small_add, script).__dict__,
+                           "interpret": lambda program, args, dtypes: _honest(small_add)(*args)})
+    r = stage.run(ctx, "k", {"check:small": b"p", "s1": b"p", "s2": b"p"})
+    assert r.status == status, (r.message, r.evidence)
+    if status == "chip-divergence" and primitives:
+        assert "were measured up to" in r.evidence["compared with"]
+
+
+def test_the_chip_allowance_comes_from_the_measured_table_and_is_capped():
+    from autograder.tpu.chip_numerics import ALLOWANCE, MAX_EXTRA_RTOL, MEASURED, extra_rtol
+    extra, used = extra_rtol("v5e", ("exp", "log", "add", "dot_general"))
+    assert used == ("exp", "log")
+    assert extra == pytest.approx(ALLOWANCE * (MEASURED["v5e"]["exp"].error + MEASURED["v5e"]["log"].error))
+    assert extra_rtol("v5e", ("add",)) == (0.0, ()) and extra_rtol("v6e", ("exp",)) == (0.0, ())  # not measured
+    assert extra_rtol("v5e", tuple(MEASURED["v5e"]))[0] == MAX_EXTRA_RTOL
+
+
 def test_a_compiler_refusal_is_chip_reject_with_its_message(small_add):
     script = Script(compute=_honest(small_add), reject="Mosaic: unsupported shape (3, 5) for vector.load")
     r = stage.run(_ctx(small_add, script), "rejected", PROGRAMS)

@@ -69,6 +69,7 @@ class Compiled:
     compile_s: float                    # compile time, recorded apart from the timing
     handle: Any = None                  # the implementation's executable
     bf16_dots: int = 0                  # float32 products this device computes from bfloat16-rounded operands
+    primitives: tuple[str, ...] = ()    # the operations inside the kernels (the chip check's allowance)
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,10 @@ told to behave like a broken chip or a cheating kernel:
 - ``times``: seconds per timed call, cycled (or a function of the call number);
 - ``profiled``: device times the profiler reports, cycled (none: the profiler
   gives none, and says why: ``no_profiler``);
-- ``bf16_dots``: float32 products the chip rounds to bfloat16.
+- ``bf16_dots``: float32 products the chip rounds to bfloat16;
+- ``kind``, ``primitives``, ``relative``: play a TPU ("tpu") whose kernel uses these
+  operations and whose outputs are off by this relative amount (its transcendentals'
+  measured error, ``chip_numerics``).
 """
 from __future__ import annotations
 
@@ -45,6 +48,9 @@ class Script:
     profiled: tuple[float, ...] = ()                     # device times a profiler would report (none: no profiler)
     no_profiler: str = "the fake device's script has no profiled times"
     bf16_dots: int = 0
+    kind: str = "fake"
+    primitives: tuple[str, ...] = ()
+    relative: float = 0.0
     calls: list = field(default_factory=list)           # what was asked of it (for tests)
 
 
@@ -57,7 +63,7 @@ class FakeDevice:
 
     def info(self) -> DeviceInfo | None:
         s = self.script
-        return DeviceInfo("fake", s.chip, "fake", "fake", s.hbm_bytes_per_s, s.bf16_flops_per_s) \
+        return DeviceInfo(s.kind, s.chip, "fake", "fake", s.hbm_bytes_per_s, s.bf16_flops_per_s) \
             if s.present else None
 
     def absent(self) -> str:
@@ -67,7 +73,8 @@ class FakeDevice:
         self.script.calls.append(("compile", kernel.name))
         if self.script.reject:
             raise ChipReject(self.script.reject)
-        return Compiled(kernel, self.script.compile_s, bf16_dots=self.script.bf16_dots)
+        return Compiled(kernel, self.script.compile_s, bf16_dots=self.script.bf16_dots,
+                        primitives=self.script.primitives)
 
     def inputs(self, compiled: Compiled, seed: int) -> list:
         if not 0 <= seed < 2 ** 32:
@@ -88,6 +95,7 @@ class FakeDevice:
         honest = np.asarray(self.script.compute(*inputs), dtype=np.float64)
         if self.script.diverge:
             honest = honest * (1 + self.script.diverge) + self.script.diverge
+        honest = honest * (1 + self.script.relative)
         out = honest.astype(numpy_dtype(compiled.kernel.output_dtype))
         if self.script.behaviour == "replay":
             out = self._first.setdefault(name, out)

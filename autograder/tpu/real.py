@@ -107,7 +107,8 @@ class JaxDevice:
             compile_s = time.perf_counter() - t0
             maker = self._maker(kernel)
         module = _module_name(exe) or f"jit_{name}"
-        return Compiled(kernel, compile_s, (exe, maker, module), precision.bf16_dots(traced.closed))
+        return Compiled(kernel, compile_s, (exe, maker, module), precision.bf16_dots(traced.closed),
+                        kernel_primitives(traced.closed))
 
     def _maker(self, kernel: Kernel) -> Any:
         """The compiled input maker of this signature (one per size for a whole class)."""
@@ -195,6 +196,33 @@ class JaxDevice:
         if isinstance(value, list):
             return [v if isinstance(v, float) else np.asarray(v, dtype=np.float32) for v in value]
         return np.asarray(value, dtype=np.float32)
+
+
+def kernel_primitives(closed: Any) -> tuple[str, ...]:
+    """The names of the operations inside a program's kernels (its pallas_calls' bodies)."""
+    from ..pallas_surface import jaxprs, release
+
+    def subs(value: Any):
+        if jaxprs.is_closed(value):
+            yield value.jaxpr
+        elif jaxprs.is_open(value):
+            yield value
+        elif isinstance(value, (tuple, list)):
+            for v in value:
+                yield from subs(v)
+
+    found: set[str] = set()
+
+    def walk(jaxpr: Any, inside: bool) -> None:
+        for eqn in jaxpr.eqns:
+            name = eqn.primitive.name
+            if inside:
+                found.add(name)
+            for v in eqn.params.values():
+                for sub in subs(v):
+                    walk(sub, inside or name in release.KERNEL_CALLS)
+    walk(closed.jaxpr, False)
+    return tuple(sorted(found))
 
 
 def _arrays(inputs: list) -> list:

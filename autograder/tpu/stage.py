@@ -158,13 +158,26 @@ def _host_args(values: list) -> list:
     return [v if isinstance(v, float) else np.asarray(v, dtype=np.float32) for v in values]
 
 
-def expectations(ctx: Context, args: list, dtype: str, bf16_dots: int) -> list[Expected]:
+def expectations(ctx: Context, args: list, dtype: str, bf16_dots: int,
+                 primitives: tuple[str, ...] = ()) -> list[Expected]:
     """What a right kernel's output on this chip may be: the float64 reference
-    within the case's tolerance; and, when the kernel has float32 products the
+    within the case's tolerance, its relative part widened for the
+    transcendentals the kernel uses by what this chip was measured to lose on
+    them (``chip_numerics``); and, when the kernel has float32 products the
     chip rounds to bfloat16, the reference of the inputs rounded to bfloat16
     within the bfloat16 tolerance (the spec's, else the case's)."""
+    from dataclasses import replace as _replace
+
+    from .chip_numerics import ALLOWANCE, MEASURED_WITH, extra_rtol
     a = ctx.assignment
-    out = [Expected(np.asarray(ctx.reference(*args), np.float64), a.tolerance(dtype), "the float64 reference")]
+    tol = a.tolerance(dtype)
+    extra, used = extra_rtol(ctx.info.chip, primitives) if ctx.info.kind == "tpu" else (0.0, ())
+    what = "the float64 reference"
+    if extra:
+        tol = _replace(tol, rtol=tol.rtol + extra)
+        what += (f" (relative tolerance {tol.rtol:.2g}: {', '.join(used)} on a TPU {ctx.info.chip} were measured "
+                 f"up to {extra / ALLOWANCE:.2g} off float64, {MEASURED_WITH})")
+    out = [Expected(np.asarray(ctx.reference(*args), np.float64), tol, what)]
     if not bf16_dots:
         return out
     rounded = [v if isinstance(v, float) else round_to(v, "bfloat16") for v in args]
@@ -189,7 +202,7 @@ def check(ctx: Context, sub: str, k: Kernel, dims: dict[str, int], dtype: str) -
     ctx.progress(phase="host", kernel=k.name, what="reference")
     args = _host_args(ctx.device.fetch(x))
     red = _reduction(a, dims)
-    allowed = expectations(ctx, args, dtype, compiled.bf16_dots)
+    allowed = expectations(ctx, args, dtype, compiled.bf16_dots, compiled.primitives)
     if any(compare(out, e.reference, e.tolerance, red, a.numerics_bound).ok for e in allowed):
         return None
     ref = allowed[0].reference
@@ -325,7 +338,7 @@ def check_calls(ctx: Context, sub: str, compiled: Compiled, size: str, dims: dic
     for i in [loop.kept, *sorted(picks)]:
         ctx.progress(phase="host", size=size, what=f"checking timed call {i}")
         args = _host_args(dev.fetch(dev.inputs(compiled, seed(ctx.secret, sub, size, "timed", i))))
-        allowed = expectations(ctx, args, dtype, compiled.bf16_dots)
+        allowed = expectations(ctx, args, dtype, compiled.bf16_dots, compiled.primitives)
         if i == loop.kept:
             ok = any(close(loop.kept_output, e, red, nb) for e in allowed)
         else:

@@ -461,10 +461,83 @@ def matvec(m: int, k: int, bm: int, bk: int, dtype: str = BF16):
     return fn, [((m, k), dtype), ((k, 128), dtype)]
 
 
+def loop_reduce(m: int, n: int, bm: int, chunk: int = 128):
+    """Online row statistics in a fori_loop over 128-lane chunks: a running max and a rescaled
+    running sum per row (cross-lane reductions and exps carried from iteration to iteration)."""
+    def kernel(x_ref, o_ref):
+        def body(c, carry):
+            mx, sm = carry
+            xc = x_ref[:, pl.ds(pl.multiple_of(c * chunk, chunk), chunk)]
+            m_new = jnp.maximum(mx, xc.max(axis=-1, keepdims=True))
+            sm = sm * jnp.exp(mx - m_new) + jnp.exp(xc - m_new).sum(axis=-1, keepdims=True)
+            return m_new, sm
+        mx, sm = jax.lax.fori_loop(0, n // chunk, body, (jnp.full((bm, 1), -1e30, jnp.float32),
+                                                          jnp.zeros((bm, 1), jnp.float32)))
+        o_ref[...] = jnp.broadcast_to(mx + jnp.log(sm), (bm, 128))
+
+    def fn(x):
+        return pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct((m, 128), x.dtype), grid=(m // bm,),
+                              in_specs=[pl.BlockSpec((bm, n), lambda i: (i, 0))],
+                              out_specs=pl.BlockSpec((bm, 128), lambda i: (i, 0)))(x)
+    return fn, [((m, n), F32)]
+
+
+def print_copy(m: int, n: int, bm: int, bn: int):
+    """o = x, with a pl.debug_print at every grid step."""
+    def kernel(x_ref, o_ref):
+        pl.debug_print("step {}", pl.program_id(0))
+        o_ref[...] = x_ref[...]
+
+    def fn(x):
+        spec = pl.BlockSpec((bm, bn), lambda i, j: (i, j))
+        return pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct((m, n), x.dtype), grid=(m // bm, n // bn),
+                              in_specs=[spec], out_specs=spec)(x)
+    return fn, [((m, n), F32)]
+
+
+def attention_kt(b: int, s: int, d: int, bq: int, bk: int, dtype: str = BF16):
+    """attention_blocked with k given transposed, (B, D, S): q @ kt needs no transpose in the kernel."""
+    scale = 1.0 / d ** 0.5
+
+    def kernel(q_ref, kt_ref, v_ref, o_ref, m_ref, l_ref, acc_ref):
+        kv = pl.program_id(2)
+
+        @pl.when(kv == 0)
+        def _():
+            m_ref[...] = jnp.full_like(m_ref, -1e30)
+            l_ref[...] = jnp.zeros_like(l_ref)
+            acc_ref[...] = jnp.zeros_like(acc_ref)
+        sc = jnp.dot(q_ref[0], kt_ref[0], preferred_element_type=jnp.float32) * scale
+        m_new = jnp.maximum(m_ref[...], jnp.max(sc, axis=-1, keepdims=True))
+        p = jnp.exp(sc - m_new)
+        alpha = jnp.exp(m_ref[...] - m_new)
+        l_ref[...] = alpha * l_ref[...] + jnp.sum(p, axis=-1, keepdims=True)
+        acc_ref[...] = alpha * acc_ref[...] + jnp.dot(p.astype(v_ref.dtype), v_ref[0],
+                                                      preferred_element_type=jnp.float32)
+        m_ref[...] = m_new
+
+        @pl.when(kv == pl.num_programs(2) - 1)
+        def _():
+            o_ref[0] = acc_ref[...] / l_ref[...]
+
+    def fn(q, kt, v):
+        return pl.pallas_call(
+            kernel, out_shape=jax.ShapeDtypeStruct((b, s, d), jnp.float32), grid=(b, s // bq, s // bk),
+            in_specs=[pl.BlockSpec((1, bq, d), lambda bb, i, j: (bb, i, 0)),
+                      pl.BlockSpec((1, d, bk), lambda bb, i, j: (bb, 0, j)),
+                      pl.BlockSpec((1, bk, d), lambda bb, i, j: (bb, j, 0))],
+            out_specs=pl.BlockSpec((1, bq, d), lambda bb, i, j: (bb, i, 0)),
+            scratch_shapes=[pltpu.VMEM((bq, 1), jnp.float32), pltpu.VMEM((bq, 1), jnp.float32),
+                            pltpu.VMEM((bq, d), jnp.float32)],
+            compiler_params=pltpu.CompilerParams(dimension_semantics=("parallel", "parallel", "arbitrary")))(q, kt, v)
+    return fn, [((b, s, d), dtype), ((b, d, s), dtype), ((b, s, d), dtype)]
+
+
 BUILDERS = {f.__name__: f for f in (copy, vpu_chain, eup_chain, row_reduce, col_reduce, transpose, carried_chain,
                                     matmul, matmul_epilogue, matmul_k_loop, matmul_transposed, block_sparse,
                                     emit_copy, emit_matmul, dma_rows, layernorm, gelu, softmax_rows,
-                                    attention_blocked, scale_shift, matvec)}
+                                    attention_blocked, scale_shift, matvec, loop_reduce, print_copy,
+                                    attention_kt)}
 
 
 def build(name: str, **params):

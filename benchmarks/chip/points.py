@@ -186,6 +186,29 @@ def blind_points() -> list[dict]:
     ]
 
 
+def fit2_points() -> list[dict]:
+    """Microbenchmarks added after chip call A (role "fit"), for what its held-out points showed
+    the model lacked: cross-lane reductions that bound the compute, reductions and exps carried
+    through a loop, prints inside a kernel, the transposed product in attention, dots in a loop."""
+    b = lambda pid, builder, **kw: _b(f"fit2/{pid}", "fit", builder, **kw)   # noqa: E731
+    return [
+        b("rowred-sum-x16", "row_reduce", m=1024, n=4096, bm=64, op="sum", repeat=16),
+        b("rowred-sum-x64", "row_reduce", m=1024, n=4096, bm=64, op="sum", repeat=64),
+        b("rowred-max-x16", "row_reduce", m=1024, n=4096, bm=64, op="max", repeat=16),
+        b("loop-reduce-2048/32", "loop_reduce", m=2048, n=2048, bm=32),
+        b("loop-reduce-1024x4096/128", "loop_reduce", m=1024, n=4096, bm=128),
+        b("print-copy-1024/8x128", "print_copy", m=1024, n=1024, bm=8, bn=128),
+        b("print-copy-4096/64x512", "print_copy", m=4096, n=4096, bm=64, bn=512),
+        b("attention-kt/128-128", "attention_kt", b=8, s=2048, d=128, bq=128, bk=128),
+        b("attention-kt/256-512", "attention_kt", b=8, s=2048, d=128, bq=256, bk=512),
+        b("k-loop-2048/256-128", "matmul_k_loop", m=2048, k=2048, n=2048, bm=256, bn=256, bk=128),
+        b("transposed-2048/256", "matmul_transposed", m=2048, k=2048, n=2048, bm=256, bk=256, bn=256),
+        b("transpose-4096/256", "transpose", m=4096, n=4096, b=256),
+        b("exp-x64", "eup_chain", m=2048, n=2048, bm=256, bn=1024, ops=64, op="exp"),
+        b("vpu-x256", "vpu_chain", m=1024, n=2048, bm=256, bn=1024, ops=256),
+    ]
+
+
 def all_points() -> list[dict]:
     return micro_points() + assignment_points() + style_points()
 
