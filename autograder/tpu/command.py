@@ -34,11 +34,11 @@ CORRECTNESS = re.compile(r"^\d+\.\d+$")      # results.json numbers of correctne
 DEVICES = ("tpu", "cpu", "gpu", "fake")
 # A CPU rehearsal times a speed size whose largest array is bigger than this on the
 # check case's program instead (the generic interpreter would take hours at 8192^3).
-CPU_SIZE_CAP = 1 << 22
+CPU_SIZE_CAP = 1 << 20
 # ... and times at most this many calls a size (each call's profile is large on CPU: reading
 # 2000 calls' trace took over a minute on two shared cores).
 REHEARSAL_CALLS = 200
-REHEARSAL_RSE = 0.05        # a shared CPU's timings are noisier than a chip's: the target is looser there
+REHEARSAL_RSE = 0.25        # a shared CPU's timings are noisier than a chip's: the target is looser there
 
 
 @dataclass(frozen=True)
