@@ -183,11 +183,12 @@ def phase_tests(out: Path) -> dict:
     return {"returncode": proc.returncode, "tail": tail, "seconds": round(time.monotonic() - t0, 1)}
 
 
-def phase_speed(prepared: Path, out: Path, deadline: float, device: str = "tpu") -> dict:
+def phase_speed(prepared: Path, out: Path, deadline: float, device: str = "tpu",
+                slugs: tuple[str, ...] = chip_points.SLUGS) -> dict:
     """`pallas-autograder speed` on every assignment's export, from its review site."""
     import subprocess
     runs = {}
-    for slug in chip_points.SLUGS:
+    for slug in slugs:
         left = deadline - time.monotonic()
         if left < 30:
             runs[slug] = {"skipped": "the run's budget was spent"}
@@ -195,8 +196,8 @@ def phase_speed(prepared: Path, out: Path, deadline: float, device: str = "tpu")
         t0 = time.monotonic()
         cmd = [sys.executable, "-m", "autograder", "speed", str(prepared / "exports" / slug), "-a", slug,
                "--assignments", str(REPO / "assignments"), "-o", str(out / f"speed-{slug}"),
-               "--review", str(prepared / "sites" / slug), "--call-timeout", "15", "--max-seconds", "4",
-               "--device", device]
+               "--review", str(prepared / "sites" / slug), "--call-timeout", "15", "--compile-timeout", "60",
+               "--max-seconds", "4", "--device", device]
         log(" ".join(cmd[2:]))
         try:
             proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=left)
@@ -221,6 +222,7 @@ def main() -> int:
     rp.add_argument("--phases", default="tests,speed,outcomes,points")
     rp.add_argument("--points", default="blind", help="which points: all, or roles (fit, fit2, heldout, blind)")
     rp.add_argument("--device", choices=("tpu", "cpu"), default="tpu")
+    rp.add_argument("--slugs", default=",".join(chip_points.SLUGS), help="the assignments the speed phase times")
     rp.add_argument("--budget-s", type=float, default=520.0)
     rp.add_argument("--small", action="store_true", help="shrink the points' sizes (a CPU rehearsal)")
     rp.add_argument("--call-s", type=float, default=30.0, help="silence allowed during one call on the chip")
@@ -252,7 +254,7 @@ def run(args) -> int:
                 _save(args.output, "tests.json", phase_tests(args.output))
             elif phase == "speed":
                 r.close()
-                phase_speed(args.prepared, args.output, deadline, args.device)
+                phase_speed(args.prepared, args.output, deadline, args.device, tuple(args.slugs.split(",")))
             elif phase == "points":
                 phase_points(r, args.output, deadline, args.small, args.points)
             elif phase == "outcomes":
