@@ -195,6 +195,8 @@ class StepWork:
     loop_dots: float = 0.0           # ... inside a loop body
     loop_vector: float = 0.0         # vector operations inside a loop body (part of ``vector``)
     dma_starts: float = 0.0          # manual DMAs started
+    loop_reductions: float = 0.0     # lane reductions inside a loop body
+    chain: float = 0.0               # the longest chain of dependent dots and lane reductions (outside loops)
 
 
 @dataclass(frozen=True)

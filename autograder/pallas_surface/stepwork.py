@@ -68,15 +68,32 @@ _SMALL = 64          # scalar bookkeeping is evaluated; anything larger is data
 # "loop_vector": vector operations inside a loop body (not overlapped across
 # iterations); "dma_starts": manual DMAs started (each has an issue-and-wait cost,
 # pltpu.emit_pipeline's inner steps included).
-LOOP_COLUMNS = ("dots", "loop_dots", "loop_vector", "dma_starts")
+# "loop_reductions": reductions over the lane axis inside a loop body (each iteration waits
+# for its own); "chain": the longest chain of dots and lane reductions outside loops in one
+# step, each waiting for the one before (a step waits for its chain's results before it ends).
+# Transposes, the cross-lane unit's throughput and pl.debug_print cost nothing measurable
+# on a v5e in the chip check's points, so none is counted.
+LOOP_COLUMNS = ("dots", "loop_dots", "loop_vector", "dma_starts", "loop_reductions", "chain")
 
 
-def _counted(cost: dict[str, float], name: str, in_loop: bool) -> dict[str, float]:
+def _lane_reduction(eqn) -> bool:
+    """A reduction over the lane (last) axis: it goes through the cross-lane unit and its result
+    comes back after a latency."""
+    if eqn.primitive.name not in REDUCTIONS:
+        return False
+    aval = eqn.invars[0].aval
+    return bool(aval.shape) and (len(aval.shape) - 1) in tuple(eqn.params.get("axes", ()))
+
+
+def _counted(cost: dict[str, float], eqn, in_loop: bool) -> dict[str, float]:
+    name = eqn.primitive.name
     out = dict(cost)
     if name == "dot_general":
         out["loop_dots" if in_loop else "dots"] = 1.0
     if name == "dma_start":
         out["dma_starts"] = 1.0
+    if in_loop and _lane_reduction(eqn):
+        out["loop_reductions"] = 1.0
     if in_loop and cost.get("vector"):
         out["loop_vector"] = cost["vector"]
     return out
@@ -202,11 +219,23 @@ class _Grid:
         self.work: dict[str, np.ndarray] = {}
         self.data_dependent = False
         self.loops = 0              # how many loop bodies enclose the equations being walked
+        # The longest chain of dots and lane reductions each waiting for the last (outside loops):
+        # a value's place in it, and the chain at every point.
+        self.depth: dict = {}
+        self.chain = np.zeros(self.n)
 
     def fork(self) -> _Grid:
         g = _Grid(self.points, self.grid, self.prefetch_known)
-        g.loops = self.loops
+        g.loops, g.depth = self.loops, self.depth
         return g
+
+    def _depth(self, vars_) -> int:
+        return max((self.depth.get(v, 0) for v in vars_ if not isinstance(v, jax_core.Literal)), default=0)
+
+    def _pass_depth(self, outer, inner) -> None:
+        for o, i in zip(outer, inner):
+            if not isinstance(o, jax_core.Literal):
+                self.depth[i] = self.depth.get(o, 0)
 
     def _loop(self, jaxpr, env: dict, mask: np.ndarray, scale) -> dict:
         """Walk a loop body (``scale``: the trips): a real v5e runs a loop's iterations one after
@@ -231,13 +260,31 @@ class _Grid:
     def walk(self, jaxpr, env: dict, mask: np.ndarray, scale) -> dict:
         """Walk ``jaxpr`` at the points in ``mask``, ``scale`` times each (a loop's trips)."""
         local: dict[str, float] = {}
+        longest = 0
         for eqn in jaxpr.eqns:
             ins = [self.read(env, v) for v in eqn.invars]
             outs = self._eqn(eqn, ins, mask, scale, local)
             for v, o in zip(eqn.outvars, outs):
                 env[v] = o
+            longest = max(longest, self._chain(eqn))
         self._add(local, mask, scale)
+        if longest:
+            self.chain = np.maximum(self.chain, np.where(mask, float(longest), 0.0))
         return env
+
+    def _chain(self, eqn) -> int:
+        """Place ``eqn``'s outputs in the dependency chain; its length there when it is a dot or
+        a lane reduction outside loops (each waits for its operands' results), else 0."""
+        name = eqn.primitive.name
+        if any(v in self.depth for v in eqn.outvars) or name in ("scan", "while"):
+            return 0            # set by the sub-program walked (inline, cond), or a loop's (not chained)
+        waits = self.loops == 0 and (name == "dot_general" or _lane_reduction(eqn))
+        d = self._depth(eqn.invars) + (1 if waits else 0)
+        if name == "get":
+            d = 0               # a ref read: the chain through memory is not followed
+        for v in eqn.outvars:
+            self.depth[v] = d
+        return d if waits else 0
 
     def _eqn(self, eqn, ins: list, mask: np.ndarray, scale, local: dict) -> list:
         name = eqn.primitive.name
@@ -263,10 +310,11 @@ class _Grid:
             return self._inline(eqn, ins, mask, scale)
         if name == release.RUN_SCOPED:
             body = eqn.params["jaxpr"]
+            self._pass_depth(eqn.invars, body.constvars)
             env = {**dict(zip(body.constvars, ins)), **{v: None for v in body.invars}}
             self.walk(body, env, mask, scale)
             return [None] * len(eqn.outvars)
-        for col, amount in _counted(eqn_cost(eqn), name, self.loops > 0).items():
+        for col, amount in _counted(eqn_cost(eqn), eqn, self.loops > 0).items():
             local[col] = local.get(col, 0.0) + amount
         return self._value(eqn, ins)
 
@@ -274,12 +322,25 @@ class _Grid:
         body = eqn.params[_INLINE[eqn.primitive.name]]
         closed = jaxprs.is_closed(body)
         inner = body.jaxpr if closed else body
+        self._pass_depth(eqn.invars, inner.invars)
         env = self.walk(inner, _bind(inner, body.consts if closed else (), ins), mask, scale)
+        self._pass_depth(inner.outvars, eqn.outvars)
         return [self.read(env, v) for v in inner.outvars]
 
     def _cond(self, eqn, ins: list, mask: np.ndarray, scale) -> None:
         index, operands = ins[0], ins[1:]
         branches = eqn.params["branches"]
+        for branch in branches:
+            self._pass_depth(eqn.invars[1:], branch.jaxpr.invars)
+        try:
+            self._branches(eqn, index, operands, branches, mask, scale)
+        finally:
+            for v in eqn.outvars:
+                self.depth[v] = max((self.depth.get(b.jaxpr.outvars[k], 0) for b in branches
+                                     for k in [eqn.outvars.index(v)] if k < len(b.jaxpr.outvars)
+                                     and not isinstance(b.jaxpr.outvars[k], jax_core.Literal)), default=0)
+
+    def _branches(self, eqn, index, operands: list, branches, mask: np.ndarray, scale) -> None:
         if isinstance(index, _Val) and (self.points is not None or not index.batched):
             self.data_dependent |= index.data
             which = np.clip(np.broadcast_to(index.value.reshape(-1) if index.batched else index.value,
@@ -296,6 +357,7 @@ class _Grid:
             g.walk(branch.jaxpr, _bind(branch.jaxpr, branch.consts, operands), mask, scale)
             self.data_dependent |= g.data_dependent
             parts.append(g.work)
+            self.chain = np.maximum(self.chain, g.chain)
         for col in {c for part in parts for c in part}:
             best = np.max([part.get(col, np.zeros(self.n)) for part in parts], axis=0)
             self.work[col] = self.work.get(col, 0.0) + best
@@ -409,4 +471,6 @@ def grid_work(kernel, grid: tuple[int, ...], points: np.ndarray | None, prefetch
         env[v] = _Ref(np.asarray(prefetch[k])) if prefetch is not None and k < num_prefetch else None
     g.walk(kernel, env, np.ones(g.n, dtype=bool), 1.0)
     columns = {col: np.broadcast_to(np.asarray(w, np.float64), (g.n,)).copy() for col, w in g.work.items()}
+    if g.chain.any():
+        columns["chain"] = g.chain
     return GridWork(columns, g.data_dependent)

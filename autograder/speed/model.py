@@ -64,12 +64,14 @@ class Fitted:
     so other chips scale by their clock and their table's figures (not validated on them)."""
     hbm_efficiency: float = 0.82          # share of the table's HBM bandwidth a pipeline reaches (~670 GB/s)
     step_cycles: float = 285.0            # the pipeline's own cost a grid step (~0.19 us), hidden by long transfers
-    dma_cycles: float = 150.0             # issuing and waiting one manual DMA (emit_pipeline's inner steps too)
-    dot_wait_cycles: float = 120.0        # waiting for a dot's result: once a step, once a loop iteration
-    valu_per_cycle: float = 3.0           # vector element operations per lane slot per cycle, straight-line code
-    loop_valu_per_cycle: float = 1.0      # ... inside a loop body (iterations do not overlap)
-    eup_per_cycle: float = 1.0            # EUP operations (exp, log, tanh, reciprocal) per lane slot per cycle
-    call_s: float = 1.0e-6                # a pallas_call's fixed device cost
+    dma_cycles: float = 197.5             # issuing and waiting one manual DMA (emit_pipeline's inner steps too)
+    dot_wait_cycles: float = 111.6        # waiting for a dot's or lane reduction's result: per link of a step's
+                                          # longest chain of them, and per loop iteration with a dot
+    valu_per_cycle: float = 3.357           # vector element operations per lane slot per cycle, straight-line code
+    loop_valu_per_cycle: float = 0.9095      # ... inside a loop body (iterations do not overlap)
+    eup_per_cycle: float = 1.317            # EUP operations (exp, log, tanh, reciprocal) per lane slot per cycle
+    reduce_wait_cycles: float = 118.1      # waiting for a lane reduction's result inside a loop iteration
+    call_s: float = 0.465e-6                # a pallas_call's fixed device cost
 
 
 FITTED = Fitted()
@@ -173,8 +175,9 @@ def _units(c, chip: Chip, fitted: Fitted) -> dict[str, float]:
     straight = max(c.vector - c.loop_vector, 0.0)
     units["vector"] = straight / vector_rate(chip, fitted) + c.loop_vector / vector_rate(chip, fitted, True)
     units["transcendental"] = c.transcendental / eup_rate(chip, fitted)
-    # A loop iteration with a dot waits for its result before the next one starts.
+    # A loop iteration with a dot or a lane reduction waits for its result before the next one starts.
     units["dot wait"] = c.loop_dots * fitted.dot_wait_cycles * cycle
+    units["reduction wait"] = c.loop_reductions * fitted.reduce_wait_cycles * cycle
     return units
 
 
@@ -189,8 +192,8 @@ def _step_time(c, chip: Chip, fitted: Fitted) -> tuple[float, Bound, dict[str, f
     own = (fitted.step_cycles + c.dma_starts * fitted.dma_cycles) * cycle
     busy = max(compute, memory)
     overhead = own * min(1.0, own / busy) if busy > 0 else own
-    if c.dots:
-        overhead += fitted.dot_wait_cycles * cycle
+    # The step ends once its longest chain of dependent dots and lane reductions has its results.
+    overhead += c.chain * fitted.dot_wait_cycles * cycle
     bound: Bound = "per-step overhead" if overhead > busy else "compute" if compute >= memory else "memory"
     return busy + overhead, bound, units, memory
 
