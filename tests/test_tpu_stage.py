@@ -564,6 +564,7 @@ def test_speed_on_the_cpu_device_end_to_end(tmp_path):
     doc = json.loads((out / "speed.json").read_text())
     got = {r["submission"]: r for r in doc["results"]}
     assert doc["device"]["kind"] == "cpu" and doc["device"]["label"].startswith("not a TPU measurement")
+    assert doc["partial"] is False and doc["isolation"] == "one worker, replaced after any fault"
     # The solution: the baseline, timed on device time from the trace, its outputs checked; timed again after.
     sol = doc["solution"]
     assert sol["status"] == "timed" and [s["source"] for s in sol["sizes"]] == ["profiler"]

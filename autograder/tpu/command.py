@@ -266,14 +266,16 @@ def stage_all(a: Assignment, opts: Options) -> dict:
         progress.start("solution")
         first = chip.stage("solution", {**common, "programs": sol.programs}, progress)
         base = baseline.guard(stage.from_json(first))
-        info = chip.info
-        note = _chip_note(a, info)
+        _said(first)
         common["solution"] = {s["size"]: s for s in first["sizes"]}
-        out = [_one(chip, a, opts, sub, g, common, progress) for sub, g in graded]
-        for r in out:
-            print(f"{r['submission']}: {r['status']}" + (f" {r['seconds'] * 1e3:.4f} ms" if r.get("seconds") else "")
-                  + (f" ({r['message'][:200]})" if r["status"] in ("chip-halt", "chip-hang", "error") else ""),
-                  file=sys.stderr)
+        doc = _document(a, opts, chip, first, notes)
+        for sub, g in graded:
+            r = _one(chip, a, opts, sub, g, common, progress)
+            r["score"] = tpu_timing.score(a.speed, r, first.get("seconds"))
+            doc["results"].append(r)
+            _said(r)
+            doc["wall_s"] = round(time.monotonic() - t0, 1)
+            write(doc, opts.output)      # as it goes: a run stopped half-way keeps what it timed
         progress.start("solution (again)")
         again = chip.stage("solution (again)", {**common, "solution": {}, "programs": sol.programs}, progress)
     finally:
@@ -281,16 +283,27 @@ def stage_all(a: Assignment, opts: Options) -> dict:
     drift = baseline.drift(base, stage.from_json(again))
     if drift.message():
         print(f"pallas-autograder speed: {drift.message()}", file=sys.stderr)
-    device = {**info, "label": _label(info), "chip_note": note}
-    doc = {"assignment": a.slug, "chip": info.get("chip"), "spec_chip": a.speed.chip, "chip_note": note,
-           "device": device, "rule": asdict(opts.rule), "solution": first, "solution_drift": drift.to_json(),
-           "results": out, "scaled_down": notes, "wall_s": round(time.monotonic() - t0, 1),
-           "worker_open_s": chip.opens, "workers_replaced": chip.replaced,
-           "isolation": "one process per submission" if opts.fresh_process else
-           "one worker, replaced after any fault"}
-    for r in out:
-        r["score"] = tpu_timing.score(a.speed, r, first.get("seconds"))
+    doc.update(solution_drift=drift.to_json(), partial=False, wall_s=round(time.monotonic() - t0, 1),
+               worker_open_s=chip.opens, workers_replaced=chip.replaced)
     return doc
+
+
+def _document(a: Assignment, opts: Options, chip: Chip, first: dict, notes: list[str]) -> dict:
+    """speed.json as it starts: the device, the rule, the solution's timing; the results come one by one
+    (``partial`` until the solution's second timing is done)."""
+    note = _chip_note(a, chip.info)
+    device = {**chip.info, "label": _label(chip.info), "chip_note": note}
+    return {"assignment": a.slug, "chip": chip.info.get("chip"), "spec_chip": a.speed.chip, "chip_note": note,
+            "device": device, "rule": asdict(opts.rule), "solution": first, "solution_drift": {}, "results": [],
+            "scaled_down": notes, "partial": True, "wall_s": 0.0, "worker_open_s": chip.opens,
+            "workers_replaced": chip.replaced,
+            "isolation": "one process per submission" if opts.fresh_process else "one worker, replaced after any fault"}
+
+
+def _said(r: dict) -> None:
+    print(f"{r['submission']}: {r['status']}" + (f" {r['seconds'] * 1e3:.4f} ms" if r.get("seconds") else "")
+          + (f" ({r['message'][:200]})" if r["status"] in ("chip-halt", "chip-hang", "error") else ""),
+          file=sys.stderr)
 
 
 def _label(info: dict) -> str:
@@ -330,7 +343,9 @@ def _fake_stage(a: Assignment, opts: Options) -> dict:
 
 def write(doc: dict, out: Path) -> None:
     out.mkdir(parents=True, exist_ok=True)
-    (out / "speed.json").write_text(json.dumps(doc, indent=1), encoding="utf-8")
+    tmp = out / ".speed.json.tmp"
+    tmp.write_text(json.dumps(doc, indent=1), encoding="utf-8")
+    tmp.replace(out / "speed.json")
     with open(out / "grades.csv", "w", newline="", encoding="utf-8") as f:
         w = csv.writer(f)
         w.writerow(["submission_id", "status", "ms", "score", "holds"])
