@@ -1,8 +1,10 @@
 """The TPU time estimate: the model on synthetic schedules (no JAX); its
-accuracy on published Pallas TPU timings, the fit points (in sample) apart
-from the validation points (out of sample); the analysis of traced kernels
-(pl.when over the grid, scalar-prefetch data, dtypes and precision, what it
-cannot say); and the `estimate` verb through the tracer and the grader's child."""
+accuracy against a real TPU v5e's device times (docs/chip-data: the held-out
+and blind points the constants were never fitted to) and the published Pallas
+TPU timings; the analysis of traced kernels (pl.when over the grid,
+scalar-prefetch data, dtypes and precision, what it cannot say, what the
+compiler would refuse); and the `estimate` verb through the tracer and the
+grader's child."""
 import functools
 import json
 
@@ -85,14 +87,18 @@ def test_per_chip_step_cost_vector_rates_and_megacore():
     # The fitted cycles at each chip's clock (docstring of speed.model).
     assert speed.step_seconds(chips["v5e"]) == pytest.approx(speed.FITTED.step_cycles / 1.5e9)
     assert speed.step_seconds(chips["v5p"]) < speed.step_seconds(chips["v5e"])
-    assert speed.vector_rate(chips["v5e"]) == pytest.approx(8 * 128 * 2 * 1.5e9)
-    assert speed.eup_rate(chips["v5e"]) == pytest.approx(speed.vector_rate(chips["v5e"]) / 4)
-    # v5p: 'parallel' axes split over its two TensorCores; 'arbitrary' ones run on one.
+    f = speed.FITTED
+    assert speed.vector_rate(chips["v5e"]) == pytest.approx(8 * 128 * f.valu_per_cycle * 1.5e9)
+    assert speed.vector_rate(chips["v5e"], in_loop=True) < speed.vector_rate(chips["v5e"]) / 3
+    assert speed.eup_rate(chips["v5e"]) == pytest.approx(8 * 128 * f.eup_per_cycle * 1.5e9)
+    assert speed.hbm_rate(chips["v5e"]) == pytest.approx(0.82 * 820e9)
+    # v5p: 'parallel' axes split over its two TensorCores; 'arbitrary' ones run on one. The first
+    # fetches, last write-backs and the call's own cost are not split.
     work = dict(mxu={"bf16": 2 * 512 ** 3}, moves=(1, 1, 1), block=512, array=512 * 512 * 2, chip="v5p")
     one = speed.estimate(_facts(4096, semantics=("arbitrary",), **work))
     two = speed.estimate(_facts(4096, semantics=("parallel",), **work))
-    launch = speed.FITTED.launch_s
-    assert (two.seconds - launch) == pytest.approx((one.seconds - launch) / 2, rel=0.01)
+    fixed = 3 * 512 * 512 * 2 / speed.hbm_rate(chips["v5p"]) + f.call_s
+    assert (two.seconds - fixed) == pytest.approx((one.seconds - fixed) / 2, rel=0.01)
 
 
 def test_the_advice_always_addresses_the_bound_it_names():
@@ -162,10 +168,10 @@ def test_a_speed_draw_carries_the_small_integer_tables_and_only_them(tmp_path):
     assert not np.array_equal(got, inputs.index_tables(a, case, [*draw.seed[:-1], draw.seed[-1] + 1])[2].array)
 
 
-# -- published timings: in sample (fit) apart from out of sample (validation) -----------------
+# -- a real TPU v5e, and the published timings ----------------------------------------------
 
-IN_SAMPLE_MAX = 0.10
-OUT_OF_SAMPLE_MAX = 0.30
+CHIP_MAX = 0.40          # the goal: no held-out or blind point further from the chip than this
+CHIP_MEDIAN = 0.15
 
 
 @pytest.fixture(scope="module")
@@ -174,33 +180,52 @@ def published():
     return validation.rows()
 
 
-def _table(rows, role: str) -> str:
-    return "\n".join(f"  {r.point.table:28s} {r.point.shape:9s} {r.point.blocks:14s} measured "
-                     f"{r.point.measured_s * 1e3:9.4f} ms  estimated {r.estimate.seconds * 1e3:9.4f} ms  "
-                     f"error {r.error:+6.1%}" for r in rows if r.point.role == role)
+# A sample of the chip points the constants were never fitted to, one or more per assignment and
+# style (the whole set is docs/speed-validation.md, made by benchmarks/speed_validation.py).
+CHIP_SAMPLE = ("add/solution@speed", "dma_scale/solution@speed", "flash_attention/solution@speed",
+               "matmul/solution@speed", "softmax/online_two_pass@speed", "matmul/emit_pipeline_k@speed",
+               "blind/attention-b4-s1024-d64/128-256", "blind/k-loop-4096x1024/512-128",
+               "blind/matvec-8192/512x1024", "blind/dma-rows-8192x512/256-32", "blind/chain-2048x1024/32")
 
 
 @pytest.mark.jax
-def test_in_sample_the_fit_points_hold_within_10_percent(published):
-    from speed_fixtures import validation
-    s = validation.summary(published, "fit")
-    print(f"\nIN SAMPLE (the points the constants were fitted to; not an accuracy): {s.points} points, "
-          f"median |error| {s.median:.1%}, worst {s.worst:.1%}\n{_table(published, 'fit')}")
-    assert s.points == 6 and s.worst <= IN_SAMPLE_MAX
+def test_the_estimate_agrees_with_a_real_v5e_on_points_it_was_not_fitted_to():
+    """Device times a real TPU v5e measured (docs/chip-data), against the estimate of the same
+    kernel traced here as a grading traces it."""
+    from benchmarks.chip import estimates, validation
+    times = validation.measured()
+    pool = {p["id"]: p for p in estimates.pool()}
+    errors = {}
+    for pid in CHIP_SAMPLE:
+        assert pool[pid]["role"] in ("heldout", "blind"), pid
+        seconds, bound = estimates.estimate({"facts": estimates.facts(pool[pid])})
+        errors[pid] = seconds / times[pid] - 1
+    print("\n".join(f"  {k:45s} {v:+.1%}" for k, v in errors.items()))
+    assert max(abs(e) for e in errors.values()) <= CHIP_MAX, errors
+    assert float(np.median([abs(e) for e in errors.values()])) <= CHIP_MEDIAN, errors
 
 
 @pytest.mark.jax
-def test_out_of_sample_every_validation_point_is_within_30_percent(published):
-    from speed_fixtures import validation
-    s = validation.summary(published, "validation")
-    print(f"\nOUT OF SAMPLE (never fitted to: the model's accuracy): {s.points} points, "
-          f"median |error| {s.median:.1%}, worst {s.worst:.1%}\n{_table(published, 'validation')}")
-    assert s.points >= 14
-    assert {r.point.source.split(" (")[0] for r in published if r.point.role == "validation"} >= {
-        "Pallas TPU matmul guide", "Pallas TPU sparse guide"}
+def test_a_kernel_the_chip_refused_for_its_vmem_has_no_estimate_and_one_that_fits_has_one():
+    """dma_scale's solution keeps its whole output block in VMEM: at 4096x4096 a real v5e refused to
+    compile it (CompileTimeScopedVmemOom); at the spec's speed size, 1024x1024, it ran in 13.1 us."""
+    from benchmarks.chip import estimates, points, validation
+    refused = next(p for p in points.assignment_points() if p["id"] == "dma_scale/solution@4096")
+    seconds, why = estimates.estimate({"facts": estimates.facts(refused)})
+    assert seconds is None and why.startswith("the TPU compiler would refuse it at this size") and "16 MiB" in why
+    fits = next(p for p in points.assignment_points() if p["id"] == "dma_scale/solution@speed")
+    seconds, _bound = estimates.estimate({"facts": estimates.facts(fits)})
+    assert seconds == pytest.approx(validation.measured()["dma_scale/solution@speed"], rel=CHIP_MAX)
+
+
+@pytest.mark.jax
+def test_the_matmul_guides_large_sizes_agree_with_the_device_time_model(published):
+    """The published matmul timings are wall clock around each call (they include its dispatch, about
+    0.1 ms): the large sizes, where that is noise, agree with the device-time model; the small ones
+    are not compared (docs/speed-validation.md)."""
     for r in published:
-        if r.point.role == "validation":
-            assert abs(r.error) <= OUT_OF_SAMPLE_MAX, (r.point.kernel, r.point.shape, r.error)
+        if r.point.table.startswith("matmul") and r.point.measured_s >= 5e-3:
+            assert abs(r.error) <= 0.10, (r.point.table, r.point.shape, r.point.blocks, r.error)
 
 
 @pytest.mark.jax

@@ -1,45 +1,48 @@
 """A TPU time estimate from a kernel's schedule (pure model; no JAX).
 
-The facts come from ``pallas_surface.cost``: the grid, the bytes each
-operand's blocks move, and the grid steps grouped into classes that do the
-same work (``pl.when`` conditions and loop bounds evaluated at every step) and
-move the same bytes, with the chip's figures from JAX's TPU table. The model
-follows how the Pallas TPU pipeline runs a grid: the first input blocks are
-fetched before step 0; then each step costs the largest of its compute (the
-matrix unit at its operands' rate, the vector unit, the EUP), its traffic (the
-next step's fetches and the last step's write-backs overlap the compute) and a
-fixed cost of the pipeline itself; the last output blocks are written back at
-the end; on a megacore chip (v4, v5p) 'parallel' grid axes split the steps
-over its two TensorCores; an input aliased to an output that the caller still
-holds is copied first; a call costs a fixed launch on top. Never below the
-roofline floor, each matrix-unit rate class at its own peak.
+It predicts device time: what a TPU's profiler reports for one call of the
+kernel, the time the TPU stage ranks on. The facts come from
+``pallas_surface.cost``: the grid, the bytes each operand's blocks move, and
+the grid steps grouped into classes that do the same work (``pl.when``
+conditions and loop bounds evaluated at every step) and move the same bytes,
+with the chip's figures from JAX's TPU table. The model follows how the Pallas
+TPU pipeline runs a grid: the first input blocks are fetched before step 0;
+then each step costs the larger of its compute (the matrix unit at its
+operands' rate, the vector unit, the EUP; inside loop bodies a slower vector
+rate and a wait per iteration for each dot's or lane reduction's result) and
+its traffic (the next step's fetches, the last step's write-backs and the
+kernel's own DMAs overlap the compute), plus the pipeline's own cost (per step,
+and per manual DMA issued and waited), which a step longer than it hides in
+part, plus the wait for the step's longest chain of dependent dots and lane
+reductions; the last output blocks are written back at the end; on a megacore
+chip (v4, v5p) 'parallel' grid axes split the steps over its two TensorCores;
+an input aliased to an output that the caller still holds is copied first; a
+call has a small fixed device cost. Never below the roofline floor, each
+matrix-unit rate class at its own peak. A call whose blocks and scratch exceed
+the chip's scoped VMEM has no estimate: the compiler would refuse it.
 
-Constants and where they come from (docs/speed-validation.md has the points
-and the errors; ``benchmarks/speed_validation.py --fit`` redoes the fit):
+Constants (``Fitted``) were fitted to a real TPU v5e's device times of
+microbenchmarks alone (``benchmarks/chip/points.py``, role "fit"; chip check of
+2026-12-06, jax 0.10.2, libtpu 0.0.42.1); docs/speed-validation.md has every
+point, the held-out and blind points apart (``benchmarks/speed_validation.py
+--fit`` redoes the fit). They are in cycles at each chip's clock or in shares
+of its table's figures, so other chips scale by them: not validated.
 
-- Fitted to the Pallas TPU matmul guide's bf16 table on a v5e (docs.jax.dev,
-  pallas/tpu/matmul, "Matrix multiplication performance": blocks 128/128/128
-  and 512/1024/1024 at 1024^3, 4096^3, 8192^3), and to nothing else:
-  ``Fitted.step_cycles``, the pipeline's own cost per grid step (0.35 us on a v5e: the
-  128^3-block steps move 64 KiB and do 4 MFLOP, far under it), and ``launch_s``,
-  the timing loop's per-call cost (dispatch and synchronisation; the guide's
-  own XLA 1024^3 matmul takes 0.119 ms for 0.011 ms of compute).
-- CLOCK_HZ (per-step cost in seconds on each chip, and the vector rates):
-  the bf16 peak / (2 x matrix units x columns^2), as a systolic array does one
-  multiply-add per cell per cycle, from JAX's table: v4 1.05 GHz (also measured:
-  1050 MHz, ayaka14732/pallas-tpu-tutorial ch. 1), v5e 1.50 GHz, v5p 1.75 GHz.
-  v6e: Google's v6e page has said both 2 and 4 256x256 matrix units per
-  TensorCore (JAX's table: 2); 2 would mean 3.5 GHz, above every TPU clock
-  published, so 4 is taken: 1.75 GHz.
-- VALU_PER_LANE = 2: two vector ALUs per lane of the 8 x 128 vector unit (Hot
-  Chips 2020, Norrie & Patil, TPU v2/v3: "2048 vector ALUs"; no later figure is
-  public). EUP_INTERVAL = 2: an EUP operation (exp, log, reciprocal, tanh)
-  issues every 2 cycles per vector register (ayaka14732, measured on v4).
+- CLOCK_HZ (cycles to seconds, and the vector rates): the bf16 peak / (2 x
+  matrix units x columns^2), as a systolic array does one multiply-add per cell
+  per cycle, from JAX's table: v4 1.05 GHz (also measured: 1050 MHz,
+  ayaka14732/pallas-tpu-tutorial ch. 1), v5e 1.50 GHz, v5p 1.75 GHz. v6e:
+  Google's v6e page has said both 2 and 4 256x256 matrix units per TensorCore
+  (JAX's table: 2); 2 would mean 3.5 GHz, above every TPU clock published, so
+  4 is taken: 1.75 GHz.
 - Matrix-unit rate classes (``pallas_surface.stepwork``): f32 operands at
-  DEFAULT precision are rounded to bf16 (one pass at the bf16 peak; JAX's
-  Pallas TPU guide, "details"); HIGH and HIGHEST take 3 and 6 bf16 passes
-  (jax.lax.Precision); int8, fp8 and int4 run at the chip's own peak where
-  JAX's table has one, else at the bf16 peak (converted).
+  DEFAULT precision are rounded to bf16 (one pass at the bf16 peak; measured on
+  the v5e: the error of an f32 product in a kernel is that of bf16-rounded
+  operands); HIGH and HIGHEST take 3 and 6 bf16 passes (jax.lax.Precision);
+  int8, fp8 and int4 run at the chip's own peak where JAX's table has one, else
+  at the bf16 peak (converted; no chip point).
+- SCOPED_VMEM: 16 MiB on a v5e (measured: "limit 16.00M"); other chips' limits
+  were not measured, and no refusal is predicted for them.
 """
 from __future__ import annotations
 
@@ -49,8 +52,6 @@ from typing import Literal
 from ..pallas_surface.facts import Chip, CostCall, CostOperand, Schedule
 
 CLOCK_HZ = {"v4": 1.05e9, "v5e": 1.50e9, "v5p": 1.75e9, "v6e": 1.75e9}
-VALU_PER_LANE = 2
-EUP_INTERVAL = 2
 PASSES = {"bf16": 1, "f32": 1, "bf16x3": 3, "bf16x6": 6}
 CHIPS = ("v4", "v5e", "v5p", "v6e")      # names JAX's TPU table knows (pltpu ChipVersion)
 

@@ -10,9 +10,7 @@ analysis (``pallas_surface.cost``).
 from __future__ import annotations
 
 import statistics
-from dataclasses import dataclass, replace
-
-import numpy as np
+from dataclasses import dataclass
 
 from autograder.pallas_surface import cost, rung
 from autograder.pallas_surface.facts import Schedule, decode
@@ -68,24 +66,6 @@ def misranked(rs: list[Row]) -> list[str]:
         if sorted(group, key=lambda r: r.estimate.seconds) != sorted(group, key=lambda r: r.point.measured_s):
             bad.append(table)
     return bad
-
-
-def fit(schedules: dict[Point, Schedule]) -> tuple[speed.Fitted, float]:
-    """The two constants that minimise the squared log error over the fit points only (a grid
-    search, coarse then fine); returns them and the worst in-sample |error| they give."""
-    fit_points = tuple(p for p in schedules if p.role == "fit")
-
-    def loss(f: speed.Fitted) -> float:
-        return sum(np.log(r.estimate.seconds / r.point.measured_s) ** 2
-                   for r in rows(fit_points, f, schedules))
-
-    best = speed.FITTED
-    for span in (0.5, 0.1, 0.02):
-        grid = [replace(best, step_cycles=best.step_cycles * (1 + a), launch_s=best.launch_s * (1 + b))
-                for a in np.linspace(-span, span, 11) for b in np.linspace(-span, span, 11)]
-        best = min(grid, key=loss)
-    worst = max(abs(r.error) for r in rows(fit_points, best, schedules))
-    return best, worst
 
 
 def _ms(s: float) -> str:
