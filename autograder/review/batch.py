@@ -60,6 +60,7 @@ class Graded:
     returncode: int | None = None
     staff: str = ""             # the staff's report (Markdown, secret cases' evidence included)
     programs: dict | None = None  # checked programs the TPU stage times (name -> document text)
+    timeout_s: float | None = None  # the limit it ran under (a timed-out grading's page says it)
 
     def to_json(self) -> str:
         return json.dumps(asdict(self))
@@ -131,7 +132,7 @@ def grade_one(job: Job) -> Graded:
         except (OSError, ValueError):
             programs = None
         return Graded(job.key, job.submission_id, status, round(seconds, 2), results,
-                      out[-TAIL:], err[-TAIL:], proc.returncode, staff, programs)
+                      out[-TAIL:], err[-TAIL:], proc.returncode, staff, programs, job.timeout_s)
     finally:
         shutil.rmtree(root, ignore_errors=True)
 

@@ -77,7 +77,7 @@ def regrade(a: Assignment, opts: Options) -> Summary:
     finally:
         progress.close()
     rows = [site.row(sub, store.get(keys[sub.id])) for sub in subs]
-    site.write(rows, out, a.title, a.slug, opts.similarity_threshold)
+    site.write(rows, out, a.title, a.slug, opts.similarity_threshold, a.folder.parent)
     failed = sum(1 for r in rows if r.status != "graded")
     return Summary(len(todo), len(subs) - len(todo), failed, out / "index.html")
 
