@@ -7,10 +7,10 @@ order that broke a result.
 
 Each kernel is graded through the real CLI (``grade FILE -a SLUG --format html
 --run-key N``), the page is written to OUT/NAME.html, opened in headless Chromium
-(Debian's /usr/bin/chromium, driven by Playwright) and the first block-map SVG on it
-(or the first whose title names what it shows; title, blocks and legend are all
-inside the SVG) is screenshotted with a little
-padding, at device scale 2, to OUT/NAME.png. ``--reuse-html`` skips grading where
+(Debian's /usr/bin/chromium, driven by Playwright) and the first block-map figure on it
+(or the first whose caption names what it shows: the title above the drawing, the
+legend and notes as text below it) is screenshotted with a little padding, at device
+scale 2, to OUT/NAME.png. ``--reuse-html`` skips grading where
 OUT/NAME.html already exists. Grading takes one to two minutes per kernel on 2 cores.
 Exits 1 when a page has no block map or lacks the finding ID it is meant to show.
 """
@@ -27,7 +27,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 
 # name: (assignment, corpus kernel, the finding ID whose map it shows, text in that map's
-# SVG <title>: the first map whose title has it; None takes the page's first map).
+# caption: the first map whose caption has it; None takes the page's first map).
 # key_axis_parallel's page has two maps: the output-block-revisit map of its output,
 # then the grid-order map (row-major steps beside the order that broke the result).
 MAPS = {
@@ -93,24 +93,24 @@ def main(argv: list[str] | None = None) -> int:
         for name, html in pages.items():
             page.goto(html.as_uri())
             title_has = MAPS[name][3]
-            svgs = page.locator("figure.blockmap svg")
+            figures = page.locator("figure.blockmap")
             if title_has is not None:
-                svgs = svgs.filter(has=page.locator(":scope > title", has_text=title_has))
-            if svgs.count() == 0:
+                figures = figures.filter(has=page.locator(":scope > figcaption", has_text=title_has))
+            if figures.count() == 0:
                 print(f"{name}: no block map{f' titled {title_has!r}' if title_has else ''} on {html}",
                       file=sys.stderr)
                 failed = True
                 continue
-            svg = svgs.first
-            svg.scroll_into_view_if_needed()
+            figure = figures.first
+            figure.scroll_into_view_if_needed()
             box = page.evaluate("""e => { const r = e.getBoundingClientRect();
                 return {x: r.left + scrollX, y: r.top + scrollY, width: r.width, height: r.height}; }""",
-                                svg.element_handle())
+                                figure.element_handle())
             clip = {"x": max(0, box["x"] - PADDING), "y": max(0, box["y"] - PADDING),
                     "width": box["width"] + 2 * PADDING, "height": box["height"] + 2 * PADDING}
             png = out / f"{name}.png"
             page.screenshot(path=str(png), clip=clip, full_page=True)
-            title = svg.locator(":scope > title").first.text_content()
+            title = figure.locator(":scope > figcaption").first.text_content()
             print(f"{png} ({png.stat().st_size // 1024} KB, {clip['width']:.0f} x {clip['height']:.0f} CSS px): "
                   f"{title}")
         browser.close()

@@ -27,6 +27,8 @@ LONGEST_FIRST = (
     "tests/test_cli.py::test_correct_corpus_submissions_get_full_marks",
     "tests/test_handout.py",
     "tests/test_probes.py",
+    # The fast tier's longest (Chromium and axe-core on three pages at two widths).
+    "tests/test_review.py::test_the_site_leads_to_the_students_who_need_help",
 )
 
 

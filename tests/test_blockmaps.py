@@ -46,7 +46,7 @@ def _cells(root) -> list:
 
 
 @pytest.mark.parametrize("name", NAMES)
-def test_svg_has_every_block_marked_cells_a_legend_and_hover_titles(name):
+def test_svg_has_every_block_marked_cells_hover_titles_and_a_name_that_says_what_is_marked(name):
     _doc, m = _fixture(name)
     out = blockmaps.svg(m)
     root = ET.fromstring(out)                               # well-formed XML
@@ -60,11 +60,42 @@ def test_svg_has_every_block_marked_cells_a_legend_and_hover_titles(name):
     marked = [c for p in m.panels for c in p.cells if c.mark not in ("ok", "step")]
     fills = [g.find(f"{SVG}rect").get("fill") for g in cells]
     assert sum(f != blockmaps.MARKS["ok"].fill for f in fills) == len(marked) > 0
-    # The legend: one swatch per entry, below the cells, each with its meaning.
-    legend_text = [t.text for t in root.iter(f"{SVG}text")]
-    for entry in m.legend:
-        assert any(entry.meaning in (t or "") for t in legend_text), entry
     assert root.find(f"{SVG}title").text == m.title
+    # An image (WCAG 1.1.1) named by its title and how many cells each mark marks.
+    assert root.get("role") == "img"
+    name = root.get("aria-label")
+    assert name.startswith(m.title + ". ")
+    for entry, n in blockmaps.marked_counts(m):
+        if n:
+            assert f"{entry.meaning}: {n} cell" in name, entry
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_the_figure_gives_title_legend_notes_and_every_marked_cell_as_text(name):
+    _doc, m = _fixture(name)
+    out = blockmaps.figure(m)
+    root = ET.fromstring(out.replace('xmlns="http://www.w3.org/2000/svg" ', ""))   # well-formed too
+    assert root.tag == "figure" and root.find("figcaption").text == m.title
+    legend = [li.find("span").tail for li in root.find("ul[@class='map-legend']")]
+    assert legend == [e.meaning for e in m.legend]
+    assert [p.text for p in root.find("div[@class='map-notes']")] == list(m.notes)
+    listed = [li.text for li in root.find("details/ul")]
+    assert listed == blockmaps.marked_cells(m)[:blockmaps.MAX_LISTED]
+    assert len(listed) == sum(c.mark not in blockmaps.PLAIN for p in m.panels for c in p.cells) > 0
+
+
+def test_marks_stand_out_from_plain_blocks_and_their_symbols_read():
+    """WCAG 1.4.11 and 1.4.3: a mark's fill against a plain (white) block at 3:1 or
+    more, so a cell too small for its symbol is still seen; the symbol on it at 4.5:1.
+    The grid-order highlight was 1.13:1."""
+    white = blockmaps.MARKS["ok"].fill
+    assert blockmaps.contrast("#fff1c2", white) < 1.2 and round(blockmaps.contrast("#000000", white)) == 21
+    for key, mark in blockmaps.MARKS.items():
+        if key not in blockmaps.PLAIN:
+            assert blockmaps.contrast(mark.fill, white) >= 3, key
+        colour = blockmaps.label_colour(mark.fill)
+        assert blockmaps.contrast(mark.fill, colour) >= 4.5, key
+    assert blockmaps.contrast("#6e7781", white) >= 3       # the cells' borders
 
 
 def test_out_of_bounds_marks_the_block_outside_and_the_clamped_window():
@@ -113,14 +144,14 @@ def test_a_large_grid_is_downsampled_and_the_map_says_so():
     assert "wrong elements in the cell" in text
 
 
-def test_student_text_is_escaped_in_the_svg():
+def test_student_text_is_escaped_in_the_svg_and_the_figure():
     facts = {"window": {"element_range": [[0, 8], [256, 384]], "array_shape": [16, 256],
                         "read_instead": [[0, 8], [128, 256]], "access": "read", "block_index": [0, 2],
                         "grid_point": [0, 2], "operand": 'input "<script>alert(1)</script>"'}}
     m = blockmaps.build("out-of-bounds", facts, "small")
-    out = blockmaps.svg(m)
-    assert "<script>" not in out and "&lt;script&gt;" in out
-    ET.fromstring(out)
+    for out in (blockmaps.svg(m), blockmaps.figure(m, "<b>lead</b>")):
+        assert "<script>" not in out and "&lt;script&gt;" in out and "<b>" not in out
+        ET.fromstring(out)
 
 
 def test_evidence_without_where_draws_no_map():

@@ -3,6 +3,7 @@ Playwright. Skips (with the reason) where Chromium is not installed."""
 import shutil
 
 import pytest
+from accessibility import audit
 from conftest import corpus, run_cli
 
 pytestmark = [pytest.mark.jax, pytest.mark.grading]   # grades through real JAX first
@@ -37,7 +38,7 @@ def test_html_report_is_a_self_contained_styled_page(tmp_path):
         page.goto(page_file.as_uri())
         page.screenshot(path=str(shot), full_page=True)
         # Summary first, then the tests; passed and failed look different.
-        order = page.evaluate("[...document.body.children].map(e => e.className || e.tagName)")
+        order = page.evaluate("[...document.querySelector('main').children].map(e => e.className || e.tagName)")
         assert order.index("summary") < order.index("test fail")
         assert page.locator("ol.problems li").count() == 1
         colours = page.evaluate("""() => ['pass', 'fail'].map(k =>
@@ -54,13 +55,33 @@ def test_html_report_is_a_self_contained_styled_page(tmp_path):
         assert page.evaluate("window.getSelection().toString()").strip()
         # The one problem's block map, drawn inline under the test that explains it: the
         # array's blocks, the block outside it and the clamped window, each with a hover title.
-        figure = page.locator("#test-1\\.2 figure.blockmap svg")
-        assert page.locator("figure.blockmap svg").count() == 1 and figure.count() == 1
-        titles = figure.locator("g > title").all_text_contents()
+        figure = page.locator("#test-1\\.2 figure.blockmap")
+        drawing = figure.locator("svg")
+        assert page.locator("figure.blockmap svg").count() == 1 and drawing.count() == 1
+        titles = drawing.locator("g > title").all_text_contents()
         assert len(titles) == 5 and any("grid point (0, 2)" in t for t in titles)
-        assert figure.evaluate("e => e.getBoundingClientRect().width") > 100
+        assert drawing.evaluate("e => e.getBoundingClientRect().width") > 100
+        # Everyone gets what it shows (WCAG 1.1.1): the drawing is an image named by what
+        # it marks; the title, legend and notes are text; each marked cell's hover text is
+        # listed in words, opened from the keyboard.
+        name = drawing.get_attribute("aria-label")
+        assert drawing.get_attribute("role") == "img" and "asked for outside the array: 1 cell" in name
+        assert "read instead (start clamped inside): 1 cell" in name
+        assert figure.locator("figcaption").inner_text().startswith('input "x_ref" (16, 256) in 8 x 128 blocks')
+        legend = figure.locator(".map-legend").inner_text()
+        assert "asked for outside the array" in legend and "read instead (start clamped inside)" in legend
+        assert "the generic interpreter" in figure.locator(".map-notes").inner_text()
+        summary = figure.locator("details.map-cells summary")
+        summary.focus()
+        page.keyboard.press("Enter")
+        cells = figure.locator("details.map-cells li")
+        sync_api.expect(cells.first).to_be_visible()
+        assert cells.count() == 2 and any("grid point (0, 2)" in t and "outside the array (16, 256)" in t
+                                          for t in cells.all_inner_texts())
         map_shot = tmp_path / "map.png"
         figure.screenshot(path=str(map_shot))
+        # WCAG 2.2 AA by axe-core, at 1100 and 320 CSS px, and reflow at 320.
+        assert audit(page) == []
         browser.close()
     assert errors == []
     assert shot.stat().st_size > 10_000 and map_shot.stat().st_size > 2_000

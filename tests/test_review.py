@@ -2,8 +2,10 @@
 then a real class regraded through the CLI, resumed, on a local Dask cluster,
 and its site in a real browser (jax)."""
 import csv
+import html
 import io
 import json
+import shlex
 import shutil
 import subprocess
 import textwrap
@@ -12,6 +14,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from accessibility import audit
 from conftest import REPO, corpus, run_cli, trimmed_add
 from lookalikes.variants import variant
 from test_near_duplicates import program_one, program_one_disguised, program_two
@@ -145,17 +148,58 @@ def _rows(tmp_path):
     return [site.row(s, g) for s, g in zip(subs, graded)]
 
 
-def test_rows_know_the_primary_finding_the_first_rung_and_a_score_that_differs(tmp_path):
+def test_rows_know_every_finding_and_its_cost_the_first_rung_and_a_score_that_differs(tmp_path):
     rows = _rows(tmp_path)
     assert [r.status for r in rows] == ["graded", "graded", "not graded", "graded"]
-    assert rows[1].primary == "out-of-bounds" and rows[1].first_rung == "static"
+    # Every finding with the points it cost (the hidden static check's included), costliest first.
+    assert rows[1].costs == (("out-of-bounds", 3.0), ("wrong-result", 1.0)) and rows[0].costs == ()
+    assert rows[1].first_rung == "static"
     assert [r.differs for r in rows] == [False, True, False, False]
     assert site.clusters(rows) == [{"fingerprint": "fpA", "size": 2, "members": [
         {"id": "s0", "names": "Ann", "page": "s/s0.html", "score": 4.0},
         {"id": "s3", "names": "<img src=x onerror=alert(1)>", "page": "s/s3.html", "score": 4.0}]}]
-    assert [(f["id"], f["count"]) for f in site.finding_chart(rows)] == [("out-of-bounds", 1), ("wrong-result", 1)]
+    assert [(f["id"], f["count"], f["points"]) for f in site.finding_chart(rows)] == [
+        ("out-of-bounds", 1, 3.0), ("wrong-result", 1, 1.0)]
+    # Full marks are a bar of their own, never hidden in the top range.
     hist = site.histogram(rows)
-    assert [b["count"] for b in hist["bars"]] == [0, 0, 1, 0, 0, 0, 0, 0, 2, 0]
+    assert [(b["key"], b["count"]) for b in hist["bars"] if b["count"]] == [("2", 1), ("full", 2)]
+    assert [b["tick"] for b in hist["bars"]][-2:] == ["4.5", "5"] and hist["bars"][-2]["label"] == "4.5 to under 5"
+    assert hist["bars"][-1]["label"] == "full marks (5)"
+
+
+def _class(tmp_path) -> list:
+    """_rows and three gradings that failed: timed out, crashed, and one whose grader
+    wrote an autograder error."""
+    rows = _rows(tmp_path)
+    more = [("Dee", replace(_graded("s4", 0.0, []), status="timeout", seconds=70.4, timeout_s=70.0,
+                            stderr="warming up\n" + "\n".join(f"line {i}" for i in range(30)))),
+            ("Eve", replace(_graded("s5", 0.0, []), status="crashed", returncode=-9)),
+            ("Fay", _graded("s6", 0.0, [dict(_test("1.1", 0, 2, "autograder-error"), visibility="visible")]))]
+    folder = tmp_path / "export"
+    for i, (name, g) in enumerate(more, 4):
+        (folder / f"s{i}").mkdir(parents=True)
+        rows.append(site.row(Submission(f"s{i}", folder / f"s{i}", (Submitter(name, f"{i}@x.edu", str(i)),)), g))
+    return rows
+
+
+def test_the_table_is_sorted_by_need_and_a_failed_grading_says_why(tmp_path):
+    rows = _class(tmp_path)
+    assert [r.status for r in rows[4:]] == ["timeout", "crashed", "autograder error"]
+    assert [r.sub.names for r in site.by_need(rows)] == [
+        "Cy", "Dee", "Eve", "Fay", "=cmd|' /C calc'!A0", "<img src=x onerror=alert(1)>", "Ann"]
+    view = site.overview(rows, "Add")
+    assert [r["need"] for r in view["rows"]] == list(range(1, 8)) and view["failed"] == 4
+    timeout = site.failure(rows[4])
+    assert timeout["reason"] == ("Timed out: the grading was stopped after 70.4 s "
+                                 "(the limit was 70 s: review --timeout).")
+    assert timeout["tail"].splitlines() == [f"line {i}" for i in range(10, 30)]     # the last 20 lines
+    assert site.failure(rows[5])["reason"].startswith("Crashed: the grading process exited with status -9")
+    assert site.failure(rows[6])["reason"].startswith("Autograder error:")
+    assert site.failure(rows[2])["reason"].startswith("Not graded:") and site.failure(rows[0]) is None
+    # The staff's command names the submission's real folder, quoted for a shell.
+    command = site.reproduce(rows[4], "add", tmp_path / "my assignments")
+    assert command == (f"pallas-autograder grade {tmp_path / 'export' / 's4'} -a add "
+                       f"--assignments '{tmp_path / 'my assignments'}' --run-key 42")
 
 
 def test_the_site_escapes_names_and_feedback_and_the_csv_escapes_formulas(tmp_path):
@@ -170,7 +214,8 @@ def test_the_site_escapes_names_and_feedback_and_the_csv_escapes_formulas(tmp_pa
     assert "<strong>bold</strong>" in page and "<b>raw</b>" not in page and "&lt;b&gt;raw&lt;/b&gt;" in page
     staff = page[page.index('id="staff"'):]
     assert "test P1" in staff and "test P1" not in page[:page.index('id="staff"')]
-    assert "--run-key 42" in staff and "Traceback: boom" in staff and "grader said hi" in staff
+    assert f"pallas-autograder grade {tmp_path} -a add --run-key 42" in staff
+    assert "Traceback: boom" in staff and "grader said hi" in staff and "&lt;s1" not in staff
     grades = list(csv.reader(io.StringIO((out / "grades.csv").read_text())))
     assert grades[0] == ["name", "email", "sid", "submission_id", "score", "max_score", "gradescope_score",
                          "status"]
@@ -179,6 +224,66 @@ def test_the_site_escapes_names_and_feedback_and_the_csv_escapes_formulas(tmp_pa
     assert findings[1:] == [["s1", "1.1", "test 1.1", "wrong-result", "generic", "1"],
                             ["s1", "1.2", "test 1.2", "out-of-bounds", "tpu-interpret", "2"],
                             ["s1", "P1", "test P1", "out-of-bounds", "static", "1"]]
+
+
+def test_the_site_leads_to_the_students_who_need_help_for_everyone(tmp_path):
+    """In Chromium: the table starts with who needs help; every overview count filters
+    it; headers sort from the keyboard; charts say their counts; a failed grading's
+    page says why; WCAG 2.2 AA (axe-core) and reflow at 320 px on the index and on
+    submission pages (the pairs pages, and pages with block maps: _browse)."""
+    from test_html import _chromium
+    chromium = _chromium()
+    sync_api = pytest.importorskip("playwright.sync_api", reason="the test extras (playwright) are not installed")
+    out = tmp_path / "site"
+    site.write(_class(tmp_path), out, "Add", "add")
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=chromium, args=["--no-sandbox"])
+        page = browser.new_page(viewport={"width": 1100, "height": 900})
+        errors = []
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.goto((out / "index.html").as_uri())
+        names = lambda: page.locator("#table tbody tr:visible td:nth-child(2)").all_inner_texts()  # noqa: E731
+        assert names() == ["Cy", "Dee", "Eve", "Fay", "=cmd|' /C calc'!A0", "<img src=x onerror=alert(1)>", "Ann"]
+        # Counts are links that filter the table, and say what they filter.
+        page.locator("#failed-card").click()
+        assert names() == ["Cy", "Dee", "Eve", "Fay"]
+        assert page.locator("#filter-status").inner_text() == "Showing 4 of 7: gradings that failed."
+        page.get_by_role("link", name="1 submission scored 1 to under 1.5").click()
+        assert names() == ["=cmd|' /C calc'!A0"]
+        page.get_by_role("link", name="2 submissions scored full marks (5)").click()
+        assert names() == ["<img src=x onerror=alert(1)>", "Ann"]
+        page.locator("#findings a", has_text="out-of-bounds").click()
+        assert names() == ["=cmd|' /C calc'!A0"] and "3 pts lost" in page.locator("#findings").inner_text()
+        page.locator("#rungs a", has_text="static analysis").click()
+        assert names() == ["=cmd|' /C calc'!A0"]
+        page.locator(".card a", has_text="timeout").click()
+        assert names() == ["Dee"]
+        page.locator("#clear-filter").click()
+        assert len(names()) == 7 and page.locator("#filter-status").inner_text() == ""
+        # Every finding with its cost, in the table.
+        assert page.locator("#table tbody tr", has_text="=cmd").locator("ul.costs li").all_inner_texts() == [
+            "out-of-bounds −3", "wrong-result −1"]
+        # Sorting from the keyboard: the Score header's button, Enter, then Space.
+        page.locator("#table th button", has_text="Score").focus()
+        page.keyboard.press("Enter")
+        assert page.locator("#table th", has_text="Score").get_attribute("aria-sort") == "ascending"
+        page.keyboard.press(" ")
+        assert set(names()[:2]) == {"<img src=x onerror=alert(1)>", "Ann"} and names()[-2:] == ["Cy", "Dee"]
+        assert audit(page) == []
+        # A timed-out grading's page: why, and the last lines of its errors.
+        page.goto((out / "s" / "s4.html").as_uri())
+        reason = page.locator("#reason").inner_text()
+        assert "Timed out: the grading was stopped after 70.4 s (the limit was 70 s" in reason
+        assert "line 29" in reason and "line 9\n" not in reason
+        assert audit(page) == []
+        page.goto((out / "index.html").as_uri() + "#filter:failed=1")    # a link from another page filters too
+        assert names() == ["Cy", "Dee", "Eve", "Fay"]
+        # Pass and fail in words on a graded submission's page.
+        page.goto((out / "s" / "s1.html").as_uri())
+        assert page.locator("section.test.fail .verdict").all_inner_texts() == ["Failed", "Failed", "Failed"]
+        assert audit(page) == []
+        browser.close()
+    assert errors == []
 
 
 def test_near_duplicate_pairs_are_listed_escaped_with_the_programs_side_by_side(tmp_path):
@@ -282,8 +387,16 @@ def test_a_class_is_regraded_resumed_and_clustered(quick_add, tmp_path):
         ("submission_103", "wrong-result"), ("submission_104", "out-of-bounds"),
         ("submission_105", "submission-error")}
     page = (out / "s" / "submission_104.html").read_text()
-    key = json.loads(next((out / ".review-cache").glob("*.json")).read_text())["results"]["extra_data"]["run_key"]
-    assert isinstance(key, int) and "--run-key " in page and "Out-of-bounds access" in page
+    stored = [json.loads(f.read_text()) for f in (out / ".review-cache").glob("*.json")]
+    key = next(g for g in stored if g["submission_id"] == "submission_104")["results"]["extra_data"]["run_key"]
+    assert isinstance(key, int) and "Out-of-bounds access" in page
+    # The staff's command grades the submission's own folder, and replays its grading.
+    command = html.unescape(page.split('<code id="command">')[1].split("</code>")[0])
+    assert command == (f"pallas-autograder grade {(export / 'submission_104').resolve()} -a add "
+                       f"--assignments {quick_add.resolve()} --run-key {key}")
+    replay = run_cli(*shlex.split(command)[1:], "--results", str(tmp_path / "replay.json"))
+    assert replay.returncode == 0, replay.stderr[-2000:]
+    assert json.loads((tmp_path / "replay.json").read_text())["score"] == 2.0
     # The secret case is for the staff only: its name (and the command that replays
     # it) is in the staff's report, never in what the student saw.
     seen, staff = page.split('id="staff"')
@@ -320,7 +433,8 @@ def test_a_grading_that_hangs_is_recorded_and_the_batch_goes_on(quick_add, tmp_p
     assert "1 failed" in proc.stdout
     assert _scores(tmp_path / "site") == {"broken": ("0", "graded"), "slow": ("", "timeout")}
     page = (tmp_path / "site" / "s" / "slow.html").read_text()
-    assert "status timeout" in page
+    assert "status timeout" in page and "Timed out: the grading was stopped after 1" in page
+    assert "(the limit was 10 s: review --timeout)" in page and 'id="reason"' in page
 
 
 @pytest.mark.jax
@@ -340,7 +454,8 @@ def test_the_same_gradings_on_a_local_dask_cluster_of_two_workers(quick_add, tmp
 def _browse(out: Path) -> None:
     """The site in a real browser (Debian's Chromium through Playwright), from
     file://: every page loads without a console error or a request off the disk;
-    the table sorts and filters; a screenshot is saved."""
+    the table starts with the students who need help, sorts and filters; each kind
+    of page meets WCAG 2.2 AA (axe-core) and reflows at 320 px; screenshots are saved."""
     from test_html import _chromium
     chromium = _chromium()
     sync_api = pytest.importorskip("playwright.sync_api", reason="the test extras (playwright) are not installed")
@@ -355,39 +470,50 @@ def _browse(out: Path) -> None:
             page.goto(sub.as_uri())
             assert "What the student saw" in page.content() and page.locator("#staff").count() == 1
         # The out-of-bounds submission's page draws its block map (from the map data its
-        # results.json carries) as inline SVG beside the text the student saw.
+        # results.json carries) as a figure beside the text the student saw.
         page.goto((out / "s" / "submission_104.html").as_uri())
-        drawn = page.locator("#feedback ~ section figure.blockmap svg")
-        assert drawn.count() == 1 and drawn.locator("g > title").count() >= 4
+        drawn = page.locator("#feedback ~ section figure.blockmap")
+        assert drawn.count() == 1 and drawn.locator("svg g > title").count() >= 4
+        assert "asked for outside the array" in drawn.locator(".map-legend").inner_text()
         assert "X asked for outside the array" in page.locator("#feedback ~ section pre").first.inner_text()
         drawn.screenshot(path=str(out / "map.png"))
+        assert audit(page) == []
         # The near-duplicate pages: the list, and each pair's programs side by side, what
         # differs marked (the jax.jit the out-of-bounds kernel left out).
         page.goto((out / "pairs.html").as_uri())
         assert page.locator("#pairs tbody tr").count() == 2 and "never a verdict" in page.content()
+        assert audit(page) == []
         for pair in sorted((out / "p").glob("*.html")):
             page.goto(pair.as_uri())
             assert page.locator("#diff tbody tr").count() > 20
+        assert audit(page) == []
         page.goto((out / "pairs.html").as_uri())
         page.locator("#pairs a", has_text="side by side").click()
         assert page.locator("#diff tr.only-a, #diff tr.only-b, #diff tr.changed").count() >= 2
         page.screenshot(path=str(out / "pair.png"), full_page=True)
         page.goto((out / "index.html").as_uri())
         page.screenshot(path=str(out / "screenshot.png"), full_page=True)
-        assert page.locator("#histogram rect").count() == 10 and page.locator("#findings rect").count() == 3
+        assert page.locator("#histogram li").count() == 11 and page.locator("#findings li").count() == 3
         assert page.evaluate("window.hacked") is None          # a name is text, never markup
-        page.locator("#table th", has_text="Score").click()
-        scores = page.locator("#table tbody tr td:nth-child(3)").all_inner_texts()
+        # By need: the lowest scores first (no grading failed here).
+        names = page.locator("#table tbody tr td:nth-child(2)").all_inner_texts()
+        assert names == ["Barbara Liskov", "Grace Hopper", "<script>window.hacked = 1</script>", "Ada Lovelace",
+                         'Alan Turing, =HYPERLINK("http://x")']
+        assert audit(page) == []
+        page.locator("#table th button", has_text="Score").click()
+        scores = page.locator("#table tbody tr td:nth-child(4)").all_inner_texts()
         assert [s.split(" /")[0] for s in scores] == ["0", "0", "2", "4", "4"]
-        page.locator("#table th", has_text="Score").click()
-        first = page.locator("#table tbody tr td:nth-child(3)").all_inner_texts()[0]
+        page.locator("#table th button", has_text="Score").click()
+        first = page.locator("#table tbody tr td:nth-child(4)").all_inner_texts()[0]
         assert first.split(" /")[0] == "4"
         page.fill("#filter", "out-of-bounds")
-        visible = page.locator("#table tbody tr:visible td:first-child").all_inner_texts()
+        visible = page.locator("#table tbody tr:visible td:nth-child(2)").all_inner_texts()
         assert visible == ["<script>window.hacked = 1</script>"]
         page.fill("#filter", "")
+        page.locator("#findings a", has_text="wrong-result").click()
+        assert page.locator("#table tbody tr:visible td:nth-child(2)").all_inner_texts() == ["Grace Hopper"]
         page.locator("#table a", has_text="Grace Hopper").click()
-        assert "What the student saw" in page.content() and page.locator("h3.fail").count() >= 1
+        assert "What the student saw" in page.content() and page.locator("section.test.fail").count() >= 1
         browser.close()
     assert errors == []
     assert (out / "screenshot.png").stat().st_size > 10_000 and (out / "map.png").stat().st_size > 2_000

@@ -5,9 +5,11 @@ no numpy; the checks computed every fact (``grading.regions``), this only draws.
 ``build(finding_id, facts, case)`` turns a finding's evidence into a typed
 ``BlockMap`` (None when the evidence holds nothing to draw); ``text`` renders
 it for the terminal and Markdown (monospace, at most 76 columns and about 16
-lines, large grids downsampled and saying so, a one-line legend) and ``svg``
-as a self-contained inline SVG (legend, a hover title on every cell, no
-script). ``encode``/``decode`` carry a map through results.json to the TA site.
+lines, large grids downsampled and saying so, a one-line legend); ``figure``
+as an HTML <figure> for the HTML report and the TA site: the title, the cells as
+a self-contained inline SVG (``svg``: an image named by what it marks, a hover
+title on every cell, no script), then the legend, the notes and every marked
+cell in words. ``encode``/``decode`` carry a map through results.json to the TA site.
 """
 from __future__ import annotations
 
@@ -28,23 +30,30 @@ class Mark:
     rank: int        # a downsampled cell shows its highest-ranked block
 
 
+# Fills: every mark that says something about a block stands out from a plain
+# (white) block at 3:1 or more, so a cell too small for its symbol is still seen
+# (WCAG 1.4.11, non-text contrast); its symbol is drawn in whichever of black
+# and white reads at 4.5:1 on it (``label_colour``; tests/test_blockmaps.py
+# computes both). Hues by kind: reds wrong, purples memory, orange order and
+# sharing, blue partial or another core, amber moved or read instead.
 MARKS: dict[str, Mark] = {
     "ok": Mark(".", "#ffffff", 0),
     "step": Mark(".", "#ffffff", 0),
-    "partial": Mark("p", "#ddf4ff", 1),
-    "core1": Mark("*", "#ddf4ff", 2),
-    "moved": Mark(".", "#fff1c2", 3),
-    "clamped": Mark("=", "#f5c542", 3),
-    "wrong": Mark("#", "#ff9492", 4),
-    "changed": Mark("U", "#c297ff", 5),
+    "partial": Mark("p", "#218bff", 1),
+    "core1": Mark("*", "#218bff", 2),
+    "moved": Mark(".", "#bf8700", 3),
+    "clamped": Mark("=", "#bf8700", 3),
+    "wrong": Mark("#", "#cf222e", 4),
+    "changed": Mark("U", "#a475f9", 5),
     "unwritten": Mark("U", "#8250df", 6),
-    "padded": Mark("P", "#ff9492", 6),
-    "revisit": Mark("R", "#ff6a69", 7),
-    "shared": Mark("S", "#ff6a69", 7),
-    "race": Mark("!", "#ff6a69", 7),
-    "outside": Mark("X", "#cf222e", 8),
-    "padding": Mark("", "#afb8c1", 0),     # the part of an edge block past the array (SVG shade only)
+    "padded": Mark("P", "#cf222e", 6),
+    "revisit": Mark("R", "#bc4c00", 7),
+    "shared": Mark("S", "#bc4c00", 7),
+    "race": Mark("!", "#bc4c00", 7),
+    "outside": Mark("X", "#82071e", 8),
+    "padding": Mark("", "#afb8c1", 0),     # the part of an edge block past the array (a shade; the edge is drawn)
 }
+PLAIN = frozenset({"ok", "step", "padding"})   # marks that say nothing is wrong with the block
 
 
 @dataclass(frozen=True)
@@ -610,11 +619,32 @@ def text(m: BlockMap) -> str:
     return "\n".join(line[:WIDTH] for line in lines)
 
 
-# ---- SVG (the HTML report and the TA site) -----------------------------------
+# ---- SVG and HTML (the HTML report and the TA site) --------------------------
 
 CHAR_PX = 6.8       # an estimate of a 12px character's width, for the layout
-DARK = {"outside", "unwritten"}
 PAD = MARKS["padding"].fill
+TEXT_DARK, TEXT_LIGHT = "#1f2328", "#ffffff"
+MAX_LISTED = 100    # marked cells listed in words under a drawn map
+
+
+def _luminance(colour: str) -> float:
+    """WCAG 2's relative luminance of a #rrggbb colour."""
+    def channel(v: int) -> float:
+        c = v / 255
+        return c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4
+    r, g, b = (int(colour[i:i + 2], 16) for i in (1, 3, 5))
+    return 0.2126 * channel(r) + 0.7152 * channel(g) + 0.0722 * channel(b)
+
+
+def contrast(a: str, b: str) -> float:
+    """WCAG 2's contrast ratio of two #rrggbb colours (1 to 21)."""
+    hi, lo = sorted((_luminance(a), _luminance(b)), reverse=True)
+    return (hi + 0.05) / (lo + 0.05)
+
+
+def label_colour(fill: str) -> str:
+    """The text colour that reads best on a fill (black or white)."""
+    return max((TEXT_DARK, TEXT_LIGHT), key=lambda t: contrast(fill, t))
 
 
 def _cell_px(panels: tuple[Panel, ...]) -> int:
@@ -626,7 +656,7 @@ def _svg_cell(c: Cell, x: float, y: float, s: int, outside: bool) -> str:
     mark = MARKS[c.mark]
     dash = ' stroke-dasharray="3 2"' if outside else ""
     out = [f'<g><title>{escape(c.title)}</title>',
-           f'<rect x="{x:g}" y="{y:g}" width="{s}" height="{s}" fill="{mark.fill}" stroke="#8c959f"{dash}/>']
+           f'<rect x="{x:g}" y="{y:g}" width="{s}" height="{s}" fill="{mark.fill}" stroke="#6e7781"{dash}/>']
     vr, vc = c.valid
     if vr < 1:
         out.append(f'<rect x="{x:g}" y="{y + vr * s:g}" width="{s}" height="{(1 - vr) * s:g}" fill="{PAD}" '
@@ -636,9 +666,8 @@ def _svg_cell(c: Cell, x: float, y: float, s: int, outside: bool) -> str:
                    'fill-opacity="0.6"/>')
     label = c.label or (mark.char if c.mark not in ("ok", "step") else "")
     if label and len(label) * CHAR_PX * 0.85 <= s + 2:
-        colour = "#ffffff" if c.mark in DARK else "#1f2328"
         out.append(f'<text x="{x + vc * s / 2:g}" y="{y + vr * s / 2 + 4:g}" text-anchor="middle" font-size="11" '
-                   f'fill="{colour}">{escape(label)}</text>')
+                   f'fill="{label_colour(mark.fill)}">{escape(label)}</text>')
     return "".join(out) + "</g>"
 
 
@@ -670,40 +699,72 @@ def _svg_panel(p: Panel, x0: float, y0: float, s: int) -> tuple[list[str], float
     return out, width, y - y0 + len(p.row_labels) * s
 
 
-def _svg_legend(m: BlockMap, x0: float, y: float, width: float) -> tuple[list[str], float]:
-    out, x = [], x0
-    for e in m.legend:
-        text = f"{e.symbol} {e.meaning}" if e.symbol and e.symbol not in ("n", MARKS[e.mark].char) else e.meaning
-        span = 18 + len(text) * CHAR_PX + 16
-        if x > x0 and x + span > x0 + width:
-            x, y = x0, y + 18
-        out.append(f'<rect x="{x:g}" y="{y:g}" width="12" height="12" fill="{MARKS[e.mark].fill}" stroke="#8c959f"/>'
-                   f'<text x="{x + 18:g}" y="{y + 10:g}">{escape(text)}</text>')
-        x += span
-    return out, y + 18
+def marked_counts(m: BlockMap) -> list[tuple[Legend, int]]:
+    """Each legend entry that marks something, with how many cells it marks."""
+    cells = [c for p in m.panels for c in p.cells]
+    return [(e, sum(c.mark == e.mark for c in cells)) for e in m.legend if e.mark not in PLAIN]
+
+
+def accessible_name(m: BlockMap) -> str:
+    """What the drawing shows, in words: its title, its panels and how many cells
+    each mark marks (the legend, the notes and each marked cell follow as text)."""
+    parts = [m.title]
+    if len(m.panels) > 1:
+        parts.append("Panels, left to right: " + "; ".join(p.caption for p in m.panels))
+    marked = [f"{e.meaning}: {n} cell{'' if n == 1 else 's'}" for e, n in marked_counts(m) if n]
+    parts.append("Marked: " + "; ".join(marked) if marked else "Nothing marked")
+    return ". ".join(parts) + ". The legend, the notes and each marked cell follow as text."
+
+
+def marked_cells(m: BlockMap) -> list[str]:
+    """Each marked cell's hover text (a mouse shows it; a keyboard, a screen reader
+    or a touch screen never does), its panel named where there are several."""
+    return [(f"{p.caption}: " if len(m.panels) > 1 and p.caption else "") + c.title
+            for p in m.panels for c in p.cells if c.mark not in PLAIN]
 
 
 def svg(m: BlockMap) -> str:
-    """The map as one self-contained <svg> element: every text escaped, no script,
-    no external reference; each cell's <title> is its hover text."""
+    """The map's panels as one self-contained <svg> element: every text escaped, no
+    script, no external reference; an image whose accessible name says what is
+    marked, each cell's <title> its hover text. The title, legend and notes are
+    HTML text beside it (``figure``), where they reflow and every reader gets them."""
     s = _cell_px(m.panels)
     parts, x, height = [], 8.0, 0.0
     for p in m.panels:
-        els, w, h = _svg_panel(p, x, 30, s)
+        els, w, h = _svg_panel(p, x, 4, s)
         parts += els
         x, height = x + w + 40, max(height, h)
-    width = max(x - 40 + 8, len(m.title) * CHAR_PX + 16, 320)
-    legend, y = _svg_legend(m, 8, 30 + height + 14, width - 16)
-    notes = []
-    for note in m.notes:
-        for line in _wrap(note, int((width - 16) / CHAR_PX)):
-            notes.append(f'<text x="8" y="{y + 12:g}" fill="#57606a">{escape(line)}</text>')
-            y += 16
-    head = (f'<svg xmlns="http://www.w3.org/2000/svg" class="blockmap" role="img" width="{width:.0f}" '
-            f'height="{y + 8:.0f}" viewBox="0 0 {width:.0f} {y + 8:.0f}" font-family="system-ui, sans-serif" '
-            f'font-size="12"><title>{escape(m.title)}</title>'
-            f'<text x="8" y="18" font-weight="600">{escape(m.title)}</text>')
-    return head + "".join(parts + legend + notes) + "</svg>"
+    width, total = x - 40 + 8, height + 10
+    head = (f'<svg xmlns="http://www.w3.org/2000/svg" class="blockmap" role="img" '
+            f'aria-label="{escape(accessible_name(m))}" width="{width:.0f}" height="{total:.0f}" '
+            f'viewBox="0 0 {width:.0f} {total:.0f}" font-family="system-ui, sans-serif" font-size="12">'
+            f'<title>{escape(m.title)}</title>')
+    return head + "".join(parts) + "</svg>"
+
+
+def _legend_item(e: Legend) -> str:
+    fill = MARKS[e.mark].fill
+    style = f"background:{fill};color:{label_colour(fill)}" + (";opacity:.6" if e.mark == "padding" else "")
+    return (f'<li><span class="swatch" style="{style}" aria-hidden="true">{escape(e.symbol)}</span>'
+            f'{escape(e.meaning)}</li>')
+
+
+def figure(m: BlockMap, lead: str = "") -> str:
+    """The map as an HTML <figure>: the title as its caption (``lead`` before it),
+    the drawing, then the legend, the notes and every marked cell in words, as
+    text that reflows and that a keyboard and a screen reader reach."""
+    cells = marked_cells(m)
+    listed = "".join(f"<li>{escape(t)}</li>" for t in cells[:MAX_LISTED])
+    if len(cells) > MAX_LISTED:
+        listed += f"<li>and {len(cells) - MAX_LISTED} more</li>"
+    caption = (f'<span class="lead">{escape(lead)}</span> ' if lead else "") + escape(m.title)
+    legend = "".join(_legend_item(e) for e in m.legend)
+    notes = "".join(f"<p>{escape(n)}</p>" for n in m.notes)
+    details = (f'<details class="map-cells"><summary>Each marked cell in words ({len(cells)})</summary>'
+               f"<ul>{listed}</ul></details>" if cells else "")
+    return (f'<figure class="blockmap"><figcaption>{caption}</figcaption>{svg(m)}'
+            f'<ul class="map-legend" aria-label="Legend">{legend}</ul>'
+            f'<div class="map-notes">{notes}</div>{details}</figure>')
 
 
 # ---- carried through results.json (extra_data) to the TA site ----------------

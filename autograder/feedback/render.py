@@ -252,7 +252,7 @@ def _drawn(f: Finding) -> blockmaps.BlockMap | None:
 
 def _map_view(m: blockmaps.BlockMap, note: str) -> dict:
     m = replace(m, notes=(note, *m.notes)) if note else m
-    return {"text": blockmaps.text(m), "svg": blockmaps.svg(m), "data": blockmaps.encode(m)}
+    return {"text": blockmaps.text(m), "figure": blockmaps.figure(m), "data": blockmaps.encode(m)}
 
 
 def problem_map(p: Problem, report) -> tuple[dict | None, str]:

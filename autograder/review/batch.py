@@ -64,6 +64,7 @@ class Graded:
     programs: dict | None = None  # checked programs the TPU stage times (name -> document text)
     jax: str = ""               # the JAX release that graded it (a site made on one release, read on another)
     content: str = ""           # the submission's content hash (which upload this grading is of)
+    timeout_s: float | None = None  # the limit it ran under (a timed-out grading's page says it)
 
     def to_json(self) -> str:
         return json.dumps(asdict(self))
@@ -150,7 +151,8 @@ def grade_one(job: Job) -> Graded:
         except (OSError, ValueError):
             programs = None
         return Graded(job.key, job.submission_id, status, round(seconds, 2), results,
-                      out[-TAIL:], err[-TAIL:], proc.returncode, staff, programs, jax_release(), job.content)
+                      out[-TAIL:], err[-TAIL:], proc.returncode, staff, programs, jax_release(), job.content,
+                      job.timeout_s)
     finally:
         shutil.rmtree(root, ignore_errors=True)
 

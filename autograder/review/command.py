@@ -119,7 +119,7 @@ def regrade(a: Assignment, opts: Options) -> Summary:
     finally:
         progress.close()
     rows = [site.row(sub, store.get(keys[sub.id])) for sub in subs]
-    site.write(rows, out, a.title, a.slug, opts.similarity_threshold)
+    site.write(rows, out, a.title, a.slug, opts.similarity_threshold, a.folder.parent)
     failed = sum(1 for r in rows if r.status != "graded")
     graded = sum(1 for j in todo if j.submission_id != (solution.id if solution else None))
     return Summary(graded, len(subs) - graded, failed, out / "index.html")

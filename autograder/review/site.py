@@ -2,11 +2,13 @@
 templates into static files that open from file:// (no server, no CDN), and
 the CSV exports.
 
-index.html     overview (score histogram, findings per ID, failed gradings,
-               the rung where bugs were first caught), structural clusters,
-               and a sortable, filterable table of submissions
-s/<id>.html    one page per submission: the feedback the student saw, as
-               Gradescope renders it, then the staff-only part
+index.html     overview (score histogram, findings per ID with the points they
+               cost, failed gradings, the rung where bugs were first caught:
+               every count a link that filters the table), structural
+               clusters, and the table of submissions, those who need help
+               first (failed gradings, then the lowest scores), sortable
+s/<id>.html    one page per submission: why a grading failed, the feedback the
+               student saw, as Gradescope renders it, then the staff-only part
 pairs.html     near-duplicate pairs (``similar``): what the score is and is not,
                the pairs at or above the threshold, best first
 p/<n>.html     one page per listed pair: the two canonical programs side by
@@ -18,6 +20,7 @@ from __future__ import annotations
 import csv
 import json
 import re
+import shlex
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,6 +38,7 @@ TEMPLATES = Path(__file__).resolve().parent.parent / "templates" / "review"
 RUNG_ORDER = ("static", "generic", "tpu-interpret")
 RUNG_NAMES = {"static": "static analysis (nothing runs)", "generic": "generic interpreter",
               "tpu-interpret": "TPU interpret mode"}
+BINS = 10               # histogram ranges below full marks (which have a bar of their own)
 MAX_PAIRS = 200         # rows (and pages) on pairs.html; the rest are counted, with how to see them
 OPTIONS = ".review-options.json"    # the site's options, kept for a later rewrite (``merge``)
 
@@ -70,11 +74,26 @@ class Row:
         return any("autograder-error" in (t.get("tags") or []) for t in tests)
 
     @property
-    def primary(self) -> str:
-        by_id = Counter()
+    def failed(self) -> bool:
+        """The grading gave no usable score (crashed, timed out, an autograder error, not graded)."""
+        return self.status != "graded"
+
+    @property
+    def costs(self) -> tuple[tuple[str, float], ...]:
+        """Every finding ID with the points it cost in all, costliest first (then in test
+        order): a class that forgot the running max shows numerics beside wrong-result."""
+        by_id: dict[str, float] = {}
         for lost in self.lost:
-            by_id[lost.finding] += lost.points
-        return max(by_id, key=lambda k: (by_id[k], -list(by_id).index(k))) if by_id else ""
+            by_id[lost.finding] = by_id.get(lost.finding, 0.0) + lost.points
+        order = list(by_id)
+        return tuple(sorted(by_id.items(), key=lambda kv: (-kv[1], order.index(kv[0]))))
+
+    @property
+    def need(self) -> tuple:
+        """The default order, most in need of a TA first: failed gradings, then the
+        lowest share of the points, then by name."""
+        share = self.score / self.max_score if self.score is not None and self.max_score else 0.0
+        return (not self.failed, share, self.sub.names.lower(), self.sub.id)
 
     @property
     def first_rung(self) -> str:
@@ -119,26 +138,40 @@ def row(sub: Submission, graded: Graded | None) -> Row:
     return Row(sub, graded, float(doc.get("score", 0.0)), max_score, tuple(lost))
 
 
-def histogram(rows: list[Row], bins: int = 10) -> dict[str, Any]:
-    """Bars of the score distribution, as fractions of the best possible score."""
+def _share_bin(r: Row, bins: int) -> str:
+    """A graded row's histogram bar: "full" for full marks, else the tenth of the points it reached."""
+    share = r.score / r.max_score if r.score is not None and r.max_score else 0.0
+    return "full" if share >= 1 - 1e-9 else str(min(int(share * bins), bins - 1))
+
+
+def histogram(rows: list[Row], bins: int = BINS) -> dict[str, Any]:
+    """Bars of the score distribution: ``bins`` ranges of the best possible score, each
+    from its tick up to the next (full marks excluded), then full marks, a bar of its own."""
     scored = [r for r in rows if r.score is not None and r.max_score]
     top = max((r.max_score for r in scored), default=1.0) or 1.0
-    counts = [0] * bins
-    for r in scored:
-        counts[min(int(r.score / top * bins), bins - 1)] += 1
-    peak = max(counts, default=0) or 1
-    bars = [{"label": f"{top * i / bins:g}–{top * (i + 1) / bins:g}", "tick": f"{top * i / bins:.3g}", "count": c,
-             "x": 10 + i * 46, "h": round(140 * c / peak), "y": 150 - round(140 * c / peak)}
-            for i, c in enumerate(counts)]
-    return {"bars": bars, "width": 10 + bins * 46, "top": top}
+    counts = Counter(_share_bin(r, bins) for r in scored)
+    peak = max(counts.values(), default=0) or 1
+    bars = []
+    for key in [*map(str, range(bins)), "full"]:
+        lo, hi = (top, top) if key == "full" else (top * int(key) / bins, top * (int(key) + 1) / bins)
+        words = f"full marks ({top:g})" if key == "full" else f"{lo:.3g} to under {hi:.3g}"
+        bars.append({"key": key, "label": words, "tick": f"{lo:.3g}", "count": counts.get(key, 0),
+                     "h": round(120 * counts.get(key, 0) / peak)})
+    return {"bars": bars, "top": top}
 
 
 def finding_chart(rows: list[Row]) -> list[dict[str, Any]]:
-    """How many submissions hit each finding ID, largest first (horizontal bars)."""
-    hits = Counter(fid for r in rows for fid in {lost.finding for lost in r.lost})
+    """How many submissions hit each finding ID and the points it cost them in all,
+    largest first (horizontal bars, as a share of the largest)."""
+    hits: Counter = Counter()
+    points: Counter = Counter()
+    for r in rows:
+        for fid, pts in r.costs:
+            hits[fid] += 1
+            points[fid] += pts
     peak = max(hits.values(), default=1)
-    return [{"id": fid, "count": n, "y": 4 + i * 22, "w": round(300 * n / peak)}
-            for i, (fid, n) in enumerate(sorted(hits.items(), key=lambda kv: (-kv[1], kv[0])))]
+    return [{"id": fid, "count": n, "points": points[fid], "w": round(100 * n / peak)}
+            for fid, n in sorted(hits.items(), key=lambda kv: (-kv[1], kv[0]))]
 
 
 def clusters(rows: list[Row]) -> list[dict[str, Any]]:
@@ -226,7 +259,9 @@ def _md() -> Any:
 
 
 def _env() -> jinja2.Environment:
-    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), autoescape=True,
+    # The parent folder for what the site shares with the HTML report (blockmap.css.j2).
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader([str(TEMPLATES), str(TEMPLATES.parent)]),
+                             autoescape=True,
                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
                              finalize=escaping.visible)
     md = _md()
@@ -235,32 +270,41 @@ def _env() -> jinja2.Environment:
     return env
 
 
-def _table_row(r: Row) -> dict[str, Any]:
+def _table_row(r: Row, need: int = 0) -> dict[str, Any]:
     return {"id": r.sub.id, "names": r.sub.names, "emails": ", ".join(s.email for s in r.sub.submitters),
             "score": r.score, "max_score": r.max_score, "gradescope": r.sub.gradescope_score,
-            "differs": r.differs, "primary": r.primary, "run_key": r.extra.get("run_key", ""),
+            "differs": r.differs, "costs": [{"id": f, "points": p} for f, p in r.costs],
+            "lost": sum(p for _f, p in r.costs), "run_key": r.extra.get("run_key", ""),
             "seconds": r.graded.seconds if r.graded else None, "status": r.status, "page": r.page,
-            "rung": RUNG_NAMES.get(r.first_rung, "")}
+            "rung": RUNG_NAMES.get(r.first_rung, ""), "rung_key": r.first_rung, "failed": r.failed,
+            "bin": _share_bin(r, BINS) if r.score is not None and r.max_score else "", "need": need}
+
+
+def by_need(rows: list[Row]) -> list[Row]:
+    """Failed gradings first, then the lowest scores: the students who need help."""
+    return sorted(rows, key=lambda r: r.need)
 
 
 def overview(rows: list[Row], title: str, near: dict[str, Any] | None = None) -> dict[str, Any]:
     statuses = Counter(r.status for r in rows)
     rungs = Counter(r.first_rung for r in rows if r.first_rung)
     return {"title": title, "count": len(rows), "statuses": sorted(statuses.items()),
-            "failed": sum(n for s, n in statuses.items() if s != "graded"),
+            "failed": sum(r.failed for r in rows),
             "timeouts": statuses.get("timeout", 0), "histogram": histogram(rows),
             "findings": finding_chart(rows), "clusters": clusters(rows),
-            "rungs": [{"rung": RUNG_NAMES[k], "count": rungs[k]} for k in RUNG_ORDER if rungs.get(k)],
-            "rows": [_table_row(r) for r in rows],
+            "rungs": [{"rung": RUNG_NAMES[k], "key": k, "count": rungs[k]} for k in RUNG_ORDER if rungs.get(k)],
+            "rows": [_table_row(r, i) for i, r in enumerate(by_need(rows), 1)],
             "differs": sum(r.differs for r in rows), "near": near}
 
 
 def _maps(t: dict) -> list[str]:
-    """The test's block maps as inline SVG, from the map data its results entry
-    carries (decoded field by field; every text escaped when drawn)."""
+    """The test's block maps as figures (inline SVG, legend and notes as text), from
+    the map data its results entry carries (decoded field by field; every text
+    escaped when drawn)."""
     data = (t.get("extra_data") or {}).get("block_maps") if isinstance(t.get("extra_data"), dict) else None
     maps = [blockmaps.decode(d) for d in data[:4]] if isinstance(data, list) else []
-    return [blockmaps.svg(m) for m in maps if m is not None]
+    return [blockmaps.figure(m, "Drawn from the map above (the student saw it as text):") for m in maps
+            if m is not None]
 
 
 def _student_tests(doc: dict) -> tuple[list[dict], list[dict]]:
@@ -274,21 +318,63 @@ def _student_tests(doc: dict) -> tuple[list[dict], list[dict]]:
     return shown, staff
 
 
-def page_data(r: Row, slug: str) -> dict[str, Any]:
+TAIL_LINES = 20     # lines of a failed grading's output shown as its reason
+
+
+def _tail(text: str, lines: int = TAIL_LINES) -> str:
+    return "\n".join(text.rstrip().splitlines()[-lines:])
+
+
+def failure(r: Row) -> dict[str, str] | None:
+    """Why a grading gave no usable score, in words, with the last lines of what the
+    grader wrote (its errors, else its output); None for a grading that worked."""
+    g = r.graded
+    if not r.failed:
+        return None
+    if g is None:
+        return {"reason": "Not graded: no grading of this submission is stored (the batch was stopped "
+                          "before it, or it was added to the export since). Run review again to grade it.",
+                "tail": ""}
+    if g.status == "timeout":
+        limit = f" (the limit was {g.timeout_s:g} s: review --timeout)" if g.timeout_s else ""
+        reason = f"Timed out: the grading was stopped after {g.seconds:g} s{limit}."
+    elif g.status == "crashed":
+        reason = f"Crashed: the grading process exited with status {g.returncode} after {g.seconds:g} s."
+    else:
+        reason = ("Autograder error: the grader could not grade this submission; the test marked "
+                  "autograder-error below says why." if r.autograder_error else
+                  "No score: the grading finished without a usable results.json.")
+    tail = _tail(g.stderr) or _tail(g.stdout)
+    return {"reason": reason, "tail": tail, "from": "errors (stderr)" if g.stderr.strip() else "output (stdout)"}
+
+
+def reproduce(r: Row, slug: str, assignments: Path | None) -> str:
+    """The command that replays this grading, on the submission's own folder (the
+    export's, unpacked beside the site for a zip): same inputs, same run key."""
+    key = r.extra.get("run_key")
+    if key in (None, "") or not isinstance(key, int):
+        return ""
+    where = f" --assignments {shlex.quote(str(assignments.resolve()))}" if assignments is not None else ""
+    return (f"pallas-autograder grade {shlex.quote(str(r.sub.folder.resolve()))} -a {shlex.quote(slug)}"
+            f"{where} --run-key {key}")
+
+
+def page_data(r: Row, slug: str, assignments: Path | None = None) -> dict[str, Any]:
     doc = (r.graded.results if r.graded else None) or {}
     shown, staff = _student_tests(doc)
-    entry = r.extra.get("run_key")
     return {"row": _table_row(r), "summary": str(doc.get("output", "")), "tests": shown,
             "staff_tests": staff, "stdout": r.graded.stdout if r.graded else "",
             "stderr": r.graded.stderr if r.graded else "", "extra": r.extra,
-            "staff_report": r.graded.staff if r.graded else "",
-            "command": (f"pallas-autograder grade <{r.sub.id}'s file> -a {slug} --run-key {entry}"
-                        if entry not in (None, "") else ""),
+            "staff_report": r.graded.staff if r.graded else "", "failure": failure(r),
+            "command": reproduce(r, slug, assignments),
             "submitters": [{"name": s.name, "email": s.email, "sid": s.sid} for s in r.sub.submitters]}
 
 
-def write(rows: list[Row], out: Path, title: str, slug: str, threshold: float | None = None) -> list[Path]:
-    """The whole site (``threshold``: the near-duplicate pairs' score; None: as the site had it)."""
+def write(rows: list[Row], out: Path, title: str, slug: str, threshold: float | None = None,
+          assignments: Path | None = None) -> list[Path]:
+    """The whole site (``threshold``: the near-duplicate pairs' score; None: as the site had it;
+    ``assignments``: the folder of assignment folders the gradings read, named in each
+    page's reproduce command)."""
     env = _env()
     (out / "s").mkdir(parents=True, exist_ok=True)
     threshold = threshold_of(out, threshold)
@@ -299,8 +385,8 @@ def write(rows: list[Row], out: Path, title: str, slug: str, threshold: float | 
                                     encoding="utf-8")
     for r in rows:
         path = out / r.page
-        path.write_text(env.get_template("submission.html.j2").render(p=page_data(r, slug), title=title),
-                        encoding="utf-8")
+        page = env.get_template("submission.html.j2").render(p=page_data(r, slug, assignments), title=title)
+        path.write_text(page, encoding="utf-8")
         written.append(path)
     written += write_pairs(env, near, out, title)
     written += write_csv(rows, out)

@@ -37,7 +37,7 @@ def into_site(a: Assignment, doc: dict, submissions: Path, site: Path) -> int:
             (folder / "results.json").write_text(json.dumps(new, indent=2), encoding="utf-8")
             merged += 1
         rows.append(pages.row(sub, g))
-    pages.write(rows, site, a.title, a.slug)
+    pages.write(rows, site, a.title, a.slug, assignments=a.folder.parent)
     return merged
 
 
