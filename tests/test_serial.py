@@ -316,7 +316,7 @@ def _outside_cases():
         ("a lookup at data", lambda x, y, add: add(lax.dynamic_slice(
             x, (x[0, 0].astype(jnp.uint32), jnp.uint32(0)), (16, 256)), y), {"data-index: dynamic_slice": 1}),
         ("a pad filled with data", lambda x, y, add: add(lax.pad(x, x[0, 0], ((0, 0, 0), (0, 0, 0))), y),
-         {"data-index: pad": 1}),
+         {"pad": 1}),
         ("a mask read from data", lambda x, y, add: add(jnp.where(x.astype(bool), x, 0.0), y),
          {"data-control: select_n": 1}),
         ("a branch on data", lambda x, y, add: add(lax.cond(x[0, 0].astype(bool), lambda: x, lambda: y), y),

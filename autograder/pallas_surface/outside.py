@@ -13,7 +13,7 @@ violation, named in the facts:
 - ``<primitive>``: the primitive computes on data (arithmetic, a comparison, a
   reduction, a bitcast, a sort...): work, whatever its size;
 - ``data-index: <primitive>``: a slice, gather, scatter or update at a
-  position read from data (a lookup into a table at data-valued indices
+  position read from data (a pad whose fill is read from data is ``pad``) (a lookup into a table at data-valued indices
   computes any function of the data without one arithmetic primitive);
 - ``data-control: <cond|while|select_n>``: a decision on data (a branch index,
   a loop predicate, a mask), which can rebuild every bit of the data as
@@ -96,7 +96,10 @@ class Walk:
         if name in POSITIONED:
             free = POSITIONED[name]
             if any(d for i, d in enumerate(fed) if (i == 0 if free is None else i not in free)):
-                self.note(f"{DATA_CONTROL if free is None else DATA_INDEX}: {name}")
+                # A mask read from data decides; a position read from data looks up; a
+                # fill read from data is the primitive computing on it.
+                self.note(f"{DATA_CONTROL}: {name}" if free is None else name if name == "pad"
+                          else f"{DATA_INDEX}: {name}")
         elif name not in MOVES and name not in REF_OPS:
             self.note(name)
         return [True] * n
