@@ -27,6 +27,12 @@ def _all(doc, tag_list):
     (MATMUL / "accumulate_in_output.py", "matmul"),
     # Traced as for a TPU (emit_pipeline reads the chip's tiling while tracing), then graded.
     (MATMUL / "emit_pipeline_k.py", "matmul"),
+    # Glue outside the kernels that only moves data (README, "Security model"): transposes,
+    # a constant pad, chained kernels, slices, custom_vjp and jit; a fori_loop placing each
+    # row block's kernel output at the counter's rows; astype before the call.
+    (ADD / "glue_outside_kernels.py", "add"),
+    (ADD / "kernel_per_row_block.py", "add"),
+    (MATMUL / "astype_outside.py", "matmul"),
 ])
 def test_correct_corpus_submissions_get_full_marks(grade_cli, path, slug):
     doc, _ = grade_cli(path, slug)

@@ -34,10 +34,13 @@ pytestmark = [pytest.mark.jax, pytest.mark.grading]   # grades through real JAX 
 # the rebuild, lowering rules, fills, the one-kernel analyses). The rest are contained by
 # processes, users and limits, which no JAX release touches; the whole corpus runs on
 # both releases by hand before a release is added (`-m grading tests/test_hostile.py`
-# with that release's venv), and on the default release in every CI run.
+# with that release's venv), and on the default release in every CI run. Each rule of the
+# structure check runs on both releases in test_serial (test_outside_a_kernel_data_may_only_be_moved),
+# and the schema's grammar is pure Python: their attacks here run on the default release only.
 ON_EVERY_RELEASE = {
     "two_faced_probe_case.py", "two_faced_production.py", "vmem_two_faced_matmul.py",
-    "taint_through_scan.py", "closed_over_run_scoped.py", "platform_branch.py",
+    "taint_through_scan.py", "closed_over_run_scoped.py", "platform_branch.py", "platform_in_kernel.py",
+    "platform_in_index_map.py", "scoped_refs_outside.py",
     "fills_recognised_by_range.py", "forged_line_number.py", "reregister_lowering.py",
     "host_callback_kernel.py", "nan_wildcard.py",
 }
@@ -148,12 +151,25 @@ EXPECT = {
     "taint_through_scan.py": Expect(1.0, ("work-outside",), assignment="add_probed"),
     # A copy kernel: the probes examined a copy and earn nothing.
     "copy_kernel_jnp_work.py": Expect(1.0, ("work-outside",), assignment="add_probed"),
+    # Outside a kernel, data may only be moved (an allow-list, not information flow): each of
+    # these got full marks from a rule that followed the data (a copy kernel, the sum outside).
+    "scoped_refs_outside.py": Expect(0.0, ("work-outside", "compile-reject"), assignment="add_probed"),
+    "cond_rebuilds_bits.py": Expect(1.0, ("work-outside",), assignment="add_probed"),
+    "while_rebuilds_bits.py": Expect(1.0, ("work-outside",), assignment="add_probed"),
+    "table_lookup_sum.py": Expect(1.0, ("work-outside",), assignment="add_probed"),
     # Fills drawn from the run key: neither fixed values nor a range gives them away
     # (TPU interpret mode's reused output buffers catch both on its own tests).
     "fills_mapped_to_zero.py": Expect(PROBED - 2, ("uninitialized-memory",), assignment="add_probed"),
     "fills_recognised_by_range.py": Expect(PROBED - 2, ("uninitialized-memory",), assignment="add_probed"),
-    # Every rung judges the branch a TPU would run (here x - y).
+    # Every rung judges the branch a TPU would run (here x - y): the rebuilt program keeps only
+    # that branch, outside the kernel (XLA's "tpu") and inside it (Mosaic's), index maps too.
     "platform_branch.py": Expect(PROBED - 4, ("wrong-result",), assignment="add_probed"),
+    "platform_in_kernel.py": Expect(PROBED - 4, ("wrong-result",), assignment="add_probed"),
+    "platform_in_index_map.py": Expect(PROBED - 4, ("out-of-bounds",), assignment="add_probed"),
+    # A document of allowed names and odd structure, at the secret case only: refused there
+    # by the schema's grammar, never a crash of the parent's analyses.
+    "odd_document_secret_case.py": Expect(PROBED - 6, ("unsupported", "nothing-to-check"),
+                                          assignment="add_probed"),
     # A primitive off the allow-list at the secret size only: no crash, and never named.
     "secret_only_primitive.py": Expect(PROBED - 6, ("unsupported", "nothing-to-check"), assignment="add_probed",
                                        never=("fft",)),

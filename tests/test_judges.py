@@ -15,8 +15,9 @@ RNG = np.random.default_rng(0)
 class Grading:
     """A plan, its references, and outcomes set by hand."""
 
-    def __init__(self, slug):
-        a = spec.find(slug)
+    def __init__(self, slug, **assignment):
+        from dataclasses import replace
+        a = replace(spec.find(slug), **assignment)
         self.plan = planning.build(a, a.cases, a.rungs, 7, planners=PLANNERS)
         self.case = a.probe_cases[0]
         self.refs = {}
@@ -163,6 +164,27 @@ def test_static_facts_become_findings():
     assert {(f.check, f.id) for f in found} == {("compile", "compile-reject"), ("vmem", "vmem-overflow"),
                                                 ("structure", "not-a-kernel")}
     assert next(f for f in found if f.check == "compile").facts()["rule_id"] == "block-tiling"
+
+
+def test_the_spec_allows_the_glue_it_names_outside_the_kernel_and_never_a_ref():
+    from autograder.spec.model import Structure
+    outside = {"cumsum": 1, "data-index: dynamic_slice": 2, "data-control: cond": 1, "ref: run_scoped": 1}
+
+    def found(allow):
+        g = Grading("add", structure=Structure(allow=allow))
+        g.set(g.run("structure", "structure"), facts={"pallas_calls": 1, "outside": outside,
+                                                      "manual_dma": False, "kernel_primitives": []})
+        return g.judge("structure")[0]
+    (f,) = found(())
+    assert f.problem == "work-outside" and f.message.startswith(
+        "work happens outside the kernel: cumsum computing on the inputs' data; decisions on data (cond); "
+        "positions read from data (dynamic_slice); refs outside any kernel (run_scoped); outside a pallas_call")
+    (f,) = found(("cumsum", "data-index", "data-control"))
+    assert f.facts()["outside"] == {"ref: run_scoped": 1}
+    del outside["ref: run_scoped"]
+    assert found(("cumsum", "data-index", "data-control")) == []
+    (f,) = found(("cumsum", "data-index"))
+    assert f.facts()["outside"] == {"data-control: cond": 1}
 
 
 def test_a_refused_buffer_count_gets_its_own_rule_and_fix():

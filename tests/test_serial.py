@@ -47,7 +47,8 @@ def _minimal_doc() -> dict:
      "subprocess.Popen"),
     (lambda d: d["program"]["jaxpr"]["invars"][0]["aval"]["sa"].__setitem__(1, {"dt": "object"}), "'object'"),
     (lambda d: d.update(format=99), "format"),
-    (lambda d: d["program"]["jaxpr"]["eqns"][0]["params"].append(["x", {"f": float("nan")}]), "NaN"),
+    (lambda d: d["program"]["jaxpr"]["eqns"][0]["params"].append(["x", float("nan")]), "NaN"),
+    (lambda d: d["program"]["jaxpr"]["eqns"][0]["params"].append(["x", {"f": "1e999"}]), "malformed float"),
     # A forged source line would make the grader's child build a string that long.
     (lambda d: d.update(sources=[["add.py", 300_000_000, "add"]]), "line 1..1000000"),
     (lambda d: d.update(sources=[["add.py", 3, "f" * 5000]]), "at most 200 characters"),
@@ -61,12 +62,111 @@ def test_the_parent_refuses_documents_off_the_allow_list(mutate, needle):
         schema.loads(json.dumps(doc).encode())
 
 
+@pytest.mark.parametrize("mutate,needle", [
+    # Every name on the allow-list, the structure odd: each crashed the parent's canonical
+    # form once (a KeyError, a TypeError), where the old check walked values only.
+    (lambda d: d["program"]["jaxpr"]["eqns"][0]["out"].append({"w": 0, "aval": None}), "a variable must be"),
+    (lambda d: d["program"]["jaxpr"]["eqns"][0].update(params={"fn": 1}), "in, out and params must be lists"),
+    (lambda d: d["program"]["jaxpr"]["eqns"][0]["params"].append(["ab"]), "pairs"),
+    (lambda d: d["program"]["jaxpr"]["eqns"][0]["params"].append([["k"], 1]), "string keys"),
+    (lambda d: d["program"]["jaxpr"]["eqns"][0]["in"].append(7), "an operand must be"),
+    (lambda d: d["program"]["jaxpr"]["eqns"][0]["in"].append({"v": 99}), "read before"),
+    (lambda d: d["program"]["jaxpr"]["eqns"][0]["out"][0].update(v=0), "defined twice"),
+    (lambda d: d["program"]["jaxpr"]["eqns"][0].pop("src"), "an equation must be"),
+    (lambda d: d["program"]["jaxpr"]["eqns"][0].update(p=["neg"]), "is not one the grader rebuilds"),
+    (lambda d: d["program"]["jaxpr"]["eqns"][0].update(src=3), "source table"),
+    (lambda d: d["program"]["jaxpr"].pop("outvars"), "constvars, invars, eqns, outvars"),
+    (lambda d: d["program"].update(extra=1), "jaxpr, consts"),
+    (lambda d: d.update(extra=1), "holds only"),
+    (lambda d: d["program"]["jaxpr"]["eqns"][0]["params"].append(["x", {"dc": ["Blocked", {"a": 1}]}]),
+     "malformed 'Blocked'"),
+    (lambda d: d["program"]["jaxpr"]["eqns"][0]["params"].append(["x", {"e": [["Precision"], "x"]}]), "enum"),
+    (lambda d: d["program"]["jaxpr"]["eqns"][0]["params"].append(["x", {"sa": [[2], "float32", False]}]),
+     "malformed 'sa'"),
+    (lambda d: d["program"]["jaxpr"]["eqns"][0]["params"].append(["x", {"jx": {"eqns": []}}]),
+     "constvars, invars, eqns, outvars"),
+    (lambda d: d["program"]["jaxpr"]["eqns"][0]["params"].append(["x", {"t": {"a": 1}}]), "malformed 't'"),
+    (lambda d: d["program"]["jaxpr"]["eqns"][0]["params"].append(["x", {"d": [[1, 2, 3]]}]), "pairs"),
+    (lambda d: d["program"]["jaxpr"]["eqns"][0]["params"].append(["x", {"t": [1], "l": [2]}]), "one tagged"),
+])
+def test_the_parent_refuses_documents_of_odd_structure(mutate, needle):
+    doc = _minimal_doc()
+    mutate(doc)
+    with pytest.raises(schema.Refused, match=needle):
+        schema.loads(json.dumps(doc).encode())
+
+
+def _node(doc, rng):
+    """A container node of ``doc``, found by a random walk down from the root."""
+    node = doc
+    while rng.random() > 0.15:
+        items = list(node.values()) if isinstance(node, dict) else node
+        inner = [v for v in items if isinstance(v, (dict, list)) and v]
+        if not inner:
+            break
+        node = rng.choice(inner)
+    return node
+
+
+def _mutate(doc, rng):
+    node = _node(doc, rng)
+    junk = rng.choice([None, 0, -1, 3, "v", "x", 1.5, [], {}, [1, 2], {"v": 0}, {"lit": 1, "aval": None},
+                       {"dt": "float32"}, {"t": []}, True])
+    if isinstance(node, dict) and node:
+        key = rng.choice(sorted(node, key=str))
+        choice = rng.randrange(4)
+        if choice == 0:
+            node.pop(key)
+        elif choice == 1:
+            node[key] = copy.deepcopy(junk)
+        elif choice == 2:
+            node[str(key) + "_"] = node.pop(key)
+        else:
+            node[key] = [node[key]]
+    elif isinstance(node, list):
+        choice = rng.randrange(3)
+        if choice == 0 and node:
+            node.pop(rng.randrange(len(node)))
+        elif choice == 1:
+            node.insert(rng.randrange(len(node) + 1), copy.deepcopy(junk))
+        elif node:
+            i = rng.randrange(len(node))
+            node[i] = copy.deepcopy(junk)
+
+
+def _documents_accepted_are_analysable(base: dict, rounds: int, seed: int) -> int:
+    """Mutate ``base`` at random; whatever the schema accepts, the parent's analyses
+    (canonical form, likeness) read without an exception. Returns how many it accepted."""
+    import random
+
+    from autograder.grading import canonical, likeness
+    rng, accepted = random.Random(seed), 0
+    for _ in range(rounds):
+        doc = json.loads(json.dumps(base))
+        for _ in range(rng.randrange(1, 4)):
+            _mutate(doc, rng)
+        try:
+            schema.check(doc)
+        except schema.Refused:
+            continue
+        accepted += 1
+        canonical.of(doc)
+        likeness.of(doc)
+    return accepted
+
+
+def test_every_document_the_schema_accepts_is_one_the_parent_can_analyse():
+    assert _documents_accepted_are_analysable(_minimal_doc(), 3000, 1) > 100
+
+
 def test_deep_and_huge_documents_are_refused():
-    deep = {"format": schema.FORMAT, "program": {}}
-    node = deep["program"]
+    deep = _minimal_doc()
+    node: dict = {}
+    deep["program"]["jaxpr"]["eqns"][0]["params"].append(["x", node])
     for _ in range(schema.MAX_DEPTH + 5):
         node["t"] = [{}]
         node = node["t"][0]
+    node["t"] = []
     with pytest.raises(schema.Refused, match="nests deeper"):
         schema.check(deep)
     with pytest.raises(schema.Refused, match="not valid JSON"):
@@ -80,15 +180,29 @@ jax_only = pytest.mark.jax
 
 
 @jax_only
+def test_every_real_document_the_schema_accepts_is_one_the_parent_can_analyse():
+    """The same, from a solution's traced program (a pallas_call, its grid mapping, index
+    maps, a kernel body with control flow)."""
+    import jax.numpy as jnp
+
+    from autograder.pallas_surface import rung, serial
+    a, fn = _load(REPO / "solutions" / "matmul.py", "matmul")
+    x = jnp.ones((256, 384), jnp.float32)
+    doc = serial.encode(rung.trace(fn, [x, x.T]), set())
+    schema.check(doc)
+    assert _documents_accepted_are_analysable(doc, 600, 2) > 10
+
+
+@jax_only
 @pytest.mark.parametrize("mutate,needle", [
-    # A huge constant, a shape of 2^40 elements, an unknown tag, a class by name, a malformed literal.
+    # A huge constant, a shape of 2^40 elements, an unknown tag, a class by name (the parent
+    # refuses the tag too: the child checks again as it decodes).
     (lambda d: d["program"]["consts"].append({"a": ["float32", [4096, 1024], "A" * 8]}), "wrong size"),
     (lambda d: d["program"]["jaxpr"]["invars"][0]["aval"]["sa"].__setitem__(0, [1 << 20, 1 << 20]),
      "more than"),
     (lambda d: d["program"]["jaxpr"]["eqns"][0]["params"].append(["x", {"zz": 1}]), "unknown tag"),
     (lambda d: d["program"]["jaxpr"]["eqns"][0]["params"].append(["x", {"dc": ["GridMapping", [["bogus", 1]]]}]),
      "GridMapping could not be rebuilt"),
-    (lambda d: d["program"]["jaxpr"]["eqns"][0]["params"].append(["x", {"f": "1e999"}]), "malformed float"),
 ])
 def test_the_child_refuses_what_the_parent_cannot_see(mutate, needle):
     from autograder.pallas_surface import rebuild
@@ -160,26 +274,69 @@ def test_every_corpus_kernel_and_solution_round_trips_bit_for_bit():
             else:
                 np.testing.assert_array_equal(got, want, err_msg=f"{path.name} on {which}")
         checked.append(path.name)
-    assert len(checked) == len(KERNELS) == 61
+    assert len(checked) == len(KERNELS) == 64
+
+
+def _outside_cases():
+    """(name, function of (x, y, add) where add is a kernel, the violations outside it)."""
+    import jax
+    import jax.numpy as jnp
+    from jax.experimental import pallas as pl
+    from jax.experimental.pallas import tpu as pltpu
+    lax = jax.lax
+
+    def scoped(x, y, add):
+        def body(r):
+            r[...] = x
+            return r[...]
+        return add(pl.run_scoped(body, pltpu.VMEM(x.shape, x.dtype)), y)
+
+    def counter_rows(x, y, add):       # a loop placing rows at the counter's positions: moves
+        def body(i, acc):
+            return lax.dynamic_update_slice(acc, lax.dynamic_slice(x, (i * 8, 0), (8, 256)), (i * 8, 0))
+        return add(lax.fori_loop(0, 2, body, jnp.zeros_like(x)), y)
+
+    def while_on_data(x, y, add):
+        return add(lax.while_loop(lambda c: c[0, 0] < 0, lambda c: c, x), y)
+
+    iota_mask = lambda x: lax.broadcasted_iota(jnp.int32, x.shape, 1) < 128  # noqa: E731
+    return [
+        ("layout only", lambda x, y, add: add(x.reshape(16, 256), y.T.T), {}),
+        ("pad, slice, concatenate, astype", lambda x, y, add: add(
+            jnp.concatenate([jnp.pad(x, ((0, 8), (0, 0)))[:8], x[8:]]).astype(jnp.float32), y), {}),
+        ("a static mask", lambda x, y, add: add(jnp.where(iota_mask(x), x, 0.0), y), {}),
+        ("a gather at a table from the shape", lambda x, y, add: add(x[jnp.arange(16)[::-1] * 1], y), {}),
+        ("rows at the counter", counter_rows, {}),
+        ("arithmetic", lambda x, y, add: add(x * 2.0, y), {"mul": 1}),
+        ("on a kernel's output", lambda x, y, add: add(x, y) + 1.0, {"add": 1}),
+        ("a window sum", lambda x, y, add: add(lax.reduce_window(x, 0.0, lax.add, (1, 2), (1, 1), "SAME"), y),
+         {"reduce_window_sum": 1}),
+        ("a bitcast", lambda x, y, add: add(lax.bitcast_convert_type(
+            lax.bitcast_convert_type(x, jnp.int32), jnp.float32), y), {"bitcast_convert_type": 2}),
+        ("a lookup at data", lambda x, y, add: add(lax.dynamic_slice(
+            x, (x[0, 0].astype(jnp.uint32), jnp.uint32(0)), (16, 256)), y), {"data-index: dynamic_slice": 1}),
+        ("a pad filled with data", lambda x, y, add: add(lax.pad(x, x[0, 0], ((0, 0, 0), (0, 0, 0))), y),
+         {"pad": 1}),
+        ("a mask read from data", lambda x, y, add: add(jnp.where(x.astype(bool), x, 0.0), y),
+         {"data-control: select_n": 1}),
+        ("a branch on data", lambda x, y, add: add(lax.cond(x[0, 0].astype(bool), lambda: x, lambda: y), y),
+         {"data-control: cond": 1}),
+        ("a loop on data", while_on_data, {"data-control: while": 1, "lt": 1}),
+        ("a ref", scoped, {"ref: run_scoped": 1, "ref: swap": 1, "ref: get": 1}),
+    ]
 
 
 @jax_only
-def test_work_outside_the_kernel_is_anything_but_layout():
-    import jax
+def test_outside_a_kernel_data_may_only_be_moved():
+    """The structure check's allow-list (pallas_surface.outside), one case per rule."""
     import jax.numpy as jnp
 
     from autograder.pallas_surface import analysis, rung
     _a, add = _load(REPO / "tests" / "hostile" / "honest_add.py", "add")
-
-    def window_sum(x, y):
-        s = jax.lax.reduce_window(x, 0.0, jax.lax.add, (1, 2), (1, 1), "SAME")
-        return add(s, y)
-
     x = jnp.ones((16, 256), jnp.float32)
-    facts = analysis.structure(rung.trace(window_sum, [x, x]))
-    assert facts["pallas_calls"] == 1 and "reduce_window_sum" in facts["outside"]
-    clean = analysis.structure(rung.trace(lambda a, b: add(a.reshape(16, 256), b.T.T), [x, x]))
-    assert clean["outside"] == {}
+    for name, fn, violations in _outside_cases():
+        facts = analysis.structure(rung.trace(lambda a, b, fn=fn: fn(a, b, add), [x, x]))
+        assert facts["pallas_calls"] >= 1 and facts["outside"] == violations, (name, facts["outside"])
 
 
 @jax_only

@@ -57,6 +57,12 @@ def _broken(tmp_path, old, new):
      'dtype = "bfloat16"\n[probes.races]', "probes.numerics.stress[0].dtype", "'bfloat16'"),
     ("[probes.races]", "[probes.numerics]\npoints = 1\n[probes.races]", "probes.numerics.stress", "None"),
     ("seeds = [1, 2]", "seeds = [1, 2]\nstress = []", "probes.grid-order.stress", "[]"),
+    # [structure] allow: primitives or the two glue kinds; a ref outside a kernel is never glue.
+    ("[probes.races]", '[structure]\nallow = ["add", "fft_magic"]\n[probes.races]', "structure.allow[1]",
+     "'fft_magic'"),
+    ("[probes.races]", '[structure]\nallow = ["swap"]\n[probes.races]', "structure.allow[0]", "'swap'"),
+    ("[probes.races]", '[structure]\nallow = [3]\n[probes.races]', "structure.allow[0]", "3"),
+    ("[probes.races]", '[structure]\nallow = [[1]]\n[probes.races]', "structure.allow[0]", "[1]"),
 ])
 def test_broken_spec_names_file_key_rule_and_value(tmp_path, old, new, key, value):
     folder = _broken(tmp_path, old, new)
@@ -81,3 +87,9 @@ def test_the_course_release_line_is_written_first_or_in_place_and_left_out_of_th
     assert course_release.without_release(spec) == 'title = "x"\n[limits]\ntotal_s = 600\n'
     with pytest.raises(ValueError, match="inside a table"):
         course_release.with_release('title = "x"\n[limits]\njax = 1\n', "0.10.2")
+
+
+def test_structure_allow_takes_primitives_and_glue_kinds(tmp_path):
+    folder = _broken(tmp_path, "[probes.races]",
+                     '[structure]\nallow = ["add", "data-index", "data-control"]\n[probes.races]')
+    assert spec.load(folder).structure.allow == ("add", "data-index", "data-control")

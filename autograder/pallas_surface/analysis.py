@@ -18,10 +18,8 @@ from .rung import (
     Traced,
     eqn_subprograms,
     evaluate,
-    scan_counts,
     sub_jaxprs,
     target_chip_info,
-    tpu_branch,
     tpu_target,
     without_host_prints,
 )
@@ -285,111 +283,12 @@ def vmem_budget(traced: Traced) -> dict:
     return {"calls": calls, "bytes": max((c["bytes"] for c in calls), default=0)}
 
 
-# What may run outside a kernel: moving and reshaping data, and bookkeeping.
-# Anything else on a non-scalar operand is work done outside the kernel (an
-# allow-list: a reduction through lax.reduce_window is work as much as a sum is).
-LAYOUT_OUTSIDE = frozenset({
-    "reshape", "broadcast_in_dim", "convert_element_type", "transpose", "squeeze", "expand_dims",
-    "slice", "dynamic_slice", "dynamic_update_slice", "concatenate", "pad", "iota", "copy", "copy_p",
-    "bitcast_convert_type", "rev", "split", "debug_print",
-    # A scoped ref's read and write move data; what is computed on the way is counted.
-    "get", "swap"})
-# On single values only, these decide control flow (a cond's predicate) and
-# compute no part of an output: bookkeeping, not work.
-SCALAR_CONTROL = frozenset({"eq", "ne", "lt", "le", "gt", "ge", "and", "or", "not", "select_n"})
-
-
 def structure(traced: Traced) -> dict:
-    """Which primitives work on the inputs' data outside any kernel, and whether
-    kernels use manual DMA. Data flows from the function's inputs through every
-    equation, into sub-programs by their operands and the values they close
-    over (run_scoped, cond, while, scan, jit, custom rules), and back out of
-    them (a loop's carry until nothing new is reached); outside a pallas_call
-    only LAYOUT_OUTSIDE may touch it. Anything else is work, whatever its size:
-    a fori_loop adding one element at a time is as much work as one add."""
-    taint = _Taint()
-    taint.walk(traced.closed.jaxpr, set(traced.closed.jaxpr.invars))
-    return {"pallas_calls": traced.pallas_calls, "outside": taint.outside,
-            "manual_dma": any(p in taint.inside for p in release.DMA_PRIMITIVES),
-            "kernel_primitives": sorted(taint.inside)}
-
-
-class _Taint:
-    def __init__(self) -> None:
-        self.outside: dict[str, int] = {}
-        self.inside: set[str] = set()
-        self.counting = True        # off while a loop's carry is still being found
-
-    def kernel(self, jaxpr) -> None:
-        for eqn in jaxpr.eqns:
-            self.inside.add(eqn.primitive.name)
-            for v in eqn.params.values():
-                for sub in sub_jaxprs(v):
-                    self.kernel(sub)
-
-    def walk(self, jaxpr, data: set) -> list[bool]:
-        """``data``: the variables that carry the inputs' data (or may); returns
-        which of the jaxpr's outputs do."""
-        for eqn in jaxpr.eqns:
-            name = eqn.primitive.name
-            fed = [not isinstance(v, jax_core.Literal) and v in data for v in eqn.invars]
-            if name == release.PALLAS_CALL:
-                self.kernel(eqn.params["jaxpr"])
-                outs = [any(fed)] * len(eqn.outvars)
-            elif any(True for _ in eqn_subprograms(eqn)):
-                outs = self._sub(eqn, fed)
-            else:
-                outs = [any(fed)] * len(eqn.outvars)
-                control = name in SCALAR_CONTROL and all(getattr(v.aval, "size", 1) == 1 for v in eqn.invars)
-                if any(fed) and name not in LAYOUT_OUTSIDE and not control and self.counting:
-                    self.outside[name] = self.outside.get(name, 0) + 1
-            data.update(v for v, t in zip(eqn.outvars, outs) if t)
-        return [not isinstance(v, jax_core.Literal) and v in data for v in jaxpr.outvars]
-
-    def _into(self, sub, fed: list[bool]) -> list[bool]:
-        """Walk a sub-program whose constvars, then invars, are bound to ``fed``'s
-        operands in order; any other binding: all of it carries data if any does."""
-        names = list(sub.constvars) + list(sub.invars)
-        if len(fed) == len(sub.constvars) < len(names):
-            fed = fed + [False] * len(sub.invars)      # run_scoped: its invars are fresh allocations
-        elif len(names) != len(fed):
-            fed = [any(fed)] * len(names)
-        return self.walk(sub, {v for v, t in zip(names, fed) if t})
-
-    def _sub(self, eqn, fed: list[bool]) -> list[bool]:
-        name, p = eqn.primitive.name, eqn.params
-        if name == "cond" and p.get(release.BRANCHES_PLATFORMS) is not None:
-            return self._into(p["branches"][tpu_branch(p[release.BRANCHES_PLATFORMS])].jaxpr, fed[1:])
-        if name == "cond":
-            outs = [self._into(b.jaxpr, fed[1:]) for b in p["branches"]]
-            return [any(o[i] for o in outs) for i in range(len(eqn.outvars))]
-        if name in ("while", "scan"):
-            return self._loop(eqn, fed)
-        subs = [s for v in p.values() for s in sub_jaxprs(v)]
-        outs = [self._into(s, fed) for s in subs]
-        if len(subs) == 1 and len(outs[0]) == len(eqn.outvars):
-            return outs[0]
-        return [any(fed) or any(any(o) for o in outs)] * len(eqn.outvars)
-
-    def _loop(self, eqn, fed: list[bool]) -> list[bool]:
-        """A loop's carry: what reaches it in one trip reaches it for good (a fixpoint)."""
-        p = eqn.params
-        if eqn.primitive.name == "while":
-            cn, bn = p["cond_nconsts"], p["body_nconsts"]
-            consts, carry, body = fed[cn:cn + bn], fed[cn + bn:], p["body_jaxpr"].jaxpr
-            xs: list[bool] = []
-        else:
-            n, c = scan_counts(p)
-            consts, carry, xs, body = fed[:n], fed[n:n + c], fed[n + c:], p["jaxpr"].jaxpr
-        counting, self.counting = self.counting, False
-        while True:
-            outs = self._into(body, consts + carry + xs)
-            new = [a or b for a, b in zip(carry, outs[:len(carry)])]
-            if new == carry:
-                break
-            carry = new
-        self.counting = counting
-        outs = self._into(body, consts + carry + xs)
-        if eqn.primitive.name == "while":
-            self._into(p["cond_jaxpr"].jaxpr, fed[:p["cond_nconsts"]] + carry)
-        return carry + outs[len(carry):]
+    """Whether kernels do the work, and whether they use manual DMA: outside
+    every pallas_call, the inputs' data may only be moved and handed to
+    kernels (``outside``: the allow-list and what breaks it, by name)."""
+    from .outside import violations
+    outside, inside = violations(traced.closed)
+    return {"pallas_calls": traced.pallas_calls, "outside": outside,
+            "manual_dma": any(p in inside for p in release.DMA_PRIMITIVES),
+            "kernel_primitives": sorted(inside)}

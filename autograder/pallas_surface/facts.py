@@ -155,7 +155,9 @@ class Vmem:
 @dataclass(frozen=True)
 class Structure:
     pallas_calls: int
-    outside: dict[str, int]          # primitive -> how often it works on input data outside a kernel
+    # What touches data outside every kernel beyond moving it (``outside``): a primitive's name,
+    # or "data-index: p", "data-control: p", "ref: p" -> how often.
+    outside: dict[str, int]
     manual_dma: bool
     kernel_primitives: tuple[str, ...]
 

@@ -343,6 +343,7 @@ class Program:
 
     def __init__(self, doc: dict):
         schema.check(doc)
+        self.in_kernel = 0      # > 0 while a kernel body or index map is rebuilt (see _platform)
         dec = Decoder(doc.get("sources") or [])
         self.main = dec.subprogram(doc["program"], True, 0)
         self.out_tree = dec.value(doc.get("out_tree"), 0)
@@ -363,12 +364,59 @@ class Program:
             if eqn.prim in schema.INLINED:
                 body = eqn.params[schema.INLINED[eqn.prim]]
                 return body.evaluate(self, invals)
+            if eqn.prim == release.PLATFORM_INDEX:
+                return [np.int32(self._platform(eqn.params.get("platforms")))]
+            if eqn.prim == "cond" and eqn.params.get(release.BRANCHES_PLATFORMS) is not None:
+                platforms, branches = eqn.params[release.BRANCHES_PLATFORMS], eqn.params.get("branches")
+                if not (isinstance(branches, tuple) and isinstance(platforms, tuple)
+                        and len(branches) == len(platforms) and len(invals) >= 1
+                        and all(isinstance(b, SubProgram) for b in branches)):
+                    raise Refused("a malformed lax.platform_dependent")
+                if not self.in_kernel:
+                    # XLA lowers a platform cond to the lowering platform's branch, whatever its index.
+                    return branches[self._platform(platforms)].evaluate(self, invals[1:])
+                # Mosaic lowers it as a plain cond on its index (platform_index gave Mosaic's).
+                self._platform(platforms)
+                eqn = Eqn(eqn.prim, eqn.inputs, eqn.outputs,
+                          {k: v for k, v in eqn.params.items() if k != release.BRANCHES_PLATFORMS}, eqn.src)
             if eqn.prim == release.MPMD_MAP:
                 prim, params = PRIMITIVES[release.PALLAS_CALL], self._mpmd_map(dict(eqn.params), invals)
             else:
                 params, prim = self._rebuilt_params(eqn, invals), PRIMITIVES[eqn.prim]
             out = prim.bind(*invals, **params)
         return list(out) if prim.multiple_results else [out]
+
+    def _platform(self, platforms: Any) -> int:
+        """The branch of a ``lax.platform_dependent`` a TPU runs, so that every rung,
+        probe and analysis grades the one program a TPU would compile: in a kernel
+        body or index map Mosaic's rule (the first branch naming "mosaic" or the
+        default), elsewhere XLA's for the "tpu" platform (the branch naming it, else
+        the default). The interpreters, on a CPU, would pick the CPU's."""
+        if not (isinstance(platforms, tuple) and platforms and all(
+                ps is None or (isinstance(ps, tuple) and ps and all(isinstance(n, str) for n in ps))
+                for ps in platforms)):
+            raise Refused("a malformed lax.platform_dependent")
+        names = [n for ps in platforms if ps is not None for n in ps]
+        if len(names) != len(set(names)) or sum(ps is None for ps in platforms) > 1:
+            raise Refused("a lax.platform_dependent names a platform twice")
+        mine = "mosaic" if self.in_kernel else "tpu"
+        for i, ps in enumerate(platforms):
+            if ps is None and self.in_kernel or ps is not None and mine in ps:
+                return i
+        default = next((i for i, ps in enumerate(platforms) if ps is None), None)
+        if default is None:
+            raise Refused(f"a lax.platform_dependent has no branch for a TPU ({mine!r}) and no default: "
+                          "the kernel cannot run on the chip the course grades for")
+        return default
+
+    @contextlib.contextmanager
+    def _kernel(self):
+        """While a kernel body or index map is rebuilt (Mosaic lowers it)."""
+        self.in_kernel += 1
+        try:
+            yield
+        finally:
+            self.in_kernel -= 1
 
     def _rebuilt_params(self, eqn: Eqn, invals: list) -> dict:
         p = dict(eqn.params)
@@ -390,15 +438,17 @@ class Program:
         for bm in gm.block_mappings:
             if not isinstance(bm.index_map_jaxpr, SubProgram):
                 raise Refused("a block mapping without an index map")
-            index_map = bm.index_map_jaxpr.closed_jaxpr(
-                self, lambda: pcore.tracing_grid_env(gm.grid, gm.vmapped_dims))
+            with self._kernel():
+                index_map = bm.index_map_jaxpr.closed_jaxpr(
+                    self, lambda: pcore.tracing_grid_env(gm.grid, gm.vmapped_dims))
             blocks.append(_replace(bm, index_map_jaxpr=index_map))
         gm = _replace(gm, block_mappings=tuple(blocks))
         kernel = p["jaxpr"]
         if not isinstance(kernel, SubProgram):
             raise Refused("pallas_call without a kernel body")
-        p.update(grid_mapping=gm, interpret=False,
-                 jaxpr=kernel.open_jaxpr(self, gm.trace_env))
+        with self._kernel():
+            body = kernel.open_jaxpr(self, gm.trace_env)
+        p.update(grid_mapping=gm, interpret=False, jaxpr=body)
         return p
 
 
@@ -456,7 +506,9 @@ class Program:
             if not isinstance(cp, tcore.CompilerParams):
                 raise Refused("mpmd_map: compiler parameters that are not Pallas TPU's")
             cp = cp.replace(dimension_semantics=mesh.dimension_semantics)
-        return dict(jaxpr=body.open_jaxpr(self, gm.trace_env), grid_mapping=gm, mesh=mesh,
+        with self._kernel():
+            jaxpr = body.open_jaxpr(self, gm.trace_env)
+        return dict(jaxpr=jaxpr, grid_mapping=gm, mesh=mesh,
                     input_output_aliases=tuple(aliases.items()), debug=bool(p.get("debug")), interpret=False,
                     compiler_params=cp, cost_estimate=None, out_avals=outs, metadata=None,
                     name=p.get("name") if isinstance(p.get("name"), str) else None)

@@ -12,11 +12,19 @@ Document format (version 1)::
 
     {"format": 1, "program": CLOSED, "sources": [[file, line, function], ...]}
     CLOSED = {"jaxpr": JAXPR, "consts": [VALUE, ...]}
-    JAXPR  = {"constvars": [VAR], "invars": [VAR], "outvars": [ATOM], "eqns": [EQN]}
+    JAXPR  = {"constvars": [VAR], "invars": [VAR], "outvars": [ATOM], "eqns": [EQN], "names"?: [str]}
     VAR    = {"v": int, "aval": VALUE}          ATOM = VAR-ref {"v": int} | {"lit": VALUE, "aval": VALUE}
     EQN    = {"p": primitive, "in": [ATOM], "out": [VAR], "params": {name: VALUE}, "src": int | null}
-    VALUE  = null | bool | int | str | finite float | a tagged object
-             ({"dt": dtype}, {"e": [enum, name]}, {"dc": [class, ...]}, ...: see serial)
+    VALUE  = null | bool | int | str | finite float | a tagged object of one key:
+             {"t"|"l": [VALUE]}, {"d": [[VALUE, VALUE]]}, {"f": "nan"|"inf"|"-inf"},
+             {"s": [dtype, number]}, {"a": [dtype, shape, base64]}, {"dt": dtype},
+             {"sa": [shape, {"dt": dtype}, bool]}, {"ref": [VALUE, VALUE]}, {"e": [enum, name]},
+             {"leaf": int}, {"dc": [class, [[field, VALUE]]]}, {"tree": [registry, VALUE]},
+             {"jx": JAXPR}, {"cjx": CLOSED}, {"ftt": [{"ftt"|"ftn": ...}]}, {"ftn": int}
+
+Each jaxpr is its own scope: a variable is defined once (an input, a constant
+or an equation's output) before it is read. ``check`` holds a document to all of
+this; a document it passes is one every analysis of the parent can read.
 """
 from __future__ import annotations
 
@@ -68,6 +76,13 @@ INLINED = {"jit": "jaxpr", "pjit": "jaxpr", "closed_call": "call_jaxpr", "core_c
 HOST_CALLBACKS = frozenset({"pure_callback", "io_callback", "debug_callback"})
 PRIMITIVES = FIRST_ORDER | HIGHER_ORDER | frozenset(INLINED)
 
+# Outside every kernel, data may only be moved and handed to kernels
+# (``pallas_surface.outside``). What an assignment's ``[structure] allow`` may
+# name as glue it allows besides: a first-order primitive computing on data,
+# or one of these kinds (a position or a decision read from data). A ref
+# outside a kernel is never glue.
+OUTSIDE_KINDS = ("data-index", "data-control")
+
 # -- values -------------------------------------------------------------------
 DTYPES = frozenset({"bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
                     "float16", "bfloat16", "float32", "float64", "float8_e4m3fn", "float8_e5m2",
@@ -85,35 +100,223 @@ class Refused(ValueError):
     """A document the grader will not rebuild: the message names what and where."""
 
 
-def _walk(value: Any, depth: int, counts: dict) -> None:
-    if depth > MAX_DEPTH:
-        raise Refused(f"the program nests deeper than {MAX_DEPTH} levels")
-    if isinstance(value, list):
-        for v in value:
-            _walk(v, depth + 1, counts)
-    elif isinstance(value, dict):
-        if "p" in value and "in" in value and "out" in value:
-            counts["eqns"] += 1
-            prim = value["p"]
-            if prim in HOST_CALLBACKS:
-                raise Refused(f"host callback '{prim}': a kernel may not call back into Python")
-            if prim not in PRIMITIVES:
-                raise Refused(f"primitive {str(prim)[:60]!r} is not one the grader rebuilds")
-        for k, v in value.items():
-            if k == "dt" and v not in DTYPES:
-                raise Refused(f"dtype {str(v)[:40]!r} is not one the grader rebuilds")
-            if k == "dc" and (not isinstance(v, list) or not v or v[0] not in CLASSES):
-                raise Refused(f"class {str(v[0] if isinstance(v, list) and v else v)[:60]!r} in a "
-                              "parameter is not one the grader rebuilds")
-            if k == "e" and (not isinstance(v, list) or len(v) != 2 or v[0] not in ENUMS):
-                raise Refused(f"enum {str(v)[:60]!r} in a parameter is not one the grader rebuilds")
-            _walk(v, depth + 1, counts)
-    elif isinstance(value, float) and value != value:
-        raise Refused("a bare NaN in the program")
-    elif isinstance(value, int) and not isinstance(value, bool) and not -MAX_INT <= value < MAX_INT:
-        raise Refused(f"an integer out of range ({str(value)[:40]}...)")
-    if counts["eqns"] > MAX_EQNS:
-        raise Refused(f"the program has more than {MAX_EQNS} equations")
+# -- the document's grammar (the module docstring), checked in full --------
+# Every analysis the parent makes of a document (its canonical form, its
+# likeness) reads it by this grammar: a document the check passes cannot make
+# one of them fail, whatever a forged tracer writes.
+DOC_KEYS = frozenset({"format", "program", "out_tree", "sources"})
+JAXPR_KEYS = frozenset({"constvars", "invars", "eqns", "outvars"})
+EQN_KEYS = frozenset({"p", "in", "out", "params", "src"})
+FLOAT_NAMES = frozenset({"nan", "inf", "-inf"})
+MAX_ARG_NAME = 80
+
+
+class _Document:
+    """One document checked against the grammar: every node's shape, every
+    name on its allow-list, every variable defined once in its jaxpr before
+    it is read, every bound above."""
+
+    def __init__(self, sources: int):
+        self.sources = sources
+        self.eqns = 0
+
+    @staticmethod
+    def deeper(depth: int) -> int:
+        if depth > MAX_DEPTH:
+            raise Refused(f"the program nests deeper than {MAX_DEPTH} levels")
+        return depth + 1
+
+    def closed(self, c: Any, depth: int) -> None:
+        if not isinstance(c, dict) or set(c) != {"jaxpr", "consts"} or not isinstance(c["consts"], list):
+            raise Refused("a closed program must be {jaxpr, consts}")
+        d = self.deeper(depth)
+        for v in c["consts"]:
+            self.value(v, d + 1)
+        self.jaxpr(c["jaxpr"], d)
+
+    def jaxpr(self, j: Any, depth: int) -> None:
+        if not isinstance(j, dict) or not JAXPR_KEYS <= set(j) <= JAXPR_KEYS | {"names"} \
+                or not all(isinstance(j[k], list) for k in JAXPR_KEYS):
+            raise Refused("a program must be {constvars, invars, eqns, outvars} lists")
+        d = self.deeper(depth) + 1
+        scope: set[int] = set()
+        for v in j["constvars"] + j["invars"]:
+            self.define(v, scope, d)
+        names = j.get("names")
+        if names is not None and not (isinstance(names, list) and len(names) == len(j["invars"]) and all(
+                isinstance(n, str) and len(n) <= MAX_ARG_NAME for n in names)):
+            raise Refused("a program's argument names must be one string of at most "
+                          f"{MAX_ARG_NAME} characters per input")
+        for e in j["eqns"]:
+            self.eqn(e, scope, d)
+        for a in j["outvars"]:
+            self.atom(a, scope, d)
+
+    def define(self, v: Any, scope: set, depth: int) -> None:
+        if not isinstance(v, dict) or set(v) != {"v", "aval"} or not _index(v["v"]):
+            raise Refused("a variable must be {v: a number, aval}")
+        if v["v"] in scope:
+            raise Refused("a variable is defined twice in one program")
+        scope.add(v["v"])
+        self.value(v["aval"], self.deeper(depth))
+
+    def atom(self, a: Any, scope: set, depth: int) -> None:
+        if isinstance(a, dict) and set(a) == {"v"}:
+            if not _index(a["v"]) or a["v"] not in scope:
+                raise Refused("a variable is read before its program defines it")
+        elif isinstance(a, dict) and set(a) == {"lit", "aval"}:
+            d = self.deeper(depth)
+            self.value(a["lit"], d)
+            self.value(a["aval"], d)
+        else:
+            raise Refused("an operand must be {v} or {lit, aval}")
+
+    def eqn(self, e: Any, scope: set, depth: int) -> None:
+        self.eqns += 1
+        if self.eqns > MAX_EQNS:
+            raise Refused(f"the program has more than {MAX_EQNS} equations")
+        if not isinstance(e, dict) or set(e) != EQN_KEYS:
+            raise Refused("an equation must be {p, in, out, params, src}")
+        prim = e["p"]
+        if _named(prim, HOST_CALLBACKS):
+            raise Refused(f"host callback '{prim}': a kernel may not call back into Python")
+        if not _named(prim, PRIMITIVES):
+            raise Refused(f"primitive {str(prim)[:60]!r} is not one the grader rebuilds")
+        src = e["src"]
+        if src is not None and not (_index(src) and src < self.sources):
+            raise Refused("an equation's source must be null or an entry of the source table")
+        if not all(isinstance(e[k], list) for k in ("in", "out", "params")):
+            raise Refused("an equation's in, out and params must be lists")
+        d = self.deeper(depth) + 1
+        for a in e["in"]:
+            self.atom(a, scope, d)
+        self.pairs(e["params"], d - 1, keys=str)
+        for v in e["out"]:
+            self.define(v, scope, d)
+
+    def pairs(self, items: Any, depth: int, keys: type | None = None) -> None:
+        """A list of [key, VALUE] pairs (string keys where ``keys`` says so)."""
+        d = self.deeper(depth)
+        for item in items:
+            if not (isinstance(item, list) and len(item) == 2) or keys is not None and not isinstance(item[0], keys):
+                raise Refused("a table must be a list of [key, value] pairs" + (" with string keys" if keys else ""))
+            if keys is None:
+                self.value(item[0], self.deeper(d))
+            self.value(item[1], self.deeper(d))
+
+    def value(self, x: Any, depth: int) -> None:
+        if x is None or isinstance(x, (bool, str)):
+            return
+        if isinstance(x, float):
+            if not _number(x):
+                raise Refused("a bare NaN in the program")
+            return
+        if isinstance(x, int):
+            if not _number(x):
+                raise Refused(f"an integer out of range ({str(x)[:40]}...)")
+            return
+        if not (isinstance(x, dict) and len(x) == 1):
+            raise Refused("a value must be a scalar, a string or one tagged object")
+        (tag, body), = x.items()
+        d = self.deeper(depth)
+        if tag in SCALAR_TAGS:
+            self.scalar(tag, body)
+        elif tag in ("t", "l"):
+            for v in _list(body, tag):
+                self.value(v, self.deeper(d))
+        elif tag == "d":
+            self.pairs(_list(body, tag), d)
+        elif tag in ("ref", "tree"):
+            if not (isinstance(body, list) and len(body) == 2) or tag == "tree" and not isinstance(body[0], str):
+                raise Refused(f"a malformed {tag!r} value")
+            for v in body[int(tag == "tree"):]:
+                self.value(v, self.deeper(d))
+        elif tag == "dc":
+            self.instance(body, d)
+        elif tag == "ftt":
+            self.flat(body, d)
+        elif tag == "jx":
+            self.jaxpr(body, d)
+        elif tag == "cjx":
+            self.closed(body, d)
+        else:
+            raise Refused(f"an unknown tag {str(tag)[:20]!r} in the program")
+
+    def instance(self, body: Any, depth: int) -> None:
+        if not (isinstance(body, list) and body and _named(body[0], CLASSES)):
+            raise Refused(f"class {str(body[0] if isinstance(body, list) and body else body)[:60]!r} in a "
+                          "parameter is not one the grader rebuilds")
+        if len(body) != 2 or not isinstance(body[1], list):
+            raise Refused(f"a malformed {body[0]!r} value")
+        self.pairs(body[1], self.deeper(depth), keys=str)
+
+    @staticmethod
+    def scalar(tag: str, body: Any) -> None:
+        """Tags whose bodies hold no value: floats, dtypes, enums, arrays, shapes, leaves."""
+        if tag == "e":
+            if not (isinstance(body, list) and len(body) == 2 and _named(body[0], ENUMS) and isinstance(body[1], str)):
+                raise Refused(f"enum {str(body)[:60]!r} in a parameter is not one the grader rebuilds")
+            return
+        if tag == "dt":
+            _dtype(body)
+            return
+        if tag in ("s", "a", "sa") and not (isinstance(body, list) and len(body) == (2 if tag == "s" else 3)):
+            raise Refused(f"a malformed {tag!r} value")
+        if tag == "f":
+            ok = _named(body, FLOAT_NAMES)
+        elif tag in ("leaf", "ftn"):
+            ok = _index(body)
+        elif tag == "s":
+            ok = _dtype(body[0]) and _number(body[1]) and not isinstance(body[1], str)
+        elif tag == "a":
+            ok = _dtype(body[0]) and _shape(body[1]) and isinstance(body[2], str)
+        else:
+            ok = (_shape(body[0]) and isinstance(body[1], dict) and set(body[1]) == {"dt"} and _dtype(body[1]["dt"])
+                  and isinstance(body[2], bool))
+        if not ok:
+            raise Refused(f"a malformed {'float' if tag == 'f' else repr(tag) + ' value'} {str(body)[:20]!r}")
+
+    def flat(self, body: Any, depth: int) -> None:
+        for e in _list(body, "ftt"):
+            if not (isinstance(e, dict) and len(e) == 1 and next(iter(e)) in ("ftt", "ftn")):
+                raise Refused("a malformed flat tree")
+            self.value(e, self.deeper(depth))
+
+
+SCALAR_TAGS = frozenset({"f", "dt", "leaf", "ftn", "e", "s", "a", "sa"})
+
+
+def _named(x: Any, names: frozenset) -> bool:
+    return isinstance(x, str) and x in names
+
+
+def _list(body: Any, tag: str) -> list:
+    if not isinstance(body, list):
+        raise Refused(f"a malformed {tag!r} value")
+    return body
+
+
+def _index(x: Any) -> bool:
+    return isinstance(x, int) and not isinstance(x, bool) and 0 <= x < MAX_INT
+
+
+def _number(x: Any) -> bool:
+    """A bounded integer, a finite float or a bool."""
+    if isinstance(x, bool):
+        return True
+    if isinstance(x, int):
+        return -MAX_INT <= x < MAX_INT
+    return isinstance(x, float) and x == x and abs(x) != float("inf")
+
+
+def _dtype(x: Any) -> bool:
+    if not _named(x, DTYPES):
+        raise Refused(f"dtype {str(x)[:40]!r} is not one the grader rebuilds")
+    return True
+
+
+def _shape(x: Any) -> bool:
+    return isinstance(x, list) and len(x) <= MAX_RANK and all(_index(n) for n in x)
 
 
 def loads(data: bytes) -> dict:
@@ -129,10 +332,16 @@ def loads(data: bytes) -> dict:
 
 
 def check(doc: Any) -> None:
+    """The whole document against the grammar (the module docstring) and the limits."""
     if not isinstance(doc, dict) or doc.get("format") != FORMAT or not isinstance(doc.get("program"), dict):
         raise Refused(f"not a traced program of format {FORMAT}")
-    _walk(doc, 0, {"eqns": 0})
-    _check_sources(doc.get("sources", []))
+    if not set(doc) <= DOC_KEYS:
+        raise Refused(f"a traced program holds only {sorted(DOC_KEYS)}")
+    sources = doc.get("sources", [])
+    _check_sources(sources)
+    walk = _Document(len(sources))
+    walk.closed(doc["program"], 1)
+    walk.value(doc.get("out_tree"), 1)
 
 
 def _check_sources(sources: Any) -> None:

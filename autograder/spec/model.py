@@ -119,7 +119,9 @@ class Production:
 
 @dataclass(frozen=True)
 class Structure:
-    allow: tuple[str, ...] = ()       # primitives allowed outside the kernel
+    # Glue allowed on data outside every kernel, besides moving it (pallas_surface.outside):
+    # primitive names, or 'data-index' / 'data-control' (a position or a decision read from data).
+    allow: tuple[str, ...] = ()
     require: tuple[str, ...] = ()     # techniques the kernel must use
     # While the work is done outside the kernel, the probes that examine the
     # kernel's behaviour examined a copy: they earn nothing (a spec may grant them).

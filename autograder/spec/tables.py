@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..pallas_surface import release
+from ..pallas_surface import release, schema
 from .model import (
     CHIPS,
     CPU_RUNGS,
@@ -269,10 +269,20 @@ def read_production(r: TableReader, dims: tuple[DimRule, ...]) -> Production | N
                       pd.get("chip", str, "must be a chip name", "TPU"))
 
 
+# [structure] allow: the glue an assignment allows outside its kernels (pallas_surface.outside).
+NEVER_GLUE = frozenset({"get", "swap", "addupdate"})    # a ref outside a kernel is never glue
+ALLOW_RULE = (f"must be a list of the glue allowed on data outside a kernel: primitive names (jax.lax's, "
+              f"e.g. 'add', 'cumsum') or {list(schema.OUTSIDE_KINDS)} (a position or a decision read from data)")
+
+
 def read_structure(r: TableReader) -> Structure:
     sr = r.sub("structure", {})
     sr.unknown({"allow", "require", "probes_need_kernel"})
-    allow = sr.get("allow", list, "must be a list of primitive names", [])
+    allow = sr.get("allow", list, ALLOW_RULE, [])
+    for i, name in enumerate(allow):
+        if not isinstance(name, str) or name not in schema.OUTSIDE_KINDS and (
+                name not in schema.FIRST_ORDER or name in NEVER_GLUE):
+            raise SpecError(r.file, f"structure.allow[{i}]", ALLOW_RULE, name)
     require = sr.get("require", list, f"must be a list of techniques {list(STRUCTURE_TECHNIQUES)}", [])
     for i, tech in enumerate(require):
         if tech not in STRUCTURE_TECHNIQUES:

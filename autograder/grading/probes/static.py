@@ -1,6 +1,7 @@
 """Static probes: read the traced kernel, never run it."""
 from __future__ import annotations
 
+from ...pallas_surface import schema
 from ...pallas_surface.facts import CallMap, Compile, IndexMaps, OperandMap, Structure, Vmem, encode
 from ...pallas_surface.release import COMPILE_RULES
 from ...spec import vocabulary
@@ -141,6 +142,31 @@ def _overflow(r: ProbeResults, budget: Vmem, prod, variant: str) -> Finding:
                      variant=variant)
 
 
+def _glue(violation: str, allow: tuple[str, ...]) -> bool:
+    """Whether the spec allows this violation outside a kernel: a primitive by its
+    name, a position or decision read from data by its kind; a ref never."""
+    kind, _, _prim = violation.partition(": ")
+    return violation in allow or (kind in schema.OUTSIDE_KINDS and kind in allow)
+
+
+# What each kind of violation means (pallas_surface.outside), in the finding's words.
+_KIND_WORDS = {"data-index": "positions read from data", "data-control": "decisions on data",
+               "ref": "refs outside any kernel"}
+
+
+def _outside_words(heavy: dict[str, int]) -> str:
+    """The violations as a phrase: computing primitives first, then each other kind."""
+    prims = sorted(k for k in heavy if ": " not in k)
+    kinds: dict[str, list[str]] = {}
+    for k in sorted(heavy):
+        if ": " in k:
+            kind, _, prim = k.partition(": ")
+            kinds.setdefault(kind, []).append(prim)
+    said = [f"{', '.join(prims)} computing on the inputs' data"] if prims else []
+    said += [f"{_KIND_WORDS.get(kind, kind)} ({', '.join(ps)})" for kind, ps in kinds.items()]
+    return "; ".join(said)
+
+
 def judge_structure(r: ProbeResults) -> list[Finding]:
     facts: Structure | None = r.facts("structure")
     if facts is None:
@@ -150,11 +176,11 @@ def judge_structure(r: ProbeResults) -> list[Finding]:
         return [r.finding("not-a-kernel", "no pallas_call does the work: the function computes its "
                           "result with ordinary jax.numpy operations", pallas_calls=0,
                           outside=facts.outside, problem="no-pallas-call", variant="structure")]
-    heavy = {k: v for k, v in facts.outside.items() if k not in s.allow}
+    heavy = {k: v for k, v in facts.outside.items() if not _glue(k, s.allow)}
     if heavy:
-        names = ", ".join(sorted(heavy))
-        return [r.finding("not-a-kernel", f"work happens outside the kernel: {names} run as ordinary "
-                          "jax.numpy operations around the pallas_call", outside=heavy,
+        return [r.finding("not-a-kernel", f"work happens outside the kernel: {_outside_words(heavy)}; "
+                          "outside a pallas_call, data may only be moved (reshaped, transposed, sliced, "
+                          "padded, concatenated, cast) and handed to kernels", outside=heavy,
                           pallas_calls=facts.pallas_calls, problem="work-outside", variant="structure")]
     if "manual-dma" in s.require and not facts.manual_dma:
         return [r.finding("not-a-kernel", "the assignment requires manual DMA "
