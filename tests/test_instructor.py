@@ -203,3 +203,27 @@ def test_check_refuses_a_solution_that_loses_a_point_on_some_run_keys(tmp_path):
     rows = check._sweep_rows(a, 6, lambda m: None)
     assert len(rows) == 1 and not rows[0].ok and "loses points on" in rows[0].detail
     assert f"--run-key {s.losing[0].run_key}" in rows[0].detail
+
+
+@pytest.mark.jax
+@pytest.mark.grading
+def test_check_refuses_a_speed_size_the_solutions_vmem_does_not_fit(tmp_path):
+    """dma_scale's solution keeps its whole output block in VMEM. At the speed size its spec once had
+    (4096x4096: a 64 MiB block) a real v5e refused to compile it, so nothing could be timed; `check`
+    says so, naming the file, the size and why. At the bundled size (1024x1024) it fits."""
+    from autograder.instructor import check
+    folder = tmp_path / "assignments" / "dma_scale"
+    shutil.copytree(REPO / "assignments" / "dma_scale", folder, ignore=shutil.ignore_patterns("corpus"))
+    (tmp_path / "solutions").mkdir()
+    shutil.copy(REPO / "solutions" / "dma_scale.py", tmp_path / "solutions" / "dma_scale.py")
+    text = (folder / "spec.toml").read_text()
+    assert 'dims = { M = 1024, N = 1024 }' in text
+    a = spec.load(folder)
+    _row, _s, report = check._clean_row(a)
+    assert check._fits_row(a, report).ok
+    (folder / "spec.toml").write_text(text.replace('dims = { M = 1024, N = 1024 }', 'dims = { M = 4096, N = 4096 }'))
+    a = spec.load(folder)
+    _row, _s, report = check._clean_row(a)
+    row = check._fits_row(a, report)
+    assert not row.ok and "spec.toml: [[speed.sizes]] 'speed-1024x1024'" in row.detail
+    assert "the TPU compiler would refuse it at this size" in row.detail and "16 MiB scoped limit" in row.detail

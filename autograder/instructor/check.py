@@ -126,7 +126,7 @@ def _graded(a: Assignment, path: Path) -> Report:
     return grade.grade(a, path, grade.GradeOptions(run_key=1))
 
 
-def _clean_row(a: Assignment) -> tuple[Row, float]:
+def _clean_row(a: Assignment) -> tuple[Row, float, Report]:
     t0 = time.monotonic()
     report = _graded(a, a.solution)
     seconds = time.monotonic() - t0
@@ -134,7 +134,22 @@ def _clean_row(a: Assignment) -> tuple[Row, float]:
     ok = report.score == report.max_score and not found
     return Row("solution clean on every rung and probe", ok,
                f"{report.score:g}/{report.max_score:g}" + (f"; findings {found}" if found else "")
-               + _estimate_note(report), seconds), seconds
+               + _estimate_note(report), seconds), seconds, report
+
+
+REFUSED = "the TPU compiler would refuse it"    # speed.model.vmem_refusal's words
+
+
+def _fits_row(a: Assignment, report: Report) -> Row:
+    """The solution compiles at every [speed] size: a real v5e refused dma_scale's solution at the
+    speed size its spec once had (a 64 MiB output block against 16 MiB of scoped VMEM), which
+    left the assignment untimeable. (The [production] size's VMEM is the vmem-overflow probe's.)"""
+    sizes = report.speed.sizes if report.speed else ()
+    bad = [s for s in sizes if s.estimate is None and REFUSED in (s.problem or "")]
+    detail = "; ".join(f"{a.folder / 'spec.toml'}: [[speed.sizes]] {s.size!r}: {s.problem}" for s in bad)
+    return Row("solution fits the TPU compiler at every [speed] size", not bad,
+               detail + (" (lower the size, or change the solution's blocks)" if bad else
+                         f"{len(sizes)} size(s) within the chip's scoped VMEM"))
 
 
 def _estimate_note(report: Report) -> str:
@@ -280,8 +295,8 @@ def rows(a: Assignment, quick_only: bool = False, progress: bool = False,
         return rows
     say = (lambda m: print(m, file=sys.stderr, flush=True)) if progress else (lambda m: None)
     say("grading the solution ...")
-    clean, seconds = _clean_row(a)
-    rows.append(clean)
+    clean, seconds, report = _clean_row(a)
+    rows += [clean, _fits_row(a, report)]
     if container.available() is None and not estimate_only:
         say("grading the solution again in Gradescope's default container (0.5 CPU, 768 MB) ...")
         rows.append(_container_row(a))
