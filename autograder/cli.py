@@ -51,6 +51,8 @@ VERBS = (
          "submission folders) and write a static review site with CSV exports"),
     Verb("speed", "autograder.tpu.command", "time a class's passing kernels on a TPU (the rebuilt programs; "
          "the instructor solution timed in the same run) and merge the results"),
+    Verb("on-chip", "autograder.tpu.onchip", "your own check on a real TPU (a Colab TPU runtime): compile your "
+         "kernel with the TPU compiler and run it at the visible cases; never the grade"),
     Verb("merge", "autograder.tpu.merge", "merge a speed.json (the TPU stage's results) into a review site "
          "and per-submission results.json files"),
 )

@@ -968,3 +968,33 @@ def test_the_kernel_signature_comes_from_the_spec_at_each_size(small_add):
     # The roofline floor of a 128x128 f32 add: three arrays of 64 KiB at v5e's bandwidth.
     assert stage._floor(s2, DeviceInfo("fake", "v5e", "", "", 8.19e11, 1.97e14), 0.0) == \
         pytest.approx(3 * 128 * 128 * 4 / 8.19e11)
+
+
+# -- `on-chip`: a student's own check on a real TPU -------------------------------------------
+
+@pytest.mark.jax
+def test_on_chip_says_what_the_compiler_and_the_chip_did_per_visible_case():
+    """The code `pallas-autograder on-chip` and the chip check's outcomes phase run, on JAX's CPU
+    stand-in (Pallas's TPU lowering in place of Mosaic): right, wrong, refused, not loaded."""
+    from autograder.tpu import onchip
+    from autograder.tpu.real import JaxDevice
+    a = spec.find("matmul", REPO / "assignments")
+    device = JaxDevice("cpu")
+    right = onchip.file_outcome(device, a, REPO / "solutions" / "matmul.py")
+    assert right["status"] == "ran" and [c["status"] for c in right["cases"]] == ["right", "right"]
+    assert right["cases"][0]["against"] == "bf16-rounded inputs"       # float32 products, default precision
+    wrong = onchip.file_outcome(device, a, corpus("matmul") / "wrong_formula.py")
+    assert [c["status"] for c in wrong["cases"]] == ["wrong", "wrong"]
+    refused = onchip.file_outcome(device, a, corpus("matmul") / "k_block_64.py")
+    assert [c["status"] for c in refused["cases"]] == ["refused", "refused"]
+    assert "last two dimensions" in refused["cases"][0]["message"]
+    assert onchip.describe(refused["cases"][0]).startswith("refused by the TPU compiler: ")
+    broken = onchip.file_outcome(device, spec.find("add", REPO / "assignments"), corpus("add") / "syntax_error.py")
+    assert broken["status"] == "not-loaded" and "SyntaxError" in broken["message"]
+
+
+@pytest.mark.jax
+def test_on_chip_without_a_tpu_says_so_and_that_the_grade_never_needs_one():
+    proc = run_cli("on-chip", str(REPO / "solutions" / "add.py"), "-a", "add")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.startswith("No TPU here") and "The grade never needs one." in proc.stdout

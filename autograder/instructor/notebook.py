@@ -4,7 +4,8 @@ Cells, in order: the handout; install (the grader's exact jax/jaxlib: Colab
 ships another version); imports; the kernel, saved as the file students
 upload; a run on the generic interpreter; a run in TPU interpret mode with race
 detection; a reset (TPU interpret mode keeps its simulated memory after an
-exception, on purpose); the local grader. The two runs are the grader's own
+exception, on purpose); the local grader; the kernel on a real TPU where the notebook runs on one (the
+student's own check, never the grade). The two runs are the grader's own
 reproduction snippet on the first case, so what they print is what the
 feedback's snippets print.
 """
@@ -76,6 +77,18 @@ def build(assignment: Assignment, readme: str, starter: str):
             "    print(proc.stdout[-6000:] or proc.stderr[-3000:])\n"
             "else:\n"
             "    print('Upload and unzip the handout folder to grade here.')"),
+        v4.new_markdown_cell("## On a real TPU: your own check, not the grade\nThe grader never needs a TPU. "
+                             "Where this notebook runs on one (Colab: Runtime > Change runtime type > a TPU), "
+                             "this cell compiles your kernel with the TPU compiler and runs it at the visible "
+                             "cases: refused (and the compiler's words), right, or wrong there. It changes "
+                             "nothing in your grade."),
+        v4.new_code_cell(
+            "import pathlib\n"
+            "if pathlib.Path('autograder').is_dir() and pathlib.Path('assignments').is_dir():\n"
+            "    from autograder.tpu import onchip\n"
+            f"    print(onchip.check(pathlib.Path({entry!r}), {slug!r}, pathlib.Path('assignments')))\n"
+            "else:\n"
+            "    print('Upload and unzip the handout folder first.')"),
     ]
     nb = v4.new_notebook(cells=cells, metadata={
         "kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"},

@@ -16,7 +16,6 @@ arguments and a progress callback, and returns plain data.
 from __future__ import annotations
 
 import importlib.util
-import json
 import sys
 import tempfile
 import time
@@ -47,30 +46,6 @@ def _function(file: str, function: str, entry_file: str | None = None):
     return getattr(_module(path, name), function)
 
 
-def _kernel(name: str, fn, inputs: list) -> "object":
-    """The kernel as the TPU stage gets it: a checked program and its signature.
-    ``inputs``: [shape, dtype] pairs, or {"float": value} (static, as the grader traces it)."""
-    import jax
-    import jax.numpy as jnp
-
-    from autograder.pallas_surface import rung, serial
-    from autograder.tpu.device import InputSpec, Kernel
-    args, static, specs = [], [], []
-    for i, item in enumerate(inputs):
-        if isinstance(item, dict):
-            args.append(float(item["float"]))
-            static.append(i)
-            specs.append(InputSpec("float", value=float(item["float"])))
-        else:
-            shape, dtype = tuple(item[0]), item[1]
-            args.append(jax.ShapeDtypeStruct(shape, jnp.dtype(dtype)))
-            specs.append(InputSpec("array", shape, dtype))
-    traced = rung.trace(fn, args, static)
-    program = json.dumps(serial.encode(traced, set())).encode()
-    out = traced.closed.out_avals[0]
-    return Kernel(name, program, tuple(specs), tuple(out.shape), str(out.dtype))
-
-
 def _point_function(args: dict):
     if args.get("builder"):
         sys.path.insert(0, str(REPO))
@@ -85,8 +60,9 @@ def device_time(device, args: dict, progress) -> dict:
     pid, calls = args["id"], int(args.get("calls", 10))
     t0 = time.perf_counter()
     progress(phase="trace", point=pid)
+    from autograder.tpu import onchip
     fn, inputs = _point_function(args)
-    k = _kernel(pid, fn, inputs)
+    k = onchip.kernel(pid, fn, inputs)
     progress(phase="compile", point=pid)
     try:
         c = device.compile(k)
@@ -106,73 +82,12 @@ def device_time(device, args: dict, progress) -> dict:
 
 
 def outcome(device, args: dict, progress) -> dict:
-    """One file of an assignment at each visible case: {"slug", "file", "assignments"}."""
+    """One file of an assignment at each visible case: {"slug", "file", "assignments"} (the code
+    `pallas-autograder on-chip` runs for a student: autograder/tpu/onchip.py)."""
     from autograder import spec
-    from autograder.grading import draws, inputs as ins
-    from autograder.tpu.device import ChipReject, CompileFailed, OutputMismatch
+    from autograder.tpu import onchip
     a = spec.find(args["slug"], Path(args["assignments"]))
-    reference = draws.load_reference(a)
-    progress(phase="trace", file=args["file"])
-    try:
-        fn = _function(args["file"], a.entry_function, a.entry_file)
-    except BaseException as e:  # noqa: BLE001 - the file's own failure is its outcome
-        return {"status": "not-loaded", "message": f"{type(e).__name__}: {e}"[:2000], "cases": []}
-    cases = []
-    for case in [c for c in a.cases if not c.secret]:
-        made = ins.make(a, case, ins.entropy(case, 1, 1))
-        sig = [{"float": m.value} if m.kind == "float" else [list(m.array.shape), m.dtype] for m in made]
-        row = {"case": case.name}
-        try:
-            k = _kernel(case.name, fn, sig)
-        except BaseException as e:  # noqa: BLE001 - tracing raised: the submission's error
-            cases.append({**row, "status": "not-traced", "message": f"{type(e).__name__}: {e}"[:1500]})
-            continue
-        progress(phase="compile", file=args["file"], case=case.name)
-        try:
-            c = device.compile(k)
-        except ChipReject as e:
-            cases.append({**row, "status": "refused", "message": str(e)[:3000]})
-            continue
-        except CompileFailed as e:
-            cases.append({**row, "status": "compile-failed", "message": str(e)[:3000]})
-            continue
-        progress(phase="call", file=args["file"], case=case.name)
-        x = [m.value if m.kind == "float" else _on_device(m.array, m.dtype) for m in made]
-        try:
-            out = np.asarray(device.fetch(device.run(c, x)), np.float64)
-        except OutputMismatch as e:
-            cases.append({**row, "status": "wrong-output", "message": str(e)[:1500]})
-            continue
-        host = [m.array if m.kind == "array" else m.value for m in made]
-        cases.append({**row, **_judge(a, case, out, host, reference, c.bf16_dots), "compile_s": c.compile_s,
-                      "bf16_dots": c.bf16_dots})
-    return {"status": "ran", "cases": cases}
-
-
-def _judge(a, case, out: np.ndarray, host: list, reference, bf16_dots: int) -> dict:
-    """Right against the float64 reference, or (float32 products at default precision, which
-    a TPU rounds to bfloat16) against the reference of the inputs rounded to bfloat16 within
-    the bfloat16 tolerance, as the TPU stage's check allows."""
-    from autograder.grading import compare as cmp, inputs as ins
-    red = dict(case.dims).get(a.reduction_dim, 1) if a.reduction_dim else 1
-    ref = np.asarray(reference(*host), np.float64)
-    if ref.shape != out.shape:
-        return {"status": "wrong-output", "message": f"output shape {out.shape}, reference {ref.shape}"}
-    got = cmp.compare(out, ref, a.tolerance(case.dtype), red, a.numerics_bound)
-    row = {"status": "right" if got.ok else "wrong", "verdict": got.verdict, **got.evidence()}
-    if got.ok or not bf16_dots:
-        return row
-    rounded = [v if isinstance(v, float) else ins.round_to(v, "bfloat16") for v in host]
-    tol = dict(a.tolerances).get("bfloat16", a.tolerance(case.dtype))
-    alt = cmp.compare(out, np.asarray(reference(*rounded), np.float64), tol, red, a.numerics_bound)
-    if alt.ok:
-        return {**row, "status": "right", "against": "bf16-rounded inputs", "rounded": alt.evidence()}
-    return {**row, "rounded": alt.evidence()}
-
-
-def _on_device(array: np.ndarray, dtype: str):
-    import jax.numpy as jnp
-    return jnp.asarray(array, dtype=jnp.dtype(dtype))
+    return onchip.file_outcome(device, a, (REPO / args["file"]).resolve(), progress)
 
 
 # -- numerics ----------------------------------------------------------------
