@@ -30,7 +30,8 @@ LATENT = {
     "vmem-overflow": "the VMEM budget is broken at the production size, not at these small cases",
     "not-a-kernel": "the work is right; it is done outside the kernel, which the assignment forbids",
     "padding-dependence": "these cases' partial blocks did not expose the padding",
-    "numerics": "these inputs did not overflow on the chip",
+    "numerics": "at these inputs the chip's error stayed within the tolerance (an overflow needs larger "
+                "inputs; a bfloat16 accumulator's loss, longer sums)",
     "submission-error": "the chip runs it; an interpreter or the grader's checks refused it",
 }
 
