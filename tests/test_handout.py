@@ -60,7 +60,8 @@ def test_the_notebook_runs_in_a_fresh_kernel_and_the_kit_grades_locally(tmp_path
     runs = [t for t in printed if "wrong elements:" in t]
     assert len(runs) == 2 and all("wrong elements: 0 of" in t for t in runs), runs
     assert "RACE DETECTED" not in "".join(printed)
-    graded = printed[-1]
+    graded, on_chip = printed[-2], printed[-1]
+    assert on_chip.startswith("No TPU here") and "The grade never needs one." in on_chip
     assert "Element-wise add with a grid of blocks: 10 / 10" in graded, graded[-2000:]
     # The kit holds the visible cases only: two cases on two rungs, as on Gradescope.
     assert len([t for t in graded.splitlines() if t.startswith("[PASS]") and " · " in t]) == 4
