@@ -1,14 +1,18 @@
 """`pallas-autograder speed SUBMISSIONS -a SLUG -o OUT`: time a class's passing
 kernels on a TPU.
 
-The submissions are first graded on the interpreters exactly as `review` does
-(into ``--review SITE``, default ``OUT/review``; what that site already holds
-is reused, so with a site made on another machine no student code runs here):
-each grading keeps the checked programs of its kernel, which this process
-rebuilds and compiles. Only submissions whose correctness tests all passed
-are queued. The instructor solution is timed in the same run on the same
-chip (its programs come from tracing it, the same way). Writes
-``OUT/speed.json`` (every result, the device, the rule) and ``OUT/grades.csv``.
+Every submission's grading, and the instructor solution's (the baseline), come
+from a review site (``--review SITE``): on a TPU host they must already be there,
+made by `review` on a CPU machine with the same grader, JAX release and
+assignment, so no student code runs where the timing runs; on ``--device
+cpu``/``gpu``/``fake`` the missing ones are graded first. Each grading keeps
+the checked programs of its kernel, which a chip worker (``worker``) rebuilds
+and compiles; only submissions whose correctness tests all passed are queued.
+The solution is timed first (and guarded: ``baseline``), then the class, then
+the solution again. A submission that halts the chip or hangs gets that
+outcome and a fresh worker takes the next (``Chip``). Writes
+``OUT/speed.json`` (every result, the device, the rule) and ``OUT/grades.csv``
+after every submission.
 """
 from __future__ import annotations
 
@@ -231,7 +235,7 @@ def _args(a: Assignment, opts: Options, programs: dict[str, str], secret: int, f
             "sizes": [asdict(s) for s in sizes], "evidence_dir": str(opts.output / "divergence")}
 
 
-def _one(chip: Chip, a: Assignment, opts: Options, sub, g, common: dict, progress: Progress) -> dict:
+def _one(chip: Chip, sub, g, common: dict, progress: Progress) -> dict:
     if g is None or not passed_interpreters(g.results) or not g.programs:
         return _result(sub.id, "not-queued", "did not pass every correctness test on the interpreters")
     progress.start(sub.id)
@@ -270,7 +274,7 @@ def stage_all(a: Assignment, opts: Options) -> dict:
         common["solution"] = {s["size"]: s for s in first["sizes"]}
         doc = _document(a, opts, chip, first, notes)
         for sub, g in graded:
-            r = _one(chip, a, opts, sub, g, common, progress)
+            r = _one(chip, sub, g, common, progress)
             r["score"] = tpu_timing.score(a.speed, r, first.get("seconds"))
             doc["results"].append(r)
             _said(r)
