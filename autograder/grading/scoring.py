@@ -178,7 +178,8 @@ def score(plan: Plan, findings: list[Finding], notes: list[CheckNote] = ()) -> l
             by_test.setdefault((f.case, f.rung), []).append(f)
         else:
             by_probe.setdefault(f.check, []).append(f)
-            if f.id in EXPLAINS:
+            # (A size no test runs whose arrays the kernel does not cover explains no test.)
+            if f.id in EXPLAINS and f.problem != "not-covered":
                 explaining.append(f)
     tests = _correctness(plan, wide, by_test, explaining)
     charged: dict[str, str] = {}

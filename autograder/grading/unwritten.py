@@ -55,23 +55,25 @@ def explain(plan: Plan, test: Run, outcome: Outcome, reference: np.ndarray,
     if len(reruns) == 2:
         # The reruns are the evidence: wrong elements no fill changes were written
         # (NaN a kernel stores on purpose is its own result, not unwritten memory).
-        outs = {f"{r.fill:.4g}": o for r, o in reruns}
+        outs = {r.fill.name: o for r, o in reruns}
         return _by_fills(a, test, out, reference, wrong, outs, _holds_fills(reruns), scan)
     return _whole_blocks(test, out, reference, wrong, scan)
 
 
 def _holds_fills(reruns: list[tuple[Run, np.ndarray]]) -> np.ndarray:
-    """Elements that hold each run's own fill value: never written at all.
+    """Elements that hold the fill itself: never written at all.
 
-    The fills have random mantissas and opposite signs, so a value the kernel
-    computed matches neither, let alone both; the tolerance covers a fill
-    rounded to a low-precision output dtype.
+    The two reruns fill memory with the same values, the second's times a
+    power of two (``fills.unwritten_fills``; exact in any float dtype): an
+    element never stored is the first rerun's value times that factor in the
+    second, exactly. A value the kernel computed is the same in both (it does
+    not depend on the fill) or changes by anything but exactly that factor.
     """
-    held = np.ones(reruns[0][1].shape, dtype=bool)
-    for run, output in reruns:
-        with np.errstate(invalid="ignore"):
-            held &= np.isclose(output.astype(np.float64), run.fill, rtol=1e-2, atol=0.0)
-    return held
+    (run_a, a), (run_b, b) = reruns
+    factor = run_b.fill.scale / run_a.fill.scale
+    a64, b64 = a.astype(np.float64), b.astype(np.float64)
+    with np.errstate(invalid="ignore", over="ignore"):
+        return np.isfinite(a64) & (a64 != 0) & (b64 == a64 * factor)
 
 
 def _by_fills(a: Assignment, test: Run, out: np.ndarray, reference: np.ndarray, wrong: np.ndarray,

@@ -13,10 +13,11 @@ from __future__ import annotations
 import sys
 import traceback
 from collections.abc import Mapping
+from dataclasses import replace
 
 import numpy as np
 
-from ...isolation.outcome import Outcome
+from ...isolation.outcome import NO_SHUFFLED_AXIS, Outcome
 from ..diagnosis import REFUSED, known_error
 from ..faces import Faces
 from ..findings import CheckNote, Finding
@@ -75,12 +76,16 @@ def judge(plan: Plan, outcomes: Mapping[Run, Outcome], references: Mapping[Draw,
     notes: list[CheckNote] = []
     for name in plan.probes:
         probe = REGISTRY[name]
-        for case in plan.probe_cases(name):
+        # Visible cases first: where one bug shows on several cases, the one shown is visible.
+        for case in sorted(plan.probe_cases(name), key=lambda c: not c.visible):
             r = _results(plan, probe, case, outcomes, references)
-            unvouched = _unvouched(r, faces) if faces is not None else None
-            if unvouched is not None:
-                findings.append(unvouched)
-                continue
+            unvouched = _unvouched(r, faces) if faces is not None else []
+            if unvouched:
+                # A size no test runs that no graded kernel vouches for: what the check
+                # read there gives no figure; what it found at graded sizes stands.
+                r = replace(r, runs={v: run for v, run in r.runs.items() if faces.graded_kernel(run.draw.signature)},
+                            outcomes={v: o for v, o in r.outcomes.items()
+                                      if faces.graded_kernel(r.runs[v].draw.signature)})
             if name != STRUCTURE.name and _no_kernel(plan, case, outcomes):
                 findings.append(r.finding("not-a-kernel", "there is no pallas_call for this check to "
                                           "examine: it earns nothing", problem="nothing-to-check"))
@@ -92,29 +97,81 @@ def judge(plan: Plan, outcomes: Mapping[Run, Outcome], references: Mapping[Draw,
                 notes.append(CheckNote(name, case.name, "the grader's own check failed (an internal "
                                        "error; the course staff can see it); this costs nothing"))
                 continue
-            if not judged and not _decided(r):
+            judged = judged + [f for f in _exposed(r) if f.id not in {g.id for g in judged}]
+            if not judged and not unvouched and not _decided(r):
                 judged, note = _not_run(r)
                 if note:
                     notes.append(CheckNote(name, case.name, note))
-            findings.extend(judged)
+            findings.extend(unvouched + judged)
     return findings, notes
 
 
-def _unvouched(r: ProbeResults, faces: Faces) -> Finding | None:
-    """A check that examined a kernel the tests did not grade, or (a dynamic
-    probe) one of several kernels the function builds: it cannot vouch."""
-    if r.probe.dynamic and not faces.one_kernel:
-        return r.finding("inconsistent-kernel", f"the function builds {len(faces.graded)} different kernels at "
-                         "the sizes the tests grade; this check examined one of them", problem="sizes-differ",
-                         **faces.evidence())
-    other = next((run for run in r.runs.values() if not faces.graded_kernel(run.draw.signature)), None)
-    if other is None:
-        return None
-    what = "the production size" if other.draw.abstract and r.probe.name == "vmem" else (
-        "a speed size" if other.draw.abstract else "this check's input")
-    return r.finding("inconsistent-kernel", f"at {what} the function builds another kernel than the one the "
-                     "tests graded, so this check says nothing about the graded kernel",
-                     problem="not-the-graded-kernel", **faces.evidence())
+# What a probe's run exposes when it hangs or raises where the case's own test
+# passed on the same rung: the one thing that run changed (a fill of unwritten
+# memory, the grid order or the cores, the race detector, the DMA mode, a stress
+# input): (probe, variant or "") -> (finding ID, what the run changed).
+EXPOSES = {("poisoning", ""): ("uninitialized-memory", "with other values in the memory it never wrote"),
+           ("grid-order", ""): ("grid-order-dependence", "with its grid points in another order"),
+           ("races", "races-2core"): ("grid-order-dependence", "on two simulated cores"),
+           ("races", ""): ("data-race", "with the race detector on"),
+           ("races", "dma-eager"): ("dma-protocol", "with DMAs completing when they start"),
+           ("numerics", ""): ("wrong-result", "on this stress input")}
+
+
+def _broke(o: Outcome | None) -> bool:
+    """The run hung while the kernel ran, or raised something no other rule reads."""
+    if o is None:
+        return False
+    if o.status == "timeout":
+        return not o.not_run and o.phase != "trace"
+    return o.status == "error" and o.error_type not in (REFUSED, NO_SHUFFLED_AXIS)
+
+
+def _exposed(r: ProbeResults) -> list[Finding]:
+    """A probe run that could not finish (it hung, or raised) where the case's own
+    test on that rung finished and passed: a probe run looks like a test run, so
+    it is the bug that run exposes, charged, never a check that costs nothing."""
+    rung = r.probe.rung if r.probe.rung in r.correctness else next(iter(r.correctness), None)
+    test = r.correctness.get(rung) if rung else None
+    if test is None or not _passed(r, test):
+        return []
+    found: dict[str, Finding] = {}
+    for variant, run in r.runs.items():
+        o = r.outcomes.get(variant)
+        exposes = EXPOSES.get((r.probe.name, variant)) or EXPOSES.get((r.probe.name, ""))
+        if exposes is None or run.kind != "kernel" or run.in_order or not _broke(o):
+            continue
+        known = known_error(o, r.probe.rung, r.case.name, check=r.probe.name, run=run.index)
+        fid, changed = exposes
+        if known is not None:
+            found.setdefault(known.id, known)
+            continue
+        what = (f"hung (no result within {o.limit_s:g} s)" if o.status == "timeout" and o.limit_s else
+                "hung" if o.status == "timeout" else f"raised {o.error_type}")
+        found.setdefault(fid, r.finding(
+            fid, f"the kernel {what} {changed}, where this case's own test finished and passed on the same "
+            "rung: what this run changed is what the kernel depends on", variant=variant,
+            problem="probe-run-broke", status=o.status, limit_s=o.limit_s, type=o.error_type or "",
+            phase=o.phase or "run"))
+    return list(found.values())
+
+
+def _unvouched(r: ProbeResults, faces: Faces) -> list[Finding]:
+    """A check that read a size no test runs (the production size, a stress
+    input) whose program no graded kernel vouches for: that figure is not the
+    graded kernel's (``grading.faces``). Graded sizes are each checked on their
+    own, so a dynamic probe is never unvouched."""
+    seen: set[int] = set()
+    found = []
+    for variant, run in r.runs.items():
+        sig = run.draw.signature
+        vouch = faces.vouch(sig)
+        if vouch is None or vouch.matched or sig in seen:
+            continue
+        seen.add(sig)
+        found.append(r.finding("inconsistent-kernel", vouch.reason + ": this check gives no figure there",
+                               variant=variant, **faces.evidence(sig)))
+    return found
 
 
 def _no_kernel(plan: Plan, case, outcomes: Mapping[Run, Outcome]) -> bool:
