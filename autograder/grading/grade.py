@@ -29,6 +29,7 @@ from . import (
     plan as planning,
     probes,
     scoring,
+    secrecy,
     submission,
     tracing,
     unwritten,
@@ -295,7 +296,8 @@ def _diagnose(plan: Plan, ex: execution.Execution, store: DrawStore,
     starter = diagnosis.starter_untouched(findings, plan.assignment, loc)
     if starter is not None:
         findings = [starter] + [f for f in findings if f.check != "correctness"]
-    return findings, notes
+    # A secret case's findings carry only what the grader chooses to say (secrecy).
+    return secrecy.shown_findings(plan.assignment, findings), notes
 
 
 def _report(start: _Start, findings: list[Finding], check_notes: list, loc: submission.Located | None,
