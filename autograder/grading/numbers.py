@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import base64
 import math
+import re
 from dataclasses import dataclass
 from typing import Any, Iterator
 
@@ -89,14 +90,17 @@ def _walk_value(v: Any, path: str, out: dict[str, Value]) -> None:
         return
     if isinstance(v, dict) and len(v) == 1:
         (tag, body), = v.items()
-        if tag in ("jx", "cjx"):
+        if tag in ("jx", "cjx", "a"):
             return
         if tag == "dt" and isinstance(body, str):
             out[path] = "dtype:" + body
             return
-        if tag == "a":
+        if tag == "dc" and isinstance(body, list) and len(body) == 2 and isinstance(body[1], list):
+            for field_ in body[1]:
+                if isinstance(field_, list) and len(field_) == 2 and isinstance(field_[0], str):
+                    _walk_value(field_[1], f"{path}.{field_[0]}", out)
             return
-        _walk_value(body, f"{path}.{tag}", out)
+        _walk_value(body, path if tag in ("t", "l") else f"{path}.{tag}", out)
 
 
 def _walk_jaxpr(j: Jaxpr, prefix: str, out: dict[str, Value]) -> None:
@@ -276,10 +280,31 @@ class Departure:
 
 
 def describe(slot: str) -> str:
-    """A slot in words, for the feedback: the primitive and parameter it is in."""
-    parts = [p.split(":")[0] for p in slot.strip("/").split("/")]
-    tail = [p for p in parts if not p.startswith(("sub", "lit", "in"))][-2:]
-    return " / ".join(tail) or slot
+    """A slot in words, for the feedback: where in which kernel it is."""
+    parts = slot.strip("/").split("/")
+    calls = [i for i, p in enumerate(parts) if p.split(":")[0] in KERNEL_CALLS]
+    kernel = calls[-1] if calls else 0
+    inner = parts[kernel + 1:]
+    params = parts[kernel].split("#", 1)[-1] if not inner else ""
+    if inner and not inner[0].startswith("sub"):
+        params, inner = inner[0], inner[1:]
+    m = re.search(r"grid_mapping\.grid\[(\d+)\]", params)
+    if m:
+        return f"the grid's axis {m.group(1)}"
+    m = re.search(r"block_mappings\[(\d+)\]\.(block_shape|transformed_block_aval|array_aval)\D*(\d+)?", params)
+    if m:
+        what = "array" if m.group(2) == "array_aval" else "block"
+        return f"operand {m.group(1)}'s {what}"
+    m = re.search(r"scratch_avals\[(\d+)\]", params)
+    if m:
+        return f"scratch buffer {m.group(1)}"
+    prims = [p.split(":")[0] for p in inner if ":" in p]
+    m = re.match(r"in(\d+)", inner[-1]) if inner else None
+    if m and not prims:
+        return f"the shape of the kernel body's ref {m.group(1)}"
+    if prims:
+        return f"a number of {prims[-1]} in the kernel body"
+    return "a number of the kernel"
 
 
 def departures(ungraded: tuple[Size, Numbers], graded: list[tuple[Size, Numbers]]) -> list[Departure]:
@@ -302,4 +327,5 @@ def departures(ungraded: tuple[Size, Numbers], graded: list[tuple[Size, Numbers]
             ok = _integer_rule([({k: q[k] for k in common}, v) for q, v in points])
         if not ok:
             found.append(Departure(slot, value, describe(slot)))
-    return found
+    said: set[str] = set()
+    return [d for d in found if not (d.where in said or said.add(d.where))]
