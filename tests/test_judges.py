@@ -60,18 +60,20 @@ def test_a_correct_kernel_gets_no_probe_findings():
 def test_poisoning_output_that_changes_with_the_fill_is_uninitialized_memory():
     g = Grading("matmul")
     g.wrong(g.test("tpu-interpret"), 3.0)                  # the test's own fill: wrong
-    third = g.run("poisoning", "fill-3")
-    g.wrong(third, 5.0)
+    other = g.run("poisoning", "fill-2")
     (f,), _ = g.judge("poisoning")
-    assert f.id == "uninitialized-memory" and f.run == third.index
-    assert f.facts()["fills_passing"] == ["fill-2"]
-    assert f.facts()["fills_failing"] == ["fill-1", "fill-3"]
+    assert f.id == "uninitialized-memory" and f.run is None   # the fill that failed is the test's own
+    assert f.facts()["fills_passing"] == ["fill-2"] and f.facts()["fills_failing"] == ["fill-1"]
+    g.wrong(other, 5.0)
+    (f,), _ = g.judge("poisoning")
+    assert f.run == other.index and f.facts()["fills_failing"] == ["fill-1", "fill-2"]
+    assert "wrong with every fill tried" in f.message
 
 
 def test_fills_are_drawn_from_the_run_key_element_by_element():
     from autograder.grading import fills
     one, again, other = fills.poisoning_fills(7), fills.poisoning_fills(7), fills.poisoning_fills(8)
-    assert one == again and one != other and len(one) == 2
+    assert one == again and one != other and len(one) == 1
     test = fills.test_fill(7)
     assert test not in one and test.seed[:2] == (7, 0) and test != fills.test_fill(8)
     assert not test.finite and all(not f.finite and f.scale == 1.0 for f in one)
@@ -79,7 +81,7 @@ def test_fills_are_drawn_from_the_run_key_element_by_element():
     a, b = fills.unwritten_fills(7)
     assert a.seed == b.seed and a.finite and b.finite and b.scale / a.scale == fills.UNWRITTEN_SCALE
     assert np.log2(abs(fills.UNWRITTEN_SCALE)) == int(np.log2(abs(fills.UNWRITTEN_SCALE)))
-    assert {f.name for f in (test, *one)} == {"fill-1", "fill-2", "fill-3"}
+    assert {f.name for f in (test, *one)} == {"fill-1", "fill-2"}
 
 
 def test_poisoning_differences_confined_to_partial_blocks_are_padding_dependence():
@@ -96,7 +98,7 @@ def test_poisoning_differences_confined_to_partial_blocks_are_padding_dependence
     assert last < rows, "the probe case has a partial row block"
     bad = ref.copy()
     bad[last:] += 5
-    g.set(g.run("poisoning", "fill-3"), output=bad.astype(np.float32))
+    g.set(g.run("poisoning", "fill-2"), output=bad.astype(np.float32))
     (f,), _ = g.judge("poisoning")
     assert f.id == "padding-dependence" and f.facts()["partial_elements"] == (rows - last) * ref.shape[1]
 
@@ -186,8 +188,9 @@ def test_a_check_whose_run_hung_while_the_test_passed_is_charged_as_the_bug_it_e
     assert [(f.id, f.problem) for f in found] == [("grid-order-dependence", "probe-run-broke")] and notes == []
     assert "hung (no result within 10 s)" in found[0].message
     # The same for each probe's own switch, and a run that raised.
-    for probe, variant, fid in (("poisoning", "fill-2", "uninitialized-memory"), ("races", "dma-eager", "dma-protocol"),
-                                ("races", "races-1core", "data-race"), ("races", "races-2core", "grid-order-dependence")):
+    for probe, variant, fid in (("poisoning", "fill-2", "uninitialized-memory"),
+                                ("races", "dma-eager", "dma-protocol"),
+                                ("races", "races-2core", "grid-order-dependence")):
         g = Grading("add")
         g.outcomes[g.plan.probe_runs(probe, g.case)[variant]] = Outcome("error", phase="run", error_type="ValueError",
                                                                          message="x")
@@ -212,13 +215,28 @@ def test_a_check_stopped_by_a_recognised_error_carries_it():
     assert f.id == "out-of-bounds" and notes == []
 
 
+def _broken_everywhere(g, probe, cases):
+    for case in cases:
+        g.outcomes[g.plan.test_run(case.name, "tpu-interpret")] = Outcome("error", error_type="ValueError",
+                                                                          message="bad")
+        for run in g.plan.probe_runs(probe, case.name).values():
+            g.outcomes[run] = Outcome("error", error_type="ValueError", message="bad")
+
+
 def test_a_check_whose_test_fails_too_is_blocked_not_charged_twice():
     g = Grading("add")
-    g.outcomes[g.test("tpu-interpret")] = Outcome("error", error_type="ValueError", message="bad")
-    for run in g.plan.probe_runs("grid-order", g.case).values():
-        g.outcomes[run] = Outcome("error", error_type="ValueError", message="bad")
-    (f,), _ = g.judge("grid-order")
-    assert f.problem == "check-not-run" and f.facts()["test_rung"] == "tpu-interpret"
+    _broken_everywhere(g, "grid-order", g.plan.cases)
+    found, _ = g.judge("grid-order")
+    assert found and all(f.problem == "check-not-run" and f.facts()["test_rung"] == "tpu-interpret" for f in found)
+
+
+def test_a_check_blocked_on_one_case_still_vouches_for_the_cases_it_ran_on():
+    g = Grading("add")
+    secret = next(c for c in g.plan.cases if not c.visible)
+    _broken_everywhere(g, "grid-order", [secret])
+    found, notes = g.judge("grid-order")
+    assert found == [] and [n.text for n in notes] == ["not run on a case whose own test fails (charged there); "
+                                                       "it ran on the others"]
 
 
 def test_a_settled_check_carries_the_settling_finding():

@@ -33,7 +33,7 @@ def test_every_run_of_a_graded_case_shares_one_draw_and_every_kernel_run_a_fill(
         g, t = plan.test_run(case.name, "generic"), plan.test_run(case.name, "tpu-interpret")
         assert g.draw is t.draw and g.draw.entropy == (case.seed, 7, 0)
         poisoning = plan.probe_runs("poisoning", case.name)
-        assert {v for v in poisoning if v.startswith("fill")} == {"fill-2", "fill-3"}
+        assert {v for v in poisoning if v.startswith("fill")} == {"fill-2"}
         assert all(r.draw is t.draw and r.rung == "tpu-interpret" for v, r in poisoning.items() if v != "index-maps")
     # Every kernel run fills unwritten memory from the run key, the tests and the probes
     # alike: a probe run varies its own switch, and its fill only when the fill is the switch.
@@ -43,7 +43,22 @@ def test_every_run_of_a_graded_case_shares_one_draw_and_every_kernel_run_a_fill(
     assert {r.fill for r in kernel if r.probe in (None, "grid-order", "races", "numerics")} == {test_fill}
     assert test_fill.seed[:2] == (7, 0) and not test_fill.finite
     fills = {r.fill for r in kernel if r.probe == "poisoning"}
-    assert len(fills) == 2 and test_fill not in fills
+    assert len(fills) == 1 and test_fill not in fills
+
+
+def test_the_race_detector_rides_on_runs_that_happen_anyway():
+    plan = _plan()
+    for case in plan.cases:
+        races = plan.probe_runs("races", case.name)
+        assert races["races-1core"] is plan.test_run(case.name, "tpu-interpret")
+        assert races["races-1core"].races and races["races-1core"].capture
+        assert races["races-2core"] is plan.probe_runs("grid-order", case.name)["seed-1-2cores"]
+    assert not any(r.races for r in plan.runs if r.rung == "generic")
+    # Without the races probe, no run detects races.
+    from dataclasses import replace
+    a = plan.assignment
+    bare = replace(a, probes=tuple(p for p in a.probes if p.name != "races"))
+    assert not any(r.races for r in planning.build(bare, bare.cases, bare.rungs, 7, planners=PLANNERS).runs)
 
 
 def test_static_runs_come_first_and_a_shared_analysis_runs_once():

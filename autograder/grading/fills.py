@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 FILL_STREAM = 0xF111         # the run key's stream the fills are drawn from
 UNWRITTEN_SCALE = -1.0 / 128.0
-POISONING = 2                # the poisoning probe's fills beside the test's
+POISONING = 1                # the poisoning probe's fills beside the test's (each varies element by element)
 
 
 @dataclass(frozen=True)

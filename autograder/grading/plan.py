@@ -274,9 +274,14 @@ def build(assignment: Assignment, cases: tuple[Case, ...], rungs: tuple[str, ...
     if with_probes:
         _block_maps(b, cases, rungs)
         _speed(b)
+    # The race detector rides on each case's own test run in TPU interpret mode (it
+    # changes nothing a kernel computes): the races probe's one-core run is that run.
+    detect = with_probes and any(p.name == "races" for p in assignment.probes)
     for case in cases:
         for rung in rungs:
-            b.add(Run(0, case, rung, b.draw(case, inputs.stream(assignment, case, rung)), fill=test_fill(run_key)))
+            on = detect and rung == "tpu-interpret"
+            b.add(Run(0, case, rung, b.draw(case, inputs.stream(assignment, case, rung)), fill=test_fill(run_key),
+                      races=on, capture=on))
     if with_probes:
         _unwritten(b, cases, rungs)
     for probe, case, v in [p for p in planned if p[2].rung != "static"]:

@@ -303,7 +303,7 @@ def switches(rung: str, params: dict, fill_spec, order: list | None, races: bool
     race detector and DMA mode). Yields the parameters to compile with, the
     same for every run of TPU interpret mode on one core count: the shared
     recorder (recording or not) and nothing that is read at run time."""
-    wanted = {**params, **(race_params() if races else {})}
+    wanted = {**params, **({"detect_races": True, **race_params()} if races else {})}
     runtime = {k: v for k, v in wanted.items() if k in release.RUNTIME_PARAMS}
     # (One core is the default: a run that says so compiles what the plain run does.)
     compiled = {k: v for k, v in wanted.items()

@@ -75,35 +75,53 @@ def judge(plan: Plan, outcomes: Mapping[Run, Outcome], references: Mapping[Draw,
     findings: list[Finding] = []
     notes: list[CheckNote] = []
     for name in plan.probes:
-        probe = REGISTRY[name]
         # Visible cases first: where one bug shows on several cases, the one shown is visible.
-        for case in sorted(plan.probe_cases(name), key=lambda c: not c.visible):
-            r = _results(plan, probe, case, outcomes, references)
-            unvouched = _unvouched(r, faces) if faces is not None else []
-            if unvouched:
-                # A size no test runs that no graded kernel vouches for: what the check
-                # read there gives no figure; what it found at graded sizes stands.
-                r = replace(r, runs={v: run for v, run in r.runs.items() if faces.graded_kernel(run.draw.signature)},
-                            outcomes={v: o for v, o in r.outcomes.items()
-                                      if faces.graded_kernel(r.runs[v].draw.signature)})
-            if name != STRUCTURE.name and _no_kernel(plan, case, outcomes):
-                findings.append(r.finding("not-a-kernel", "there is no pallas_call for this check to "
-                                          "examine: it earns nothing", problem="nothing-to-check"))
-                continue
-            try:
-                judged = probe.judge(r)
-            except Exception:  # noqa: BLE001 - the grader's own check failed, not the student
-                traceback.print_exc(file=sys.stderr)
-                notes.append(CheckNote(name, case.name, "the grader's own check failed (an internal "
-                                       "error; the course staff can see it); this costs nothing"))
-                continue
-            judged = judged + [f for f in _exposed(r) if f.id not in {g.id for g in judged}]
-            if not judged and not unvouched and not _decided(r):
-                judged, note = _not_run(r)
-                if note:
-                    notes.append(CheckNote(name, case.name, note))
-            findings.extend(unvouched + judged)
+        judged = [(case, *_judge_case(plan, REGISTRY[name], case, outcomes, references, faces))
+                  for case in sorted(plan.probe_cases(name), key=lambda c: not c.visible)]
+        # A check stopped on some case by that case's own failing test (charged there)
+        # still vouches for the cases where it ran: it is not free to make a check
+        # fail by failing a test, nor to hide a case from it that way.
+        ran = any(decided and not any(f.problem == "check-not-run" for f in found)
+                  for _case, found, _notes, decided in judged)
+        for case, found, case_notes, _decided_here in judged:
+            blocked = [f for f in found if f.problem == "check-not-run"]
+            if blocked and ran:
+                found = [f for f in found if f not in blocked]
+                case_notes = case_notes + [CheckNote(name, case.name, "not run on a case whose own test fails "
+                                                     "(charged there); it ran on the others")]
+            findings += found
+            notes += case_notes
     return findings, notes
+
+
+def _judge_case(plan: Plan, probe: Probe, case, outcomes: Mapping[Run, Outcome],
+                references: Mapping[Draw, np.ndarray], faces: Faces | None
+                ) -> tuple[list[Finding], list[CheckNote], bool]:
+    """One check on one case: its findings, its notes, and whether it ran there."""
+    r = _results(plan, probe, case, outcomes, references)
+    unvouched = _unvouched(r, faces) if faces is not None else []
+    if unvouched:
+        # A size no test runs that no graded kernel vouches for: what the check
+        # read there gives no figure; what it found at graded sizes stands.
+        r = replace(r, runs={v: run for v, run in r.runs.items() if faces.graded_kernel(run.draw.signature)},
+                    outcomes={v: o for v, o in r.outcomes.items() if faces.graded_kernel(r.runs[v].draw.signature)})
+    if probe.name != STRUCTURE.name and _no_kernel(plan, case, outcomes):
+        return [r.finding("not-a-kernel", "there is no pallas_call for this check to examine: it earns "
+                          "nothing", problem="nothing-to-check")], [], False
+    try:
+        judged = probe.judge(r)
+    except Exception:  # noqa: BLE001 - the grader's own check failed, not the student
+        traceback.print_exc(file=sys.stderr)
+        return [], [CheckNote(probe.name, case.name, "the grader's own check failed (an internal error; the "
+                              "course staff can see it); this costs nothing")], False
+    judged = judged + [f for f in _exposed(r) if f.id not in {g.id for g in judged}]
+    notes = []
+    decided = _decided(r)
+    if not judged and not unvouched and not decided:
+        judged, note = _not_run(r)
+        if note:
+            notes.append(CheckNote(probe.name, case.name, note))
+    return unvouched + judged, notes, decided
 
 
 # What a probe's run exposes when it hangs or raises where the case's own test
