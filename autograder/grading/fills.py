@@ -15,9 +15,14 @@ buffers says which run it is in, or which memory is unwritten.
   changes between them and the test's depends on memory the kernel never wrote.
 - ``unwritten_fills``: a failing test's two reruns on the generic interpreter
   (``grading.unwritten``): the same values, the second times ``UNWRITTEN_SCALE``
-  (a power of two, so exact), all finite. An element that holds the first
-  rerun's value times the scale in the second holds the fill itself: it was
-  never stored.
+  (a power of two, so exact), all finite, the first's all positive (so the
+  second's are all negative). An element that holds the first rerun's value
+  times the scale in the second holds the fill itself: it was never stored. And
+  padding that is all negative is what a max over it cannot see: a kernel whose
+  result depends on its padding (an unmasked max) is right with one of them,
+  one whose result is wrong whatever the padding holds is right with neither.
+  These reruns run only for a test that already failed, to say why: they never
+  decide a pass.
 """
 from __future__ import annotations
 
@@ -35,9 +40,10 @@ class Fill:
     seed: tuple[int, ...]        # 32-bit words
     scale: float = 1.0
     finite: bool = False
+    positive: bool = False       # every value positive (before the scale)
 
     def to_child(self) -> dict:
-        return {"seed": list(self.seed), "scale": self.scale, "finite": self.finite}
+        return {"seed": list(self.seed), "scale": self.scale, "finite": self.finite, "positive": self.positive}
 
 
 def _seed(run_key: int, index: int) -> tuple[int, ...]:
@@ -54,4 +60,4 @@ def poisoning_fills(run_key: int) -> tuple[Fill, ...]:
 
 def unwritten_fills(run_key: int) -> tuple[Fill, Fill]:
     seed = _seed(run_key, 0x5AFE)
-    return Fill("fill-a", seed, 1.0, True), Fill("fill-b", seed, UNWRITTEN_SCALE, True)
+    return Fill("fill-a", seed, 1.0, True, True), Fill("fill-b", seed, UNWRITTEN_SCALE, True, True)

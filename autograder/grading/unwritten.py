@@ -84,7 +84,9 @@ def _by_fills(a: Assignment, test: Run, out: np.ndarray, reference: np.ndarray, 
         return None
     never = changed & held
     tol, length = a.tolerance(test.case.dtype), a.reduction_length(test.case)
-    right = [name for name, o in outs.items() if not mismatches(o, reference, tol, length).any()]
+    # Right where the fill reaches: a fill with which every element that changes with
+    # the fill is right (what else is wrong, the fill does not explain).
+    right = [name for name, o in outs.items() if not (mismatches(o, reference, tol, length) & changed).any()]
     geometry = regions.output_operand(scan, changed.shape)
     evidence = dict(fills_passing=right, fills_failing=[n for n in outs if n not in right],
                     differing=int(changed.sum()), total=int(changed.size),

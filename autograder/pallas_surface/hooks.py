@@ -64,13 +64,15 @@ class Fill:
     seed: tuple[int, ...]
     scale: float = 1.0
     finite: bool = False
+    positive: bool = False          # every value positive before the scale (no random sign)
 
     @classmethod
     def of(cls, spec: dict) -> "Fill":
         seed = tuple(int(w) for w in spec["seed"])
         if not seed or any(w < 0 or w >= 2 ** 32 for w in seed):
             raise ValueError(f"fill seed: must be 32-bit words; got {spec['seed']!r}")
-        return cls(seed, float(spec.get("scale", 1.0)), bool(spec.get("finite", False)))
+        return cls(seed, float(spec.get("scale", 1.0)), bool(spec.get("finite", False)),
+                   bool(spec.get("positive", False)))
 
 
 DECADES = (-12.0, 30.0)      # the magnitudes' span, as powers of ten
@@ -95,7 +97,7 @@ def fill_values(fill: Fill, k: int, shape: tuple[int, ...], dtype) -> np.ndarray
     # Well inside the dtype's normal range, so that a power-of-two scale stays exact.
     lo = max(DECADES[0], float(np.log10(info.tiny)) + 3)
     hi = min(DECADES[1], float(np.log10(info.max)) - 3)
-    sign = np.where(rng.random(n) < 0.5, -1.0, 1.0)
+    sign = np.where(rng.random(n) < 0.5, -1.0, 1.0) if not fill.positive else np.ones(n)
     values = sign * 10.0 ** rng.uniform(lo, hi, n)
     if not fill.finite:
         kind = rng.random(n)
