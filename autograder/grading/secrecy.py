@@ -82,7 +82,8 @@ def limit_band(limit: Any) -> Any:
     return next((b for b in LIMIT_BANDS if limit <= b), LIMIT_BANDS[-1])
 
 
-def _type(name: Any) -> str:
+def shown_type(name: Any) -> str:
+    """An exception type as a secret case shows it: its name if on the list, else Exception."""
     return name if isinstance(name, str) and name in SHOWN_TYPES else "Exception"
 
 
@@ -109,7 +110,7 @@ def shown(f: Finding) -> Finding:
             continue
         facts[key] = value if key in KEPT else None
     if "type" in raw:
-        facts["type"] = _type(raw["type"])
+        facts["type"] = shown_type(raw["type"])
     if "frames" in raw:
         facts["frames"] = []
     if "limit_s" in raw:

@@ -118,19 +118,21 @@ def _by_fills(a: Assignment, test: Run, out: np.ndarray, reference: np.ndarray, 
 
 def _logic_error(test: Run, out: np.ndarray, wrong: np.ndarray, changed: np.ndarray,
                  evidence: dict) -> Finding | None:
-    """Wrong whatever the padding holds: a logic error, reported as such. Its NaN
-    or Inf, when all of it changes with the fill, is the padding's fill carried
-    into valid rows by the computation, not an overflow: said as wrong-result
-    (which then stands for the test's ``numerics`` symptom); None otherwise."""
+    """Wrong whatever the padding holds: a logic error, reported as such (which
+    then stands for the test's ``numerics`` symptom). Its NaN or Inf, when all of
+    it changes with the fill, is the padding's fill carried into valid rows by
+    the computation, not an overflow. None when NaN the fill does not change is
+    there too (an overflow of its own: the test keeps its verdict)."""
     with np.errstate(invalid="ignore"):
         odd = wrong & ~np.isfinite(out)
-    if not odd.any() or (odd & ~changed).any():
+    if (odd & ~changed).any() or not (wrong & changed).any():
         return None
+    nan = (", so its NaN is the padding carried into valid elements by the computation, not an overflow"
+           if odd.any() else ": a logic error, not a precision problem")
     return Finding.make("wrong-result", test.rung,
                         "the output is wrong whatever the padding of the partial edge blocks holds: "
                         f"on this case's own inputs, {int(changed.sum())} of {changed.size} outputs change "
-                        "with the fill and no fill gives the right answer, so its NaN is the padding "
-                        "carried into valid elements by the computation, not an overflow",
+                        f"with the fill and no fill gives the right answer{nan}",
                         case=test.case.name, run=test.index, problem="padding-read", **evidence)
 
 

@@ -18,6 +18,7 @@ from dataclasses import replace
 import numpy as np
 
 from ...isolation.outcome import NO_SHUFFLED_AXIS, Outcome
+from .. import secrecy
 from ..diagnosis import REFUSED, known_error
 from ..faces import Faces
 from ..findings import CheckNote, Finding
@@ -249,7 +250,7 @@ def _not_run(r: ProbeResults) -> tuple[list[Finding], str]:
     if test is not None and not _passed(r, test):
         return [r.finding("submission-error", "this check could not run: the kernel already fails "
                           "its test on this case", problem="check-not-run", test_rung=test_rung)], ""
-    reasons = sorted({_why(o) for o in outcomes}) or ["it was not run"]
+    reasons = sorted({_why(o, r.case.visible) for o in outcomes}) or ["it was not run"]
     return [], f"this check could not finish ({'; '.join(reasons)}); it costs nothing"
 
 
@@ -257,14 +258,15 @@ def _passed(r: ProbeResults, outcome: Outcome) -> bool:
     return outcome.output is not None and r.compare(outcome.output).ok
 
 
-def _why(o: Outcome) -> str:
+def _why(o: Outcome, visible: bool = True) -> str:
+    """Why a run produced nothing, in words (a secret case's: the grader's own only)."""
     if o.status == "timeout":
         return "the grader ran out of time for it"
     if o.status == "skipped":
         return "the grading's time budget was spent"
     if o.status == "error":
-        return f"it raised {o.error_type}"
-    return o.reason or o.status
+        return f"it raised {o.error_type if visible else secrecy.shown_type(o.error_type)}"
+    return (o.reason or o.status) if visible else o.status
 
 
 def _as_check(f: Finding, r: ProbeResults, reason: str) -> Finding:
