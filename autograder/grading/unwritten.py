@@ -100,7 +100,7 @@ def _by_fills(a: Assignment, test: Run, out: np.ndarray, reference: np.ndarray, 
     # off by one): only what changes otherwise can be the padding's doing.
     if partial is not None and not (changed & ~partial).any() and not (never & wrong).any():
         if not right:
-            return _logic_error(test, out, wrong, changed, evidence)
+            return _logic_error(test, out, wrong, changed, partial, evidence)
         return Finding.make("padding-dependence", test.rung,
                             "the output changes with the values in the padding of partial edge blocks: "
                             f"on this case's own inputs, {int(changed.sum())} of {changed.size} outputs "
@@ -116,16 +116,16 @@ def _by_fills(a: Assignment, test: Run, out: np.ndarray, reference: np.ndarray, 
                         case=test.case.name, run=test.index, **evidence)
 
 
-def _logic_error(test: Run, out: np.ndarray, wrong: np.ndarray, changed: np.ndarray,
+def _logic_error(test: Run, out: np.ndarray, wrong: np.ndarray, changed: np.ndarray, partial: np.ndarray,
                  evidence: dict) -> Finding | None:
-    """Wrong whatever the padding holds: a logic error, reported as such (which
-    then stands for the test's ``numerics`` symptom). Its NaN or Inf, when all of
-    it changes with the fill, is the padding's fill carried into valid rows by
-    the computation, not an overflow. None when NaN the fill does not change is
-    there too (an overflow of its own: the test keeps its verdict)."""
+    """Wrong whatever the padding holds: a logic error in the partial edge blocks,
+    reported as such (which then stands for the test's ``numerics`` symptom). Its
+    NaN or Inf there is the computation's (the padding carried into valid rows,
+    or the logic error's own 0 / 0), not an overflow. None when NaN lies outside
+    the partial blocks too (an overflow of its own: the test keeps its verdict)."""
     with np.errstate(invalid="ignore"):
         odd = wrong & ~np.isfinite(out)
-    if (odd & ~changed).any() or not (wrong & changed).any():
+    if (odd & ~partial).any() or not (wrong & changed).any():
         return None
     nan = (", so its NaN is the padding carried into valid elements by the computation, not an overflow"
            if odd.any() else ": a logic error, not a precision problem")
