@@ -69,10 +69,11 @@ def _results(plan: Plan, probe: Probe, case, outcomes: Mapping[Run, Outcome],
 
 def judge(plan: Plan, outcomes: Mapping[Run, Outcome], references: Mapping[Draw, np.ndarray],
           faces: Faces | None = None) -> tuple[list[Finding], list[CheckNote]]:
-    """Every planned probe check judged on its outcomes: findings, and notes for
-    checks that could not run through no fault of the student. ``faces``: the
-    traced kernels (see ``grading.faces``); a check that cannot vouch for every
-    kernel the tests graded is ``inconsistent-kernel``."""
+    """Every planned probe check judged on its outcomes, on every case it ran on:
+    findings, and notes for checks that could not run through no fault of the
+    student. ``faces``: the traced kernels (see ``grading.faces``); what a check
+    read at a size no test runs, whose program no graded kernel vouches for, gives
+    no figure (``inconsistent-kernel``), and what it found at graded sizes stands."""
     findings: list[Finding] = []
     notes: list[CheckNote] = []
     for name in plan.probes:
