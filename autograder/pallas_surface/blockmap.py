@@ -51,7 +51,8 @@ def analyse(op: Operand, grid: tuple[int, ...], parallel_axes: tuple[int, ...]) 
     block = np.asarray(op.block_shape, dtype=np.int64)
     shape = np.asarray(op.array_shape, dtype=np.int64)
     starts = idx * block
-    outside = (starts >= shape) | (starts < 0)
+    # (Compared as block indices, not starts: a huge index must not wrap around.)
+    outside = (idx >= -(-shape // block)) | (idx < 0)
     facts: dict = {"operand": op.name, "is_output": op.is_output, "array_shape": list(op.array_shape),
                    "block_shape": list(op.block_shape), "grid": list(grid)}
     keys = _keys(idx)
