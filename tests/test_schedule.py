@@ -129,3 +129,20 @@ def test_an_out_of_bounds_index_map_settles_the_tpu_probes():
     assert not any(r in ran for r in settled)
     assert all(s.outcomes[r].settled_by.id == "out-of-bounds" for r in settled)
     assert all(r in ran for r in plan.correctness())
+
+
+def test_a_kernel_without_dma_settles_its_eager_dma_runs():
+    plan, s = _schedule(settle=probes.settle)
+
+    def structure(dma):
+        return decode("structure", {"pallas_calls": 1, "outside": {}, "manual_dma": dma,
+                                    "kernel_primitives": ["dma_start", "dma_wait"] if dma else ["add"]})
+    secret = plan.assignment.cases[2].name
+    ran = _drain(s, lambda r: Outcome("ok", facts=structure(r.case.name == secret)) if r.analysis == "structure"
+                 else Outcome("ok"))
+    eager = [r for r in plan.runs if ("dma_execution_mode", "eager") in r.params]
+    assert {r.case.name for r in eager} == {c.name for c in plan.cases}
+    # Where the kernel starts DMAs, DMAs completing at their start may change what it computes.
+    assert [r.case.name for r in eager if r in ran] == [secret]
+    assert all(s.outcomes[r].status == "settled" and "starts no DMA" in s.outcomes[r].reason
+               for r in eager if r.case.name != secret)

@@ -43,8 +43,11 @@ def settle(plan: Plan, run: Run, outcome: Outcome) -> tuple[Outcome, tuple[Run, 
     An index-map scan that finds a block outside an array, or an output block
     revisited non-consecutively, has settled every dynamic TPU interpret probe
     on that case: each of their runs would stop with that error first."""
-    if run.analysis != "index-maps" or run.stress is not None:
-        # (A stress input's scan is of other shapes: it settles nothing of the case's.)
+    if run.analysis == "structure" and run.stress is None and not run.draw.abstract:
+        return _without_dma(plan, run, outcome)
+    if run.analysis != "index-maps" or run.stress is not None or run.draw.abstract:
+        # (A stress input's or a size no test runs' scan is of other shapes: it settles
+        # nothing of the case's.)
         return Outcome("settled"), ()
     scan = ProbeResults(plan, INDEX_MAPS, run.case, plan.assignment.probe(INDEX_MAPS.name),
                         {"index-maps": run}, {"index-maps": outcome}, {}, {})
@@ -55,6 +58,18 @@ def settle(plan: Plan, run: Run, outcome: Outcome) -> tuple[Outcome, tuple[Run, 
     reason = (f"not run: the index-map scan already found this ({stopping[0].message}), which stops "
               "TPU interpret mode before this check could see anything")
     return Outcome("settled", reason=reason, settled_by=stopping[0]), runs
+
+
+def _without_dma(plan: Plan, run: Run, outcome: Outcome) -> tuple[Outcome, tuple[Run, ...]]:
+    """A kernel that starts no DMA of its own runs the same whenever DMAs complete:
+    the races probe's eager-DMA run of that case would be its test run again."""
+    facts = outcome.facts
+    if facts is None or facts.pallas_calls == 0 or facts.manual_dma:
+        return Outcome("settled"), ()
+    runs = tuple(r for r in plan.runs if r.probe == "races" and r.case == run.case
+                 and ("dma_execution_mode", "eager") in r.params)
+    return Outcome("settled", reason="not run: the kernel starts no DMA, so DMAs completing at their start "
+                   "change nothing"), runs
 
 
 def _results(plan: Plan, probe: Probe, case, outcomes: Mapping[Run, Outcome],
