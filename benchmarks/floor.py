@@ -75,8 +75,8 @@ def main() -> int:
             if run.in_order and not pallas_analysis.shuffled_axes(traced):
                 continue                # the child skips it too: it would be the plain run
             order = [] if run.record else None
-            params = {**run.params_dict, **(hooks.race_params() if run.races else {})}
-            with hooks.fill(run.fill), hooks.grid_order(params, order) as static:
+            fill = run.fill.to_child() if run.fill is not None else None
+            with hooks.switches(run.rung, run.params_dict, fill, order, run.races) as static:
                 executables.run(traced, arrays, run.rung, static, run.in_order)
             rung.reset_state()
         key = run.probe or "correctness"

@@ -83,3 +83,13 @@ def test_every_block_shared_across_a_parallel_axis_and_its_writers_in_order():
     f = analyse(op, (2, 3), (0, 1))
     assert f["shared_blocks"] == [[0, 0], [1, 0]]
     assert f["parallel_shared"][1]["writers"] == [[1, 0], [1, 1], [1, 2]]
+
+
+def test_block_indices_spread_past_any_grid_are_still_told_apart():
+    # A map may return any int64: blocks far apart are keyed by sorting rows, not by
+    # a mixed radix that would overflow; the facts are the same either way.
+    far = 2 ** 40
+    op = _op(lambda i: ((0, far), (far, 0), (0, far), (1, 0))[i], (4,), (8, 128), (16, 256), True)
+    f = analyse(op, (4,), ())
+    assert f["out_of_bounds_count"] == 3 and [b["block_index"] for b in f["outside_blocks"]] == [[0, far], [far, 0]]
+    assert f["revisited_blocks"] == [[0, far]] and f["unwritten_count"] == 3

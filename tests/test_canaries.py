@@ -170,6 +170,110 @@ def test_fills_are_read_at_run_time_by_one_executable_on_both_interpreters(which
     assert executables.compiled == 2
 
 
+def _half_written(x):
+    """Each (8, 128) block: rows 0-4 copied (plus rows 4-8 times 0: in the partial
+    last block those are padding, which shows through), rows 4-6 from scratch never
+    written, rows 6-8 never written; the row count is no multiple of 8."""
+    def kernel(x_ref, o_ref, s_ref):
+        o_ref[0:4, :] = x_ref[0:4, :] + x_ref[4:8, :] * 0.0
+        o_ref[4:6, :] = s_ref[0:2, :]
+    return pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),
+                          grid=(pl.cdiv(x.shape[0], 8),),
+                          in_specs=[pl.BlockSpec((8, 128), lambda i: (i, 0))],
+                          out_specs=pl.BlockSpec((8, 128), lambda i: (i, 0)),
+                          scratch_shapes=[pltpu.VMEM((8, 128), jnp.float32)])(x)
+
+
+@pytest.mark.parametrize("which", ["generic", "tpu-interpret"])
+def test_fills_vary_element_by_element_and_buffer_by_buffer_from_their_seed(which):
+    x = jnp.asarray(np.random.default_rng(0).standard_normal((20, 128)), jnp.float32)
+    traced = rung.trace(_half_written, [x])
+    executables = rung.Executables()
+
+    def run(fill):
+        with hooks.switches(which, {}, fill, None) as static:
+            out = np.asarray(executables.run(traced, [x], which, static))
+        rung.reset_state()
+        return out
+    one, again, other = run({"seed": [7, 1]}), run({"seed": [7, 1]}), run({"seed": [7, 2]})
+    scaled = run({"seed": [7, 1], "scale": -0.25, "finite": True})
+    finite = run({"seed": [7, 1], "finite": True})
+    assert executables.compiled == 1                          # every fill, one executable
+    np.testing.assert_array_equal(one[0:4], np.asarray(x)[0:4])
+    output, scratch = one[6:8], one[4:6]
+    # No value repeats (no one value marks a fill), some are NaN or infinite, magnitudes
+    # spread over decades; the same seed gives the same values, another seed others.
+    assert len(np.unique(output[np.isfinite(output)])) == np.isfinite(output).sum() > 128
+    assert 0 < (~np.isfinite(output)).mean() < 0.4
+    magnitudes = np.log10(np.abs(output[np.isfinite(output)]))
+    assert magnitudes.min() < -5 and magnitudes.max() > 15
+    np.testing.assert_array_equal(one, again)
+    assert not np.array_equal(output, other[6:8], equal_nan=True)
+    # Two buffers (the output, the scratch) hold different values: comparing them says nothing.
+    assert not set(output[np.isfinite(output)].tolist()) & set(scratch[np.isfinite(scratch)].tolist())
+    # The padding of the partial last block (rows 20-24, times 0): non-finite padding
+    # shows there as NaN with the default mix, nowhere with a finite fill.
+    assert not np.isfinite(one[16:20]).all() and np.isfinite(finite[16:20]).all()
+    # The same seed at another power-of-two scale: the values scaled exactly.
+    held = np.isfinite(finite[6:8]) & (finite[6:8] != 0)
+    np.testing.assert_array_equal(scaled[6:8][held], finite[6:8][held] * np.float32(-0.25))
+
+
+def _missing_wait(a):
+    """A DMA started and waited on in the wrong order of use: the buffer is read
+    before its copy is waited on (right when DMAs complete at their start)."""
+    def kernel(x_hbm, o_ref, buf, sem):
+        copy = pltpu.make_async_copy(x_hbm, buf, sem)
+        copy.start()
+        o_ref[...] = buf[...] * 2.0
+        copy.wait()
+    return pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct(a.shape, a.dtype),
+                          in_specs=[pl.BlockSpec(memory_space=pl.ANY)],
+                          scratch_shapes=[pltpu.VMEM(a.shape, a.dtype), pltpu.SemaphoreType.DMA])(a)
+
+
+def test_the_race_detector_and_the_dma_mode_are_read_at_run_time():
+    """TPU interpret mode reads detect_races and dma_execution_mode only from the
+    simulated memory it builds when a kernel starts (release.SHARED_MEMORY_INIT):
+    the hook builds it with each run's, so one executable per core count serves
+    the plain run, the race detector and the eager DMAs."""
+    x = jnp.ones((16, 128), jnp.float32)
+
+    def shared(a):
+        def kernel(x_ref, o_ref):
+            o_ref[...] = x_ref[...]
+        return pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct((8, 128), a.dtype), grid=(2,),
+                              in_specs=[pl.BlockSpec((8, 128), lambda i: (i, 0))],
+                              out_specs=pl.BlockSpec((8, 128), lambda i: (0, 0)),
+                              compiler_params=pltpu.CompilerParams(dimension_semantics=("parallel",)))(a)
+    traced = rung.trace(shared, [x])
+    executables = rung.Executables()
+    found = {}
+    for label, params, races in (("plain", {"num_cores_or_threads": 2}, False),
+                                 ("races", {"detect_races": True, "num_cores_or_threads": 2}, True),
+                                 ("again", {"num_cores_or_threads": 2}, False)):
+        with hooks.capture(), hooks.switches("tpu-interpret", params, None, None, races) as static:
+            try:
+                executables.run(traced, [x], "tpu-interpret", static)
+            except WRAPPED:
+                pass
+            found[label] = hooks.races_found()
+        rung.reset_state()
+    assert found == {"plain": False, "races": True, "again": False}
+    assert executables.compiled == 1
+    y = jnp.asarray(np.random.default_rng(1).standard_normal((8, 128)), jnp.float32)
+    traced = rung.trace(_missing_wait, [y])
+    outs = {}
+    for mode in ("on_wait", "eager", "on_wait"):
+        with hooks.switches("tpu-interpret", {"dma_execution_mode": mode}, {"seed": [1], "finite": True},
+                            None) as static:
+            outs[mode] = np.asarray(executables.run(traced, [y], "tpu-interpret", static))
+        rung.reset_state()
+    assert executables.compiled == 2
+    np.testing.assert_array_equal(outs["eager"], 2.0 * np.asarray(y))
+    assert not np.allclose(outs["on_wait"], 2.0 * np.asarray(y))
+
+
 def _copy_on_a_parallel_axis(a):
     """Eight (8, 128) blocks copied over a grid axis marked "parallel"."""
     def kernel(x_ref, o_ref):

@@ -187,15 +187,21 @@ def _partial_scan(shape):
                                                           "out_of_bounds_count": 0, "out_of_bounds": []}]}]})
 
 
+def _held(run, n=256):
+    """What a rerun's fill puts in a row of ``n`` elements: values drawn element by
+    element, the same in both reruns up to the second's scale (``fills``)."""
+    return np.float32(np.random.default_rng(5).uniform(-1e6, 1e6, n)) * np.float32(run.fill.scale)
+
+
 def _last_row_rerun(test, value_of_fill):
     """The test's output with its last row wrong, and its two fill reruns, where the
-    last row is ``value_of_fill(fill)`` (the plan's own fills)."""
+    last row is ``value_of_fill(the rerun's fill values)`` (the plan's own fills)."""
     from autograder.grading import unwritten
     ref = np.random.default_rng(1).standard_normal((20, 256))
     outcomes = {}
     for r in planning.unwritten_runs(ADD_PLAN, test):
         o = ref.copy()
-        o[-1] = value_of_fill(r.fill)
+        o[-1] = value_of_fill(_held(r))
         outcomes[r] = _ok(o)
     got = ref.copy()
     got[-1] = np.nan
@@ -231,7 +237,7 @@ def test_nan_the_fill_does_not_explain_is_left_to_the_comparison():
     outcomes = {}
     for r in planning.unwritten_runs(ADD_PLAN, test):
         o = ref.copy()
-        o[-1], o[0] = 2.0 * r.fill + 1.0, np.nan
+        o[-1], o[0] = 2.0 * _held(r) + 1.0, np.nan
         outcomes[r] = _ok(o)
     got = ref.copy()
     got[-1] = got[0] = np.nan

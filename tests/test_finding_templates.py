@@ -76,3 +76,17 @@ def test_every_finding_renders_for_a_visible_and_a_secret_case(finding_id, probl
             # Withheld facts and the message (which quotes what the tracer named) never show.
             leaked = [m for m in re.findall(r"LEAK-(\w+)", out) if m not in render._HIDDEN_SAFE]
             assert not leaked, (finding_id, problem, leaked)
+
+
+@pytest.mark.parametrize("fmt", ["text", "md", "html"])
+@pytest.mark.parametrize("problem", ["probe-run-hung", "probe-run-raised"])
+def test_a_probe_run_that_hung_or_raised_renders_for_a_visible_and_a_secret_case(problem, fmt):
+    # What test.j2 shows instead of the ID's own template (a check's run that broke
+    # where the test passed has none of that template's evidence).
+    for fid in ("uninitialized-memory", "grid-order-dependence", "data-race", "dma-protocol", "wrong-result"):
+        for visible in (True, False):
+            f = Finding.make(fid, "tpu-interpret", "LEAK-message", case="secret-case", check="races", problem=problem,
+                             limit_s=10.0, type="ValueError", phase="run", variant="v")
+            out = render.render("findings/_probe_run_broke.j2", fmt, fd=render._finding_view(f, visible))
+            assert ("did not finish within 10 s" if problem == "probe-run-hung" else "raised ValueError") in out
+            assert "LEAK" not in out

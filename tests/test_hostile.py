@@ -42,7 +42,8 @@ ON_EVERY_RELEASE = {
     "taint_through_scan.py", "closed_over_run_scoped.py", "platform_branch.py", "platform_in_kernel.py",
     "platform_in_index_map.py", "scoped_refs_outside.py",
     "fills_recognised_by_range.py", "forged_line_number.py", "reregister_lowering.py",
-    "host_callback_kernel.py", "nan_wildcard.py",
+    "host_callback_kernel.py", "nan_wildcard.py", "whole_array_block_at_speed_size.py",
+    "fills_recognised_as_one_value.py", "hangs_off_the_tests_grid_order.py",
 }
 
 HOSTILE = Path(__file__).resolve().parent / "hostile"
@@ -70,7 +71,7 @@ class Expect:
     says: str = ""              # text the feedback (summary) must contain
     never: tuple[str, ...] = ()  # text no output of results.json may contain
     # "add" (the hostile spec), "add_probed" (every probe, a production and a speed
-    # size) or "matmul" (the bundled assignment, graded as matmul.py)
+    # size) or a bundled assignment ("matmul", "dma_scale"), graded as its entry file
     assignment: str = "add"
     test_says: tuple[tuple[str, str], ...] = ()   # (test number, text its output must contain)
 
@@ -136,14 +137,39 @@ EXPECT = {
     "read_checks.py": Expect(FULL, root_only=True, says="Instructor checks: 1 of 1 passed."),
     # One kernel for every check: the tracer is asked once per size, and each size's
     # program is a claim about that size only (grading/faces.py).
-    "two_faced_probe_case.py": Expect(0.0, ("no-pallas-call", "inconsistent-kernel"), assignment="add_probed"),
-    "two_faced_secret_case.py": Expect(0.0, ("no-pallas-call", "inconsistent-kernel"), assignment="add_probed"),
-    "two_faced_production.py": Expect(PROBED - 1, ("inconsistent-kernel", "not-the-graded-kernel"),
+    "two_faced_probe_case.py": Expect(0.0, ("no-pallas-call", "nothing-to-check"), assignment="add_probed"),
+    "two_faced_secret_case.py": Expect(0.0, ("no-pallas-call", "nothing-to-check"), assignment="add_probed"),
+    "two_faced_production.py": Expect(PROBED - 1, ("inconsistent-kernel", "another-kernel"),
                                       assignment="add_probed", test_says=(("S1", "No estimate"),)),
     "one_step_at_speed_size.py": Expect(PROBED - 1, ("inconsistent-kernel",), assignment="add_probed",
-                                        test_says=(("S1", "another kernel than the one the tests"),),
+                                        test_says=(("S1", "a kernel no graded case built"),),
                                         never=("x the instructor solution",)),
     "vmem_two_faced_matmul.py": Expect(17.0, ("inconsistent-kernel",), assignment="matmul"),
+    # Sizes no test runs: the graded kernel with numbers its shape does not derive
+    # gives no figure there (issue 37, section 2); nothing says which secret case built what.
+    "whole_array_block_at_speed_size.py": Expect(PROBED - 1, ("inconsistent-kernel", "numbers"),
+                                                 assignment="add_probed",
+                                                 test_says=(("S1", "operand 0's block is 4096"),),
+                                                 never=("x the instructor solution", "a secret case")),
+    "small_blocks_at_production_only.py": Expect(17.0, ("inconsistent-kernel", "numbers"), assignment="matmul"),
+    "skips_k_blocks_at_production.py": Expect(17.0, ("inconsistent-kernel", "numbers"), assignment="matmul"),
+    # Every check on every graded case: a bug at the secret sizes only is found there,
+    # and a race behind a split of faces is charged as the race it is.
+    "unwritten_read_at_secret_sizes.py": Expect(PROBED - 2, ("uninitialized-memory",), assignment="add_probed"),
+    "race_behind_a_face_split.py": Expect(15.0, ("data-race",), assignment="dma_scale"),
+    # Probe runs look like test runs; a probe run that hangs is charged (section 3).
+    "fills_recognised_as_one_value.py": Expect(PROBED - 4, ("uninitialized-memory",), assignment="add_probed"),
+    "hangs_off_the_tests_grid_order.py": Expect(PROBED - 1, ("grid-order-dependence", "probe-run-hung"),
+                                                assignment="add_probed"),
+    "hangs_unless_memory_is_nan.py": Expect(PROBED - 7, ("timeout",), assignment="add_probed"),
+    # A secret case's failure says only what the grader chooses (section 4).
+    "exception_class_names_the_shape.py": Expect(PROBED - 2, ("exception",), assignment="add_probed",
+                                                 never=("Shape_", "leak_", "40_384", "M=40")),
+    "exit_status_names_the_shape.py": Expect(PROBED - 2, ("killed",), assignment="add_probed",
+                                             never=("exit code 40", "(40)")),
+    "share_of_wrong_outputs_names_the_shape.py": Expect(PROBED - 2, ("wrong-result",), assignment="add_probed",
+                                                        test_says=(("2.1", "1% to 10% of the outputs"),),
+                                                        never=("2.5%", "384 of")),
     # Work outside the kernel wherever the data goes (compile readiness keeps its point).
     "scalar_work_outside.py": Expect(1.0, ("work-outside",), assignment="add_probed"),
     "closed_over_run_scoped.py": Expect(0.0, ("work-outside", "compile-reject"), assignment="add_probed"),
@@ -157,10 +183,10 @@ EXPECT = {
     "cond_rebuilds_bits.py": Expect(1.0, ("work-outside",), assignment="add_probed"),
     "while_rebuilds_bits.py": Expect(1.0, ("work-outside",), assignment="add_probed"),
     "table_lookup_sum.py": Expect(1.0, ("work-outside",), assignment="add_probed"),
-    # Fills drawn from the run key: neither fixed values nor a range gives them away
-    # (TPU interpret mode's reused output buffers catch both on its own tests).
-    "fills_mapped_to_zero.py": Expect(PROBED - 2, ("uninitialized-memory",), assignment="add_probed"),
-    "fills_recognised_by_range.py": Expect(PROBED - 2, ("uninitialized-memory",), assignment="add_probed"),
+    # Fills drawn from the run key element by element, in every run: neither fixed values
+    # nor a range gives them away, and the tests see them too.
+    "fills_mapped_to_zero.py": Expect(PROBED - 4, ("uninitialized-memory",), assignment="add_probed"),
+    "fills_recognised_by_range.py": Expect(PROBED - 4, ("uninitialized-memory",), assignment="add_probed"),
     # Every rung judges the branch a TPU would run (here x - y): the rebuilt program keeps only
     # that branch, outside the kernel (XLA's "tpu") and inside it (Mosaic's), index maps too.
     "platform_branch.py": Expect(PROBED - 4, ("wrong-result",), assignment="add_probed"),
@@ -205,10 +231,11 @@ def _layout(base: Path, install: Path, attack: Path) -> Path:
     source = root / "source"
     shutil.rmtree(source / "assignments" / "add")
     assignment = EXPECT[attack.name].assignment
-    if assignment == "matmul":
-        shutil.copytree(REPO / "assignments" / "matmul", source / "assignments" / "matmul")
-        shutil.copy(REPO / "solutions" / "matmul.py", source / "solutions" / "matmul.py")
-        (source / "assignment.txt").write_text("matmul\n")
+    bundled = assignment not in ("add", "add_probed")
+    if bundled:
+        shutil.copytree(REPO / "assignments" / assignment, source / "assignments" / assignment)
+        shutil.copy(REPO / "solutions" / f"{assignment}.py", source / "solutions" / f"{assignment}.py")
+        (source / "assignment.txt").write_text(f"{assignment}\n")
     else:
         shutil.copytree(HOSTILE / "assignments" / assignment, source / "assignments" / "add")
     with open(source / "solutions" / "add.py", "a") as f:
@@ -221,7 +248,7 @@ def _layout(base: Path, install: Path, attack: Path) -> Path:
         shutil.copytree(attack, sub, symlinks=True)
     else:
         sub.mkdir()
-        entry = "matmul.py" if assignment == "matmul" else "add.py"
+        entry = f"{assignment}.py" if bundled else "add.py"
         shutil.copy(attack, sub / (entry if attack.suffix == ".py" else attack.name))
     if attack.name != "zipped_upload":
         for helper in ("honest_add.py", "wrong_add.py", "attack_kit.py"):

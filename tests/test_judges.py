@@ -60,26 +60,30 @@ def test_a_correct_kernel_gets_no_probe_findings():
 
 def test_poisoning_output_that_changes_with_the_fill_is_uninitialized_memory():
     g = Grading("matmul")
-    g.wrong(g.test("tpu-interpret"))                       # NaN fill: wrong
-    huge = g.run("poisoning", "fill-3")
-    g.wrong(huge, huge.fill)
+    g.wrong(g.test("tpu-interpret"), 3.0)                  # the test's own fill: wrong
+    other = g.run("poisoning", "fill-2")
     (f,), _ = g.judge("poisoning")
-    assert f.id == "uninitialized-memory" and f.run == huge.index
-    names = {v: f"{g.run('poisoning', v).fill:.4g}" for v in ("fill-1", "fill-2", "fill-3")}
-    assert f.facts()["fills_passing"] == [names["fill-1"], names["fill-2"]]
-    assert f.facts()["fills_failing"] == ["nan", names["fill-3"]]
+    assert f.id == "uninitialized-memory" and f.run is None   # the fill that failed is the test's own
+    assert f.facts()["fills_passing"] == ["fill-2"] and f.facts()["fills_failing"] == ["fill-1"]
+    g.wrong(other, 5.0)
+    (f,), _ = g.judge("poisoning")
+    assert f.run == other.index and f.facts()["fills_failing"] == ["fill-1", "fill-2"]
+    assert "wrong with every fill tried" in f.message
 
 
-def test_fills_are_drawn_from_the_run_key_and_are_no_round_numbers():
-    from autograder.grading.probes.poisoning import fills
-    one, again, other = fills(7), fills(7), fills(8)
-    assert one == again and one != other and len(one) == 3
-    for _name, value in one + other:
-        assert value != 0 and value == float(np.float32(value))
-        assert abs(value) not in (1e30, 1.0) and f"{abs(value):.1e}" != f"{abs(value):.7e}"[:7]
-    signs = {v > 0 for k in range(40) for _n, v in fills(k)}
-    assert signs == {True, False}
-    assert sorted(abs(v) for _n, v in fills(3)) == [abs(v) for _n, v in fills(3)]   # small, moderate, huge
+def test_fills_are_drawn_from_the_run_key_element_by_element():
+    from autograder.grading import fills
+    one, again, other = fills.poisoning_fills(7), fills.poisoning_fills(7), fills.poisoning_fills(8)
+    assert one == again and one != other and len(one) == 1
+    test = fills.test_fill(7)
+    assert test not in one and test.seed[:2] == (7, 0) and test != fills.test_fill(8)
+    assert not test.finite and all(not f.finite and f.scale == 1.0 for f in one)
+    # The two reruns of a failing test: the same values, the second's times a power of two.
+    a, b = fills.unwritten_fills(7)
+    assert a.seed == b.seed and a.finite and b.finite and b.scale / a.scale == fills.UNWRITTEN_SCALE
+    assert a.positive and b.positive and b.scale < 0          # the second's all negative
+    assert np.log2(abs(fills.UNWRITTEN_SCALE)) == int(np.log2(abs(fills.UNWRITTEN_SCALE)))
+    assert {f.name for f in (test, *one)} == {"fill-1", "fill-2"}
 
 
 def test_poisoning_differences_confined_to_partial_blocks_are_padding_dependence():
@@ -96,7 +100,7 @@ def test_poisoning_differences_confined_to_partial_blocks_are_padding_dependence
     assert last < rows, "the probe case has a partial row block"
     bad = ref.copy()
     bad[last:] += 5
-    g.set(g.run("poisoning", "fill-3"), output=bad.astype(np.float32))
+    g.set(g.run("poisoning", "fill-2"), output=bad.astype(np.float32))
     (f,), _ = g.judge("poisoning")
     assert f.id == "padding-dependence" and f.facts()["partial_elements"] == (rows - last) * ref.shape[1]
 
@@ -199,12 +203,37 @@ def test_a_refused_buffer_count_gets_its_own_rule_and_fix():
     assert "(8, 128)" not in fix_line(f)
 
 
-def test_a_check_whose_runs_timed_out_while_the_test_passed_costs_nothing():
+def test_a_check_whose_run_hung_while_the_test_passed_is_charged_as_the_bug_it_exposes():
     g = Grading("matmul")
     for run in g.plan.probe_runs("grid-order", g.case).values():
         g.outcomes[run] = Outcome("timeout", phase="run", limit_s=10.0)
     found, notes = g.judge("grid-order")
+    assert [(f.id, f.problem) for f in found] == [("grid-order-dependence", "probe-run-hung")] and notes == []
+    assert "hung (no result within 10 s)" in found[0].message
+    # Stopped at a limit not far above the test run's own time: maybe only slow (a
+    # loaded machine, a tight --case-timeout): not charged, the check says why.
+    from dataclasses import replace
+    test = g.test("tpu-interpret")
+    g.outcomes[test] = replace(g.outcomes[test], seconds=3.0)
+    found, notes = g.judge("grid-order")
     assert found == [] and "ran out of time" in notes[0].text
+    # The same for each probe's own switch, and a run that raised.
+    for probe, variant, fid in (("poisoning", "fill-2", "uninitialized-memory"),
+                                ("races", "dma-eager", "dma-protocol"),
+                                ("races", "races-2core", "grid-order-dependence")):
+        g = Grading("add")
+        g.outcomes[g.plan.probe_runs(probe, g.case)[variant]] = Outcome("error", phase="run", error_type="ValueError",
+                                                                         message="x")
+        found, _ = g.judge(probe)
+        assert [(f.id, f.facts()["type"]) for f in found] == [(fid, "ValueError")], (probe, variant)
+
+
+def test_a_check_the_grader_could_not_run_costs_nothing():
+    g = Grading("matmul")
+    for run in g.plan.probe_runs("grid-order", g.case).values():
+        g.outcomes[run] = Outcome("skipped", reason="budget")
+    found, notes = g.judge("grid-order")
+    assert found == [] and "time budget was spent" in notes[0].text
 
 
 def test_a_check_stopped_by_a_recognised_error_carries_it():
@@ -216,13 +245,28 @@ def test_a_check_stopped_by_a_recognised_error_carries_it():
     assert f.id == "out-of-bounds" and notes == []
 
 
+def _broken_everywhere(g, probe, cases):
+    for case in cases:
+        g.outcomes[g.plan.test_run(case.name, "tpu-interpret")] = Outcome("error", error_type="ValueError",
+                                                                          message="bad")
+        for run in g.plan.probe_runs(probe, case.name).values():
+            g.outcomes[run] = Outcome("error", error_type="ValueError", message="bad")
+
+
 def test_a_check_whose_test_fails_too_is_blocked_not_charged_twice():
     g = Grading("add")
-    g.outcomes[g.test("tpu-interpret")] = Outcome("error", error_type="ValueError", message="bad")
-    for run in g.plan.probe_runs("grid-order", g.case).values():
-        g.outcomes[run] = Outcome("error", error_type="ValueError", message="bad")
-    (f,), _ = g.judge("grid-order")
-    assert f.problem == "check-not-run" and f.facts()["test_rung"] == "tpu-interpret"
+    _broken_everywhere(g, "grid-order", g.plan.cases)
+    found, _ = g.judge("grid-order")
+    assert found and all(f.problem == "check-not-run" and f.facts()["test_rung"] == "tpu-interpret" for f in found)
+
+
+def test_a_check_blocked_on_one_case_still_vouches_for_the_cases_it_ran_on():
+    g = Grading("add")
+    secret = next(c for c in g.plan.cases if not c.visible)
+    _broken_everywhere(g, "grid-order", [secret])
+    found, notes = g.judge("grid-order")
+    assert found == [] and [n.text for n in notes] == ["not run on a case whose own test fails (charged there); "
+                                                       "it ran on the others"]
 
 
 def test_a_settled_check_carries_the_settling_finding():

@@ -27,16 +27,38 @@ def test_correctness_runs_cover_every_case_and_rung():
     assert [r.index for r in plan.runs] == list(range(len(plan.runs)))
 
 
-def test_probe_case_runs_share_one_draw_other_cases_one_per_rung():
+def test_every_run_of_a_graded_case_shares_one_draw_and_every_kernel_run_a_fill():
     plan = _plan()
-    probe_case = plan.assignment.probe_cases[0]
-    g, t = plan.test_run(probe_case, "generic"), plan.test_run(probe_case, "tpu-interpret")
-    assert g.draw is t.draw and g.draw.entropy == (1001, 7, 0)
-    hidden = plan.assignment.cases[2].name
-    hg, ht = plan.test_run(hidden, "generic"), plan.test_run(hidden, "tpu-interpret")
-    assert hg.draw != ht.draw and hg.draw.signature == ht.draw.signature   # one trace, two draws
-    fill = plan.probe_runs("poisoning", probe_case)["fill-1"]
-    assert fill.draw is t.draw and fill.fill not in (0.0, None) and fill.rung == "tpu-interpret"
+    for case in plan.cases:
+        g, t = plan.test_run(case.name, "generic"), plan.test_run(case.name, "tpu-interpret")
+        assert g.draw is t.draw and g.draw.entropy == (case.seed, 7, 0)
+        poisoning = plan.probe_runs("poisoning", case.name)
+        assert {v for v in poisoning if v.startswith("fill")} == {"fill-2"}
+        assert all(r.draw is t.draw and r.rung == "tpu-interpret" for v, r in poisoning.items() if v != "index-maps")
+    # Every kernel run fills unwritten memory from the run key, the tests and the probes
+    # alike: a probe run varies its own switch, and its fill only when the fill is the switch.
+    kernel = [r for r in plan.runs if r.kind == "kernel"]
+    assert all(r.fill is not None for r in kernel)
+    test_fill = plan.test_run(plan.cases[0].name, "generic").fill
+    assert {r.fill for r in kernel if r.probe in (None, "grid-order", "races", "numerics")} == {test_fill}
+    assert test_fill.seed[:2] == (7, 0) and not test_fill.finite
+    fills = {r.fill for r in kernel if r.probe == "poisoning"}
+    assert len(fills) == 1 and test_fill not in fills
+
+
+def test_the_race_detector_rides_on_runs_that_happen_anyway():
+    plan = _plan()
+    for case in plan.cases:
+        races = plan.probe_runs("races", case.name)
+        assert races["races-1core"] is plan.test_run(case.name, "tpu-interpret")
+        assert races["races-1core"].races and races["races-1core"].capture
+        assert races["races-2core"] is plan.probe_runs("grid-order", case.name)["seed-1-2cores"]
+    assert not any(r.races for r in plan.runs if r.rung == "generic")
+    # Without the races probe, no run detects races.
+    from dataclasses import replace
+    a = plan.assignment
+    bare = replace(a, probes=tuple(p for p in a.probes if p.name != "races"))
+    assert not any(r.races for r in planning.build(bare, bare.cases, bare.rungs, 7, planners=PLANNERS).runs)
 
 
 def test_static_runs_come_first_and_a_shared_analysis_runs_once():
@@ -48,7 +70,7 @@ def test_static_runs_come_first_and_a_shared_analysis_runs_once():
     assert plan.probe_runs("poisoning", probe_case)["index-maps"] is scan
     # One scan per traced signature (every case's), shared by the probes that read it
     # (a numerics stress input's scan is its own: its block map).
-    scans = [r for r in plan.runs if r.analysis == "index-maps" and r.stress is None]
+    scans = [r for r in plan.runs if r.analysis == "index-maps" and r.stress is None and not r.draw.abstract]
     assert len(scans) == len({r.draw.signature for r in plan.runs if r.probe is None})
     assert {r.case.name for r in scans} == {c.name for c in plan.cases}
     assert {ask[0] for ask, index in plan.asks if index == scan.index} == {"index-maps", "poisoning"}
@@ -58,26 +80,33 @@ def test_every_static_check_runs_on_every_graded_signature_and_vmem_at_the_produ
     plan = _plan()
     sigs = {r.draw.signature for r in plan.runs if r.probe is None}
     for analysis in ("index-maps", "compile", "structure"):
-        assert {r.draw.signature for r in plan.runs if r.analysis == analysis and r.stress is None} == sigs, \
-            analysis
+        assert {r.draw.signature for r in plan.runs if r.analysis == analysis and r.stress is None
+                and not r.draw.abstract} == sigs, analysis
+    # At the production size (no test runs it): the VMEM budget, and the index-map scan
+    # that says whether the grid and blocks cover the arrays there.
+    production = {r.analysis for r in plan.runs if r.draw.abstract and r.probe == "vmem"}
+    assert production == {"vmem", "index-maps"}
     vmem = [r for r in plan.runs if r.analysis == "vmem"]
     assert {r.draw.signature for r in vmem} == sigs | {r.draw.signature for r in vmem if r.draw.abstract}
     assert sum(r.draw.abstract for r in vmem) == 1
     # A static run of a graded case reads exactly the data of that case's first correctness run.
     for r in plan.runs:
-        if r.analysis == "index-maps" and r.stress is None:
+        if r.analysis == "index-maps" and r.stress is None and not r.draw.abstract:
             assert r.draw is plan.test_run(r.case.name, plan.rungs[0]).draw
 
 
-def test_the_dynamic_probes_run_on_probe_cases_drawn_from_the_run_key():
-    from dataclasses import replace
+def test_every_check_runs_on_every_graded_case_visible_and_secret_whatever_the_run_key():
     a = spec.find("add")
-    pool = replace(a, probe_cases=tuple(c.name for c in a.cases if c.visible), probe_draw=1)
-    chosen = {k: planning.build(pool, pool.cases, pool.rungs, k, planners=PLANNERS).probe_cases("races")
-              for k in range(12)}
-    assert all(len(c) == 1 for c in chosen.values())
-    assert {c[0].name for c in chosen.values()} == set(pool.probe_cases)    # each can be drawn
-    assert chosen[5] == planning.build(pool, pool.cases, pool.rungs, 5, planners=PLANNERS).probe_cases("races")
+    for key in range(6):
+        plan = planning.build(a, a.cases, a.rungs, key, planners=PLANNERS)
+        for probe in ("index-maps", "compile", "structure", "poisoning", "grid-order", "races"):
+            assert plan.probe_cases(probe) == a.cases, (probe, key)
+            assert all(set(plan.probe_runs(probe, c.name)) == set(plan.probe_runs(probe, a.cases[0].name))
+                       for c in a.cases), probe
+    # The numerics stress inputs are inputs of their own, built on one case.
+    m = spec.find("matmul")
+    plan = planning.build(m, m.cases, m.rungs, 1, planners=PLANNERS)
+    assert [c.name for c in plan.probe_cases("numerics")] == list(m.probe_cases[:1])
 
 
 def test_every_visible_case_and_stress_input_gets_one_index_map_scan_for_its_block_maps():
@@ -88,17 +117,18 @@ def test_every_visible_case_and_stress_input_gets_one_index_map_scan_for_its_blo
     # draw visible cases only.
     assert set(visible) <= {r.case.name for r in scans if r.stress is None} == {c.name for c in plan.cases}
     assert all(r.kind == "static" for r in scans)
-    # A non-probe case's scan reads its first correctness run's draw (no new inputs).
+    # A case's scan reads its first correctness run's draw (no new inputs).
     bf16 = next(r for r in scans if r.case.name == "bf16-256x384x256")
     assert bf16.draw is plan.test_run(bf16.case.name, "generic").draw
     stress = {r.stress.name for r in scans if r.stress is not None}
     assert stress == {s.name for s in plan.assignment.probe("numerics").settings}
-    # Without the index-map probe, only visible cases get a scan of their own (for the maps).
+    # Without the probes that scan (index maps, poisoning), only visible cases get a scan
+    # of their own (for the maps).
     from dataclasses import replace
     a = plan.assignment
-    bare = replace(a, probes=tuple(p for p in a.probes if p.name != "index-maps"))
+    bare = replace(a, probes=tuple(p for p in a.probes if p.name not in ("index-maps", "poisoning")))
     scanned = {r.case for r in planning.build(bare, bare.cases, bare.rungs, 7, planners=PLANNERS).runs
-               if r.analysis == "index-maps" and r.stress is None}
+               if r.analysis == "index-maps" and r.stress is None and not r.draw.abstract}
     assert sorted(c.name for c in scanned) == sorted(visible)
 
 
@@ -142,7 +172,7 @@ def test_any_case_name_works(tmp_path, name):
     a = spec.load(folder)
     plan = planning.build(a, a.cases, a.rungs, 3, planners=PLANNERS)
     assert plan.test_run(name, "generic").case.name == name
-    assert set(plan.probe_cases("poisoning")) == {a.case(name)}
+    assert a.case(name) in plan.probe_cases("poisoning")
     assert all(r.case.name == name for r in plan.probe_runs("races", name).values())
 
 

@@ -112,12 +112,16 @@ def test_correct_styles_are_clean_on_every_check(grade_cli, path, slug):
 
 
 def test_unmasked_block_max_is_padding_dependence(grade_cli):
-    doc, out = grade_cli(SOFTMAX / "softmax_global_block_max.py", "softmax")
-    # The 64-row case has no partial block and passes; every other case fails through padding.
+    doc, out = grade_cli(SOFTMAX / "softmax_global_block_max.py", "softmax", "--run-key", "1")
+    # The 64-row case has no partial block and passes; every other case fails through padding:
+    # each test's own reruns fill the padding once all positive and once all negative, and
+    # the elements the padding reaches are right with the second.
     expected = [["padding-dependence"]] * 4 + [[], []] + [["padding-dependence"]] * 6
     assert tags(doc) == expected
-    poison = _probe(doc, "Memory poisoning")
-    assert poison["tags"] == ["padding-dependence"] and "partial edge blocks" in poison["output"]
+    assert "partial edge blocks" in doc["tests"][0]["output"]
+    # The poisoning check's fills (random sign, like the tests') are both wrong there: no
+    # fill of its is benign, so it leaves the bug to the tests, which charge it.
+    assert _probe(doc, "Memory poisoning")["tags"] == []
 
 
 def _charged_once(doc, fid):
@@ -158,9 +162,10 @@ def test_cross_step_prefetch_on_a_parallel_axis_is_grid_order_not_dma(grade_cli)
     assert tags(doc) == [[], [], [], ["grid-order-dependence"], [], ["grid-order-dependence"],
                          [], ["grid-order-dependence"]]
     _charged_once(doc, "grid-order-dependence")
+    # The poisoning check ran on the case whose test passed and vouches for it (a note
+    # says the others' tests fail, charged there).
     assert probe_tags(doc) == {**DMA_CLEAN, **{k: ["grid-order-dependence"] for k in (
-        "Memory poisoning: NaN and random fills", "Grid order: shuffled parallel axes, two cores",
-        "Races and DMA protocol")}}
+        "Grid order: shuffled parallel axes, two cores", "Races and DMA protocol")}}
     assert "Every axis 'arbitrary' (in order, one core): finishes, and is right" in out
     assert 'mark it "arbitrary" in pltpu.CompilerParams(dimension_semantics=...)' in " ".join(out.split())
     assert "a DMA wait that nothing satisfies" not in out
@@ -299,10 +304,10 @@ def test_a_mask_with_an_infinite_literal_is_graded_as_the_logic_error_it_is(grad
     # jnp.where(..., -jnp.inf): on jax 0.12 the literal is a TypedFloat, which the
     # program document once refused ("a malformed float"), costing every point.
     doc, out = grade_cli(SOFTMAX / "column_mask_off_by_one.py", "softmax", "--run-key", "1")
-    # Run key 1's secret case 4, and case 6 on TPU interpret mode, draw inputs the
-    # missing column does not change beyond the tolerance.
-    assert tags(doc) == [["wrong-result"]] * 6 + [[], []] + [["wrong-result"]] * 3 + [[]]
-    assert doc["score"] == 10.0 and "Problems found: 1" in out
+    # Run key 1's secret case 4 and case 6 (both rungs share a case's draw) draw inputs
+    # the missing column does not change beyond the tolerance.
+    assert tags(doc) == [["wrong-result"]] * 6 + [[], []] + [["wrong-result"]] * 2 + [[], []]
+    assert doc["score"] == 11.0 and "Problems found: 1" in out
     assert all(not t for t in probe_tags(doc).values()), probe_tags(doc)
 
 

@@ -48,6 +48,8 @@ def _broken(tmp_path, old, new):
     ("[probes.races]", "[probes.racez]", "probes.racez", "'racez'"),
     ("seeds = [1, 2]", "seeds = [-1]", "probes.grid-order.seeds", "[-1]"),
     ('probe_cases = ["odd-rows"]', 'probe_cases = ["nope"]', "probe_cases[0]", "'nope'"),
+    # Every check runs on every graded case: a subset drawn per grading is no more.
+    ('probe_cases = ["odd-rows"]', 'probe_cases = ["odd-rows"]\nprobe_draw = 1', "probe_draw", "1"),
     # Every test keeps its own budget: startup + case_s x 8 tests > the 540 s default total.
     ("case_s = 50", "case_s = 60", "limits.case_s", "60"),
     ("case_s = 50", "case_s = 50\ntotal_s = 570", "limits.total_s", "570"),

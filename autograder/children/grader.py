@@ -144,7 +144,7 @@ class Executor:
     def _check_kernel(self, sigs: dict, arrays, rung_name: str):
         import jax.numpy as jnp
 
-        from ..pallas_surface import rung
+        from ..pallas_surface import hooks, rung
         from . import check_suite
         if rung_name not in ("generic", "tpu-interpret"):
             raise ValueError(f"rung must be 'generic' or 'tpu-interpret'; got {rung_name!r}")
@@ -161,8 +161,8 @@ class Executor:
         try:
             # JAX logs a failed callback's whole traceback to stderr: the check's output
             # would open with the interpreter's internals; the message below says it all.
-            with contextlib.redirect_stderr(io.StringIO()):
-                out = self.executables.run(self._traced(sigs[key], args), args, rung_name, {}, False)
+            with contextlib.redirect_stderr(io.StringIO()), hooks.switches(rung_name, {}, None, None) as static:
+                out = self.executables.run(self._traced(sigs[key], args), args, rung_name, static, False)
             return np.asarray(out)
         except Exception as e:  # noqa: BLE001 - the kernel's error fails the check that called it
             etype, message = rung.unwrap_error(e)
@@ -198,11 +198,10 @@ class Executor:
             return {"status": "error", "phase": "run", "type": NO_SHUFFLED_AXIS,
                     "message": "no grid axis of more than one point is marked parallel", "frames": []}
         params, order, extra = dict(run.get("params") or {}), [], {}
-        if run.get("races"):
-            params.update(hooks.race_params())
         with ExitStack() as stack:
-            stack.enter_context(hooks.fill(run.get("fill")))
-            static = stack.enter_context(hooks.grid_order(params, order if run.get("record") else None))
+            static = stack.enter_context(hooks.switches(run["rung"], params, run.get("fill"),
+                                                        order if run.get("record") else None,
+                                                        bool(run.get("races"))))
             captured = stack.enter_context(hooks.capture()) if run.get("capture") else None
             try:
                 out = self.executables.run(traced, arrays, run["rung"], static, bool(run.get("in_order")))

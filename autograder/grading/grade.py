@@ -29,6 +29,7 @@ from . import (
     plan as planning,
     probes,
     scoring,
+    secrecy,
     submission,
     tracing,
     unwritten,
@@ -37,6 +38,7 @@ from .compare import compare
 from .draws import DrawStore, load_reference
 from .findings import Finding
 from .plan import Plan, Run
+from .probes.static import uncovered
 from .report import Report
 from .schedule import Schedule
 
@@ -199,11 +201,33 @@ def _wrong(a: Assignment, run: Run, outcome: Outcome, ref) -> bool:
                        a.numerics_bound).ok
 
 
+def _withheld(plan: Plan, run: Run, outcomes: dict[Run, Outcome], kernels: faces.Faces | None) -> str:
+    """Why a speed size's estimate is no figure of the graded kernel ("" when it
+    is): its program is not vouched for by a graded one, or its grid and blocks
+    do not cover the arrays there, or its blocks overflow VMEM there."""
+    vouch = kernels.vouch(run.draw.signature) if kernels is not None else None
+    if vouch is not None and not vouch.matched:
+        return vouch.reason + ": no estimate of it is an estimate of yours"
+    checks = plan.speed_checks(run.variant)
+    facts = {k: outcomes[r].facts for k, r in checks.items() if r in outcomes and outcomes[r].ok}
+    hole = uncovered(facts.get("index-maps"))
+    if hole is not None:
+        return f"at this size {hole[1]}: the kernel does not cover its arrays there"
+    budget, estimate = facts.get("vmem"), outcomes.get(run)
+    prod = plan.assignment.production
+    limit = prod.vmem_limit_bytes if prod is not None else (
+        estimate.facts.chip.vmem_bytes if estimate is not None and estimate.ok and estimate.facts else 0)
+    if budget is not None and limit and budget.bytes > limit:
+        return (f"at this size its blocks and scratch need {budget.bytes / 2 ** 20:.1f} MiB of VMEM, more "
+                f"than the {limit / 2 ** 20:.0f} MiB the chip gives a kernel")
+    return ""
+
+
 def _speed(plan: Plan, outcomes: dict[Run, Outcome], tests: list[scoring.TestResult],
            solution: dict, kernels: faces.Faces | None) -> speed_grade.SpeedGrade | None:
     passed = all(t.passed for t in tests if t.probe is None)
     runs = tuple(speed_grade.SizeRun(r.variant, r.draw.case.dims, r.draw.case.dtype, outcomes.get(r),
-                                     kernels is None or kernels.graded_kernel(r.draw.signature))
+                                     _withheld(plan, r, outcomes, kernels))
                  for r in plan.speed_runs())
     g = speed_grade.grade(plan.assignment.speed, runs, solution, passed)
     if g is not None and g.max_score == 0 and not any(s.traced for s in g.sizes):
@@ -272,7 +296,8 @@ def _diagnose(plan: Plan, ex: execution.Execution, store: DrawStore,
     starter = diagnosis.starter_untouched(findings, plan.assignment, loc)
     if starter is not None:
         findings = [starter] + [f for f in findings if f.check != "correctness"]
-    return findings, notes
+    # A secret case's findings carry only what the grader chooses to say (secrecy).
+    return secrecy.shown_findings(plan.assignment, findings), notes
 
 
 def _report(start: _Start, findings: list[Finding], check_notes: list, loc: submission.Located | None,

@@ -2,11 +2,11 @@
 
 All-ones or periodic data hides stale-block bugs, so every array is drawn from
 a seeded generator. The seed is the case's public seed combined with a secret
-run key drawn for each grading run, and a stream per rung: a submission cannot
-predict its data, and no two runs of a case share it (so caching answers by
-shape or replaying an earlier output fails). The probe cases are the one
-exception: all their runs share stream 0, because every probe is a
-differential experiment (same input, one interpreter switch changed).
+run key drawn for each grading run: a submission cannot predict its data (so
+caching answers by shape or replaying an earlier output fails). Every run of a
+graded case, on either rung, shares stream 0: every check runs on every graded
+case, and every probe is a differential experiment (same input, one switch
+changed). A stress input (a case of its own) draws from its rung's stream.
 Low-precision dtypes are rounded here, in the parent, so the reference is
 computed on exactly the values the kernel receives. Arrays cross to the child
 as float32/int32 ``.npy`` plus a dtype name.
@@ -53,7 +53,7 @@ PROBE_STREAM = 0
 
 def stream(assignment: Assignment, case: Case, rung: str) -> int:
     """Which draw a run of ``case`` on ``rung`` gets (see the module docstring)."""
-    if case.name in assignment.probe_cases:
+    if any(c.name == case.name for c in assignment.cases):
         return PROBE_STREAM
     return 1 + list(assignment.rungs).index(rung) if rung in assignment.rungs else PROBE_STREAM
 

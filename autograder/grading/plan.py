@@ -20,13 +20,11 @@ from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any, Callable, Literal, Mapping
 
-import numpy as np
-
 from ..spec import PROBES, Assignment, Case, ProbeRubric, Stress
 from . import inputs
+from .fills import Fill, test_fill, unwritten_fills
 
 Rung = Literal["generic", "tpu-interpret", "static"]
-PROBE_DRAW_STREAM = 0x9B0E   # the run key's stream that picks the probe cases
 PRODUCTION = "production"      # the draw of the VMEM budget: abstract shapes at the real size
 SPEED = "speed"                # the speed estimate's runs (not a probe: shown, scored by its curve)
 # The index-map scan of every visible case (not a probe: no test of its own):
@@ -36,7 +34,6 @@ BLOCK_MAP = "block-map"
 # probe: no test of its own): the test's inputs rerun on the generic
 # interpreter with two fills, only when the test fails (see ``grading.unwritten``).
 UNWRITTEN = "unwritten"
-UNWRITTEN_STREAM = 0x5AFE      # the run key's stream that draws the two fills
 
 
 @dataclass(frozen=True)
@@ -48,7 +45,7 @@ class Variant:
     rung: Rung
     analysis: str | None = None          # static runs: which analysis
     params: tuple[tuple[str, Any], ...] = ()
-    fill: float | None = None
+    fill: Fill | None = None             # None: the grading's test fill (``fills.test_fill``)
     record: bool = False
     races: bool = False
     capture: bool = False
@@ -80,7 +77,7 @@ class Run:
     draw: Draw
     analysis: str | None = None
     params: tuple[tuple[str, Any], ...] = ()
-    fill: float | None = None
+    fill: Fill | None = None            # what unwritten memory holds (every kernel run has one)
     record: bool = False
     races: bool = False
     capture: bool = False
@@ -113,7 +110,8 @@ class Run:
         """All the child learns of this run: opaque ids, never case or probe names."""
         return {"id": f"r{self.index}", "trace": f"t{self.draw.signature}", "kind": self.kind,
                 "analysis": self.analysis, "rung": self.rung, "params": dict(self.params),
-                "fill": self.fill, "record": self.record, "races": self.races,
+                "fill": self.fill.to_child() if self.fill is not None else None, "record": self.record,
+                "races": self.races,
                 "capture": self.capture, "in_order": self.in_order, "inputs": input_files,
                 "output": f"r{self.index}.npy"}
 
@@ -179,7 +177,17 @@ class Plan:
 
     def speed_runs(self) -> tuple[Run, ...]:
         """The speed estimate's static runs, one per ``[speed]`` size, in order."""
-        return tuple(r for r in self.runs if r.probe == SPEED)
+        return tuple(r for r in self.runs if r.probe == SPEED and (r.analysis or "").startswith("speed:"))
+
+    def speed_checks(self, size: str) -> dict[str, Run]:
+        """What vouches for one ``[speed]`` size's estimate: the index-map scan
+        (do the grid and blocks cover the arrays there?) and the VMEM budget, by
+        analysis (runs shared with the VMEM probe's at the production size)."""
+        out: dict[str, Run] = {}
+        for (probe, _case, variant), index in self.asks:
+            if probe == SPEED and variant.startswith(f"{size}:"):
+                out[variant.split(":", 1)[1]] = self.runs[index]
+        return out
 
 
 @dataclass
@@ -230,17 +238,11 @@ def _variant_draw(b: _Builder, case: Case, v: Variant) -> tuple[Draw, Stress | N
     return b.draw(case, inputs.stream(a, case, rung)), None
 
 
-def drawn_probe_cases(a: Assignment, cases: tuple[Case, ...], run_key: int) -> list[Case]:
-    """The cases this grading's dynamic probes run on: ``probe_draw`` of the
-    spec's ``probe_cases`` (all of them by default), drawn from the secret run
-    key, so the submission cannot know which of its signatures is probed."""
-    pool = [c for c in cases if c.name in a.probe_cases]
-    k = min(a.probe_draw or len(pool), len(pool))
-    if k >= len(pool):
-        return pool
-    order = np.random.default_rng([run_key & 0xFFFFFFFF, run_key >> 32, PROBE_DRAW_STREAM]).permutation(len(pool))
-    chosen = set(order[:k].tolist())
-    return [c for i, c in enumerate(pool) if i in chosen]
+def numerics_case(a: Assignment, cases: tuple[Case, ...]) -> list[Case]:
+    """The case the numerics stress inputs are built on: the first of the spec's
+    ``probe_cases`` graded here (the first case graded when none is)."""
+    named = [c for c in cases if c.name in a.probe_cases]
+    return (named or list(cases))[:1]
 
 
 # A probe's planner: the variants it asks for on one case, given the grading's
@@ -252,32 +254,34 @@ def build(assignment: Assignment, cases: tuple[Case, ...], rungs: tuple[str, ...
           *, planners: Mapping[str, Planner] | None = None,
           limit: Callable[[Run], float] | None = None) -> Plan:
     """Every run of one grading: the correctness runs of ``cases`` x ``rungs``
-    and, given the probes' planners, every enabled probe's runs on the probe
-    cases graded (and the speed estimate's and custom checks' runs)."""
+    and, given the probes' planners, every enabled probe's runs on every case
+    graded, visible and secret (and the speed estimate's and custom checks'
+    runs). A function cannot show one kernel where a check looks and another
+    where the points are: every check that can run on a graded case runs on
+    each; the numerics probe, whose inputs are stress inputs of their own, on
+    the one case they are built on."""
     with_probes = planners is not None
     b = _Builder(assignment, run_key, limit or (lambda run: assignment.limits.case_s))
-    probe_cases = drawn_probe_cases(assignment, cases, run_key) if with_probes else []
     planned: list[tuple[str, Case, Variant]] = []
-    for rubric in assignment.probes if probe_cases else ():
+    for rubric in assignment.probes if with_probes and cases else ():
         terms = PROBES[rubric.name]
         planner = planners[rubric.name]
-        if terms.rung == "static":
-            # Every signature a correctness test traces is analysed: a function
-            # cannot show one kernel where the grader looks and another elsewhere.
-            for case in cases:
-                planned += [(rubric.name, case, v) for v in planner(assignment, case, rubric, run_key)
-                            if v.inputs != "production" or case is cases[0]]
-            continue
-        for case in probe_cases if terms.per_case else probe_cases[:1]:
-            planned += [(rubric.name, case, v) for v in planner(assignment, case, rubric, run_key)]
+        for case in cases if terms.per_case or terms.rung == "static" else numerics_case(assignment, cases):
+            planned += [(rubric.name, case, v) for v in planner(assignment, case, rubric, run_key)
+                        if v.inputs != "production" or case is cases[0]]
     for probe, case, v in [p for p in planned if p[2].rung == "static"]:
         _add_variant(b, probe, case, v)
     if with_probes:
         _block_maps(b, cases, rungs)
         _speed(b)
+    # The race detector rides on each case's own test run in TPU interpret mode (it
+    # changes nothing a kernel computes): the races probe's one-core run is that run.
+    detect = with_probes and any(p.name == "races" for p in assignment.probes)
     for case in cases:
         for rung in rungs:
-            b.add(Run(0, case, rung, b.draw(case, inputs.stream(assignment, case, rung))))
+            on = detect and rung == "tpu-interpret"
+            b.add(Run(0, case, rung, b.draw(case, inputs.stream(assignment, case, rung)), fill=test_fill(run_key),
+                      races=on, capture=on))
     if with_probes:
         _unwritten(b, cases, rungs)
     for probe, case, v in [p for p in planned if p[2].rung != "static"]:
@@ -296,22 +300,16 @@ def speed_case(a: Assignment, size) -> Case:
 
 
 def _speed(b: _Builder) -> None:
-    """The speed estimate: the schedule's facts at each size (abstract shapes; static, so early)."""
+    """The speed estimate: the schedule's facts at each size (abstract shapes; static, so early),
+    and what vouches for them there: an index-map scan and the VMEM budget."""
     a = b.assignment
     for size in a.speed.sizes if a.speed else ():
         case = speed_case(a, size)
         draw = b.draw(case, inputs.PROBE_STREAM, abstract=True)
         b.add(Run(0, case, "static", draw, f"speed:{a.speed.chip}", probe=SPEED, variant=size.name))
-
-
-def unwritten_fills(run_key: int) -> tuple[tuple[str, float], tuple[str, float]]:
-    """Two finite fills of random sign and magnitude, drawn from the run key (a
-    kernel cannot recognise them), far apart: memory the kernel never writes
-    holds one, then the other."""
-    rng = np.random.default_rng([run_key & 0xFFFFFFFF, run_key >> 32, UNWRITTEN_STREAM])
-    a = float(np.float32(rng.choice((-1.0, 1.0)) * (1.0 + rng.random()) * 10.0 ** rng.uniform(-3, 3)))
-    b = float(np.float32(-np.sign(a) * (1.0 + rng.random()) * 10.0 ** rng.uniform(3, 9)))
-    return ("fill-a", a), ("fill-b", b)
+        for analysis in ("index-maps", "vmem"):
+            b.add(Run(0, case, "static", draw, analysis, probe=SPEED, variant=f"{size.name}:{analysis}"),
+                  ask=(SPEED, case.name, f"{size.name}:{analysis}"))
 
 
 def _unwritten(b: _Builder, cases: tuple[Case, ...], rungs: tuple[str, ...]) -> None:
@@ -321,8 +319,8 @@ def _unwritten(b: _Builder, cases: tuple[Case, ...], rungs: tuple[str, ...]) -> 
     for case in cases:
         for rung in rungs:
             draw = b.draw(case, inputs.stream(b.assignment, case, rung))
-            for name, value in unwritten_fills(b.run_key):
-                b.add(Run(0, case, "generic", draw, fill=value, probe=UNWRITTEN, variant=f"{name}-{rung}"))
+            for fill in unwritten_fills(b.run_key):
+                b.add(Run(0, case, "generic", draw, fill=fill, probe=UNWRITTEN, variant=f"{fill.name}-{rung}"))
 
 
 def unwritten_runs(plan: "Plan", test: Run) -> tuple[Run, ...]:
@@ -369,7 +367,9 @@ def _checks(b: _Builder, rungs: tuple[str, ...]) -> ChecksRun:
 
 def _add_variant(b: _Builder, probe: str, case: Case, v: Variant) -> None:
     draw, stress = _variant_draw(b, case, v)
-    b.add(Run(0, case, v.rung, draw, v.analysis, v.params, v.fill, v.record, v.races, v.capture,
+    # A probe run looks like a test run: the test's fill, unless the fill is what it varies.
+    fill = None if v.rung == "static" else v.fill or test_fill(b.run_key)
+    b.add(Run(0, case, v.rung, draw, v.analysis, v.params, fill, v.record, v.races, v.capture,
               v.in_order, probe, v.name, stress), ask=(probe, case.name, v.name))
 
 
@@ -388,9 +388,9 @@ def speed_plan(assignment: Assignment) -> Plan:
     the chip; one correctness run there (the `speed` verb's solution)."""
     b = _Builder(assignment, 0, lambda run: assignment.limits.case_s)
     case, rung = assignment.cases[0], assignment.rungs[0]
-    b.add(Run(0, case, rung, b.draw(case, inputs.stream(assignment, case, rung))))
+    b.add(Run(0, case, rung, b.draw(case, inputs.stream(assignment, case, rung)), fill=test_fill(0)))
     _speed(b)
-    return Plan(assignment, 0, (case,), (rung,), (), tuple(b.runs), tuple(b.draws.values()))
+    return Plan(assignment, 0, (case,), (rung,), (), tuple(b.runs), tuple(b.draws.values()), tuple(b.asks))
 
 
 def merged(plans: list[Plan], redrawn: Callable[[Run], bool]) -> tuple[Plan, list[dict[Run, Run]]]:

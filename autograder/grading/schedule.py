@@ -5,10 +5,12 @@ running (it gets an outcome without being run, saying why):
 
 - a run hung while tracing: every pending run with the same trace (same
   shapes, dtypes and static parameters) would hang the same way;
-- a kernel hung on a rung: the probes' reruns of that case on that rung would
-  too; and once two correctness runs on a rung have hung and none there has
-  finished, the rest of that rung is not tried (a kernel that hangs on one
-  case keeps its other tests: one finished run is enough to go on);
+- a kernel's test hung on a rung: the probes' reruns of that case on that
+  rung would too; and once two correctness runs on a rung have hung and none
+  there has finished, the rest of that rung is not tried (a kernel that hangs
+  on one case keeps its other tests: one finished run is enough to go on). A
+  probe's run that hangs skips only that probe's other runs on the case: the
+  hang is charged to that check, and every other check still runs;
 - a static probe settled it (``settle``): e.g. the index-map scan found a
   block outside the array, which stops every TPU interpret run of that case
   before it could show what a dynamic probe looks for.
@@ -117,10 +119,17 @@ class Schedule:
             # It hangs in order too: no other in-order rerun can tell more.
             self._not_run([r for r in pending if r.in_order], outcome, "the kernel hung in grid order too")
             return
-        if run.kind == "kernel":
+        if run.kind == "kernel" and run.probe is None:
             self._not_run([r for r in pending if r.probe and r.case == run.case and r.rung == run.rung
                            and not r.in_order],
                           outcome, "the kernel already hung on this case on this rung")
+        elif run.kind == "kernel":
+            # A probe run that hangs where its case's test finished is charged as the
+            # bug it exposes (probes.judge): the probe's other runs on the case add
+            # nothing to that, and no other check is skipped for it.
+            self._not_run([r for r in pending if r.probe == run.probe and r.case == run.case
+                           and r.rung == run.rung and not r.in_order],
+                          outcome, "this check's run already hung on this case")
         tests = [r for r in self.plan.correctness() if r.rung == run.rung]
         hung = [r for r in tests if r in self.outcomes and self.outcomes[r].status == "timeout"
                 and not self.outcomes[r].not_run]

@@ -178,7 +178,8 @@ def score(plan: Plan, findings: list[Finding], notes: list[CheckNote] = ()) -> l
             by_test.setdefault((f.case, f.rung), []).append(f)
         else:
             by_probe.setdefault(f.check, []).append(f)
-            if f.id in EXPLAINS:
+            # (A size no test runs whose arrays the kernel does not cover explains no test.)
+            if f.id in EXPLAINS and f.problem != "not-covered":
                 explaining.append(f)
     tests = _correctness(plan, wide, by_test, explaining)
     charged: dict[str, str] = {}
@@ -195,7 +196,7 @@ def score(plan: Plan, findings: list[Finding], notes: list[CheckNote] = ()) -> l
         if main is not None and already is None and main.problem != "nothing-to-check":
             charged[main.id] = f"P{pi}"
         case = plan.assignment.case(main.case) if main is not None and main.case else first_case
-        note = "; ".join(n.text for n in notes if n.probe == name) if main is None else ""
+        note = "; ".join(dict.fromkeys(n.text for n in notes if n.probe == name)) if main is None else ""
         shown = main
         if already and main.problem == "check-not-run":
             # The check never got to run: it shows the root cause that stopped it, not a

@@ -1,9 +1,9 @@
 """One submission graded over many run keys, cheaply: can the luck of the draw
 cost it a point?
 
-A run key changes a grading's data (every input is drawn from it), its poisoning
-fills and, with ``probe_draw``, the probe cases; never the programs. So the
-sweep traces each signature once, runs every key's runs in one grader child
+A run key changes a grading's data (every input is drawn from it) and its
+fills; never the programs. So the sweep traces each signature once, runs
+every key's runs in one grader child
 (one compiled executable per rung and parameters serves every key), and judges
 each key as its runs end, dropping its arrays and files before the next.
 
@@ -14,9 +14,9 @@ integers (scalar-prefetch tables drive index maps): the first key's answer
 serves every key otherwise. The dynamic probes (poisoning, grid order, races)
 run on the first key only: on a kernel that writes all its memory and does
 not depend on the grid order, which the first key's grading checks, their
-outputs are the probe case's own output, compared against the reference the
-probe case's correctness test is swept on. Runs get the spec's ceilings, not
-the calibrated limits.
+outputs are each case's own output, compared against the reference that
+case's correctness test is swept on. Runs get the spec's ceilings, not the
+calibrated limits.
 """
 from __future__ import annotations
 

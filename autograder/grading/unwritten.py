@@ -55,23 +55,25 @@ def explain(plan: Plan, test: Run, outcome: Outcome, reference: np.ndarray,
     if len(reruns) == 2:
         # The reruns are the evidence: wrong elements no fill changes were written
         # (NaN a kernel stores on purpose is its own result, not unwritten memory).
-        outs = {f"{r.fill:.4g}": o for r, o in reruns}
+        outs = {r.fill.name: o for r, o in reruns}
         return _by_fills(a, test, out, reference, wrong, outs, _holds_fills(reruns), scan)
     return _whole_blocks(test, out, reference, wrong, scan)
 
 
 def _holds_fills(reruns: list[tuple[Run, np.ndarray]]) -> np.ndarray:
-    """Elements that hold each run's own fill value: never written at all.
+    """Elements that hold the fill itself: never written at all.
 
-    The fills have random mantissas and opposite signs, so a value the kernel
-    computed matches neither, let alone both; the tolerance covers a fill
-    rounded to a low-precision output dtype.
+    The two reruns fill memory with the same values, the second's times a
+    power of two (``fills.unwritten_fills``; exact in any float dtype): an
+    element never stored is the first rerun's value times that factor in the
+    second, exactly. A value the kernel computed is the same in both (it does
+    not depend on the fill) or changes by anything but exactly that factor.
     """
-    held = np.ones(reruns[0][1].shape, dtype=bool)
-    for run, output in reruns:
-        with np.errstate(invalid="ignore"):
-            held &= np.isclose(output.astype(np.float64), run.fill, rtol=1e-2, atol=0.0)
-    return held
+    (run_a, a), (run_b, b) = reruns
+    factor = run_b.fill.scale / run_a.fill.scale
+    a64, b64 = a.astype(np.float64), b.astype(np.float64)
+    with np.errstate(invalid="ignore", over="ignore"):
+        return np.isfinite(a64) & (a64 != 0) & (b64 == a64 * factor)
 
 
 def _by_fills(a: Assignment, test: Run, out: np.ndarray, reference: np.ndarray, wrong: np.ndarray,
@@ -82,7 +84,9 @@ def _by_fills(a: Assignment, test: Run, out: np.ndarray, reference: np.ndarray, 
         return None
     never = changed & held
     tol, length = a.tolerance(test.case.dtype), a.reduction_length(test.case)
-    right = [name for name, o in outs.items() if not mismatches(o, reference, tol, length).any()]
+    # Right where the fill reaches: a fill with which every element that changes with
+    # the fill is right (what else is wrong, the fill does not explain).
+    right = [name for name, o in outs.items() if not (mismatches(o, reference, tol, length) & changed).any()]
     geometry = regions.output_operand(scan, changed.shape)
     evidence = dict(fills_passing=right, fills_failing=[n for n in outs if n not in right],
                     differing=int(changed.sum()), total=int(changed.size),
@@ -96,7 +100,7 @@ def _by_fills(a: Assignment, test: Run, out: np.ndarray, reference: np.ndarray, 
     # off by one): only what changes otherwise can be the padding's doing.
     if partial is not None and not (changed & ~partial).any() and not (never & wrong).any():
         if not right:
-            return _logic_error(test, out, wrong, changed, evidence)
+            return _logic_error(test, out, wrong, changed, partial, evidence)
         return Finding.make("padding-dependence", test.rung,
                             "the output changes with the values in the padding of partial edge blocks: "
                             f"on this case's own inputs, {int(changed.sum())} of {changed.size} outputs "
@@ -112,21 +116,23 @@ def _by_fills(a: Assignment, test: Run, out: np.ndarray, reference: np.ndarray, 
                         case=test.case.name, run=test.index, **evidence)
 
 
-def _logic_error(test: Run, out: np.ndarray, wrong: np.ndarray, changed: np.ndarray,
+def _logic_error(test: Run, out: np.ndarray, wrong: np.ndarray, changed: np.ndarray, partial: np.ndarray,
                  evidence: dict) -> Finding | None:
-    """Wrong whatever the padding holds: a logic error, reported as such. Its NaN
-    or Inf, when all of it changes with the fill, is the padding's fill carried
-    into valid rows by the computation, not an overflow: said as wrong-result
-    (which then stands for the test's ``numerics`` symptom); None otherwise."""
+    """Wrong whatever the padding holds: a logic error in the partial edge blocks,
+    reported as such (which then stands for the test's ``numerics`` symptom). Its
+    NaN or Inf there is the computation's (the padding carried into valid rows,
+    or the logic error's own 0 / 0), not an overflow. None when NaN lies outside
+    the partial blocks too (an overflow of its own: the test keeps its verdict)."""
     with np.errstate(invalid="ignore"):
         odd = wrong & ~np.isfinite(out)
-    if not odd.any() or (odd & ~changed).any():
+    if (odd & ~partial).any() or not (wrong & changed).any():
         return None
+    nan = (", so its NaN is the padding carried into valid elements by the computation, not an overflow"
+           if odd.any() else ": a logic error, not a precision problem")
     return Finding.make("wrong-result", test.rung,
                         "the output is wrong whatever the padding of the partial edge blocks holds: "
                         f"on this case's own inputs, {int(changed.sum())} of {changed.size} outputs change "
-                        "with the fill and no fill gives the right answer, so its NaN is the padding "
-                        "carried into valid elements by the computation, not an overflow",
+                        f"with the fill and no fill gives the right answer{nan}",
                         case=test.case.name, run=test.index, problem="padding-read", **evidence)
 
 

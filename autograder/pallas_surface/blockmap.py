@@ -43,127 +43,133 @@ def _range(start: np.ndarray, block: tuple[int, ...]) -> list[list[int]]:
 
 
 def analyse(op: Operand, grid: tuple[int, ...], parallel_axes: tuple[int, ...]) -> dict:
-    """Facts about one operand; JSON-ready (lists and ints only)."""
+    """Facts about one operand; JSON-ready (lists and ints only). Every fact is
+    computed over the whole grid with array operations (a production-size grid
+    has hundreds of thousands of points)."""
     points = grid_points(grid)
     idx = np.asarray(op.block_indices, dtype=np.int64).reshape(len(points), -1)
     block = np.asarray(op.block_shape, dtype=np.int64)
     shape = np.asarray(op.array_shape, dtype=np.int64)
     starts = idx * block
-    outside = (starts >= shape) | (starts < 0)
+    # (Compared as block indices, not starts: a huge index must not wrap around.)
+    outside = (idx >= -(-shape // block)) | (idx < 0)
     facts: dict = {"operand": op.name, "is_output": op.is_output, "array_shape": list(op.array_shape),
                    "block_shape": list(op.block_shape), "grid": list(grid)}
-
-    oob_rows = np.nonzero(outside.any(axis=1))[0]
+    keys = _keys(idx)
+    oob = outside.any(axis=1)
+    oob_rows = np.nonzero(oob)[0]
     facts["out_of_bounds"] = [
         {"grid_point": points[r].tolist(), "block_index": idx[r].tolist(),
          "element_range": _range(starts[r], op.block_shape), "array_shape": list(op.array_shape)}
         for r in oob_rows[:MAX_EXAMPLES]]
     facts["out_of_bounds_count"] = int(len(oob_rows))
-    facts["outside_blocks"] = _first_seen(idx, points, oob_rows)
-
-    partial = (~outside) & (starts + block > shape)
-    prow = np.nonzero(partial.any(axis=1) & ~outside.any(axis=1))[0]
-    seen_partial = {}
-    for r in prow:
-        seen_partial.setdefault(tuple(idx[r].tolist()), _range(starts[r], op.block_shape))
-    facts["partial_blocks"] = [{"block_index": list(k), "element_range": v}
-                               for k, v in list(seen_partial.items())[:MAX_EXAMPLES]]
-    facts["partial_count"] = len(seen_partial)
-
+    facts["outside_blocks"] = [{"block_index": idx[r].tolist(), "grid_point": points[r].tolist()}
+                               for r in _first_rows(keys, oob_rows)[:MAX_BLOCKS]]
+    prow = np.nonzero(((~outside) & (starts + block > shape)).any(axis=1) & ~oob)[0]
+    first_partial = _first_rows(keys, prow)
+    facts["partial_blocks"] = [{"block_index": idx[r].tolist(), "element_range": _range(starts[r], op.block_shape)}
+                               for r in first_partial[:MAX_EXAMPLES]]
+    facts["partial_count"] = len(first_partial)
     if op.is_output:
-        nblocks = tuple(int(-(-s // b)) for s, b in zip(op.array_shape, op.block_shape))
-        valid = [tuple(r) for r, bad in zip(idx.tolist(), outside.any(axis=1)) if not bad]
-        written = set(valid)
-        missing = [list(b) for b in np.ndindex(*nblocks) if b not in written] if nblocks else []
-        facts["unwritten_blocks"] = missing[:MAX_BLOCKS]
-        facts["unwritten_count"] = len(missing)
-        facts["block_grid"] = list(nblocks)
-        facts["revisits"] = _revisits(idx, points)
-        facts["revisited_blocks"] = _revisited_blocks(idx)
-        facts["reduction_axes"] = [a for a in range(len(grid)) if grid[a] > 1 and _constant_along(idx, points, a)]
-        facts["parallel_shared"], facts["shared_blocks"] = _parallel_shared(idx, points, parallel_axes)
+        facts.update(_output_facts(op, idx, keys, points, oob, grid, parallel_axes))
     return facts
 
 
-def _first_seen(idx: np.ndarray, points: np.ndarray, rows: np.ndarray) -> list[dict]:
-    """Each distinct block among ``rows``, with the first grid point that asks for it."""
-    seen: dict[tuple, list[int]] = {}
-    for r in rows:
-        key = tuple(idx[r].tolist())
-        if key not in seen:
-            seen[key] = points[r].tolist()
-            if len(seen) >= MAX_BLOCKS:
-                break
-    return [{"block_index": list(b), "grid_point": p} for b, p in seen.items()]
+def _output_facts(op: Operand, idx: np.ndarray, keys: np.ndarray, points: np.ndarray, oob: np.ndarray,
+                  grid: tuple[int, ...], parallel_axes: tuple[int, ...]) -> dict:
+    nblocks = tuple(int(-(-s // b)) for s, b in zip(op.array_shape, op.block_shape))
+    missing: list = []
+    count = 0
+    if nblocks:
+        written = np.zeros(int(np.prod(nblocks)), dtype=bool)
+        if (~oob).any():
+            written[np.ravel_multi_index(idx[~oob].T, nblocks)] = True
+        unwritten = np.nonzero(~written)[0]
+        count = int(len(unwritten))
+        missing = [list(map(int, b)) for b in zip(*np.unravel_index(unwritten[:MAX_BLOCKS], nblocks))]
+    found, shared = _parallel_shared(idx, keys, points, parallel_axes)
+    return {"unwritten_blocks": missing, "unwritten_count": count, "block_grid": list(nblocks),
+            "revisits": _revisits(idx, keys, points), "revisited_blocks": _revisited_blocks(idx, keys),
+            "reduction_axes": [a for a in range(len(grid)) if grid[a] > 1 and _constant_along(keys, grid, a)],
+            "parallel_shared": found, "shared_blocks": shared}
 
 
-def _writers(idx: np.ndarray, points: np.ndarray, block: tuple) -> list[list[int]]:
-    """The grid points whose output block is ``block``, in the generic interpreter's order."""
-    rows = np.nonzero((idx == np.asarray(block)).all(axis=1))[0]
-    return [points[r].tolist() for r in rows[:MAX_WRITERS]]
+def _keys(idx: np.ndarray) -> np.ndarray:
+    """One integer per distinct block index (any values, negative ones included):
+    the index in mixed radix over the span each dimension takes."""
+    if idx.shape[1] == 0 or not len(idx):
+        return np.zeros(len(idx), dtype=np.int64)
+    low = idx.min(axis=0)
+    span = [int(x) for x in idx.max(axis=0) - low + 1]
+    if np.prod(np.asarray(span, dtype=float)) < 2.0 ** 62:
+        return np.ravel_multi_index((idx - low).T, tuple(span)).astype(np.int64)
+    # (Block indices a map spreads wider than that: sorting rows is slower but exact.)
+    return np.unique(idx, axis=0, return_inverse=True)[1].reshape(-1).astype(np.int64)
 
 
-def _revisited_blocks(idx: np.ndarray) -> list[list[int]]:
+def _first_rows(keys: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """Among ``rows``, the first row of each distinct block, in grid order."""
+    if not len(rows):
+        return rows
+    _, first = np.unique(keys[rows], return_index=True)
+    return rows[np.sort(first)]
+
+
+def _writers(keys: np.ndarray, points: np.ndarray, row: int) -> list[list[int]]:
+    """The grid points whose output block is row ``row``'s, in the generic interpreter's order."""
+    return points[np.nonzero(keys == keys[row])[0][:MAX_WRITERS]].tolist()
+
+
+def _runs(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Runs of one output block at consecutive grid points: each run's first row,
+    and the run before it of the same block (-1: the block's first run)."""
+    starts = np.nonzero(np.r_[True, keys[1:] != keys[:-1]])[0] if len(keys) else np.zeros(0, dtype=np.int64)
+    run_keys = keys[starts]
+    order = np.argsort(run_keys, kind="stable")
+    before = np.full(len(starts), -1, dtype=np.int64)
+    same = run_keys[order[1:]] == run_keys[order[:-1]]
+    before[order[1:][same]] = order[:-1][same]
+    return starts, before
+
+
+def _revisited_blocks(idx: np.ndarray, keys: np.ndarray) -> list[list[int]]:
     """Every output block written again after the grid moved on to another one."""
-    done: set[tuple] = set()
-    found: dict[tuple, None] = {}
-    prev = None
-    for b in map(tuple, idx.tolist()):
-        if b != prev:
-            if b in done:
-                found.setdefault(b)
-            if prev is not None:
-                done.add(prev)
-        prev = b
-    return [list(b) for b in list(found)[:MAX_BLOCKS]]
+    starts, before = _runs(keys)
+    again = starts[before >= 0]
+    return [idx[r].tolist() for r in _first_rows(keys, again)[:MAX_BLOCKS]]
 
 
-def _constant_along(idx: np.ndarray, points: np.ndarray, axis: int) -> bool:
+def _constant_along(keys: np.ndarray, grid: tuple[int, ...], axis: int) -> bool:
     """The output block does not move along ``axis``: a reduction axis."""
-    seen: dict[tuple, tuple] = {}
-    for p, b in zip(points.tolist(), map(tuple, idx.tolist())):
-        key = tuple(p[:axis] + p[axis + 1:])
-        if seen.setdefault(key, b) != b:
-            return False
-    return True
+    g = keys.reshape(grid)
+    return bool((g == np.take(g, [0], axis=axis)).all())
 
 
-def _revisits(idx: np.ndarray, points: np.ndarray) -> list[dict]:
+def _revisits(idx: np.ndarray, keys: np.ndarray, points: np.ndarray) -> list[dict]:
     """Output blocks that come back after the grid moved on to another block."""
-    last_run_end: dict[tuple, int] = {}
-    prev = None
+    starts, before = _runs(keys)
+    ends = np.r_[starts[1:] - 1, len(keys) - 1] if len(starts) else starts
     found = []
-    for r, b in enumerate(map(tuple, idx.tolist())):
-        if b != prev and b in last_run_end:
-            found.append({"block_index": list(b), "grid_point": points[r].tolist(),
-                          "previous_grid_point": points[last_run_end[b]].tolist(),
-                          "writers": _writers(idx, points, b)})
-            if len(found) >= MAX_EXAMPLES:
-                break
-        last_run_end[b] = r
-        prev = b
+    for j in np.nonzero(before >= 0)[0][:MAX_EXAMPLES]:
+        r = int(starts[j])
+        found.append({"block_index": idx[r].tolist(), "grid_point": points[r].tolist(),
+                      "previous_grid_point": points[ends[before[j]]].tolist(),
+                      "writers": _writers(keys, points, r)})
     return found
 
 
-def _parallel_shared(idx: np.ndarray, points: np.ndarray, parallel_axes: tuple[int, ...]) -> tuple[list, list]:
+def _parallel_shared(idx: np.ndarray, keys: np.ndarray, points: np.ndarray,
+                     parallel_axes: tuple[int, ...]) -> tuple[list, list]:
     """One output block written from grid points that differ along a parallel axis: the
     chip may give those points to different cores. Examples, and every such block."""
-    if not parallel_axes:
+    if not parallel_axes or not len(keys):
         return [], []
-    first: dict[tuple, int] = {}
-    found: list[dict] = []
-    shared: dict[tuple, None] = {}
-    for r, b in enumerate(map(tuple, idx.tolist())):
-        if b not in first:
-            first[b] = r
-            continue
-        a, p = points[first[b]], points[r]
-        axes = [ax for ax in parallel_axes if a[ax] != p[ax]]
-        if axes and b not in shared:
-            shared[b] = None
-            if len(found) < MAX_EXAMPLES:
-                found.append({"block_index": list(b), "grid_points": [a.tolist(), p.tolist()],
-                              "axis": axes[0], "writers": _writers(idx, points, b)})
-            if len(shared) >= MAX_BLOCKS:
-                break
-    return found, [list(b) for b in shared]
+    axes = np.asarray(parallel_axes)
+    _, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
+    firsts = first[inverse.reshape(-1)]
+    differ = points[:, axes] != points[firsts][:, axes]
+    rows = _first_rows(keys, np.nonzero(differ.any(axis=1))[0])[:MAX_BLOCKS]
+    found = [{"block_index": idx[r].tolist(), "grid_points": [points[firsts[r]].tolist(), points[r].tolist()],
+              "axis": int(axes[np.argmax(differ[r])]), "writers": _writers(keys, points, int(r))}
+             for r in rows[:MAX_EXAMPLES]]
+    return found, [idx[r].tolist() for r in rows]

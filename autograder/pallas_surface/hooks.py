@@ -1,12 +1,17 @@
 """The interpreters' switches the probes turn: memory fills, the grid-point
-recorder, the race flag, and what the interpreter prints.
+recorder, the race detector and DMA mode, the race flag, and what the
+interpreter prints.
 
 Fills are read at run time: ``install_runtime_fills`` (called once, before
 anything is traced) makes both interpreters take their "uninitialized" floats
-from a host callback that reads the current fill, so the poisoning probe's runs
-reuse the executable of the plain run instead of compiling one per fill. With
-no fill set the callback returns exactly what the interpreter would (NaN).
-Integers keep the interpreters' own values.
+(outputs, scratch, and the padding of partial blocks) from a host callback
+that reads the current fill, so every fill of a program shares its
+executable. A fill (``Fill``) is drawn element by element from seed words
+(the grading's secret run key): each buffer the interpreter fills gets values
+of its own, of random sign and magnitude, some NaN or infinite, so neither a
+value, a range, a pattern nor a comparison of two buffers tells a kernel that
+memory is unwritten. With no fill set the callback returns exactly what the
+interpreter would (NaN). Integers keep the interpreters' own values.
 
 With more than one simulated core, each core's thread compiles its part of the
 grid at run time (see ``release.THREAD_RUNNER``); ``install_thread_programs``
@@ -19,7 +24,11 @@ interpret mode takes the seed that shuffles its parallel axes from its static
 parameters, so each seed was a program of its own; the hook draws the same
 permutations from a seed a host callback reads (``grid_order``), and the
 grid-point recorder is one shared function that appends to the current run's
-list. The grid-order probe's runs then share one executable per core count.
+list. So are the race detector and the DMA execution mode
+(``install_runtime_params``): TPU interpret mode reads them only from the
+simulated memory it builds when a kernel starts, so the hook builds it with
+the current run's. A run of TPU interpret mode on one core, whatever it
+probes, then shares one executable; on two cores, another (``switches``).
 """
 from __future__ import annotations
 
@@ -31,6 +40,7 @@ import sys
 import tempfile
 import threading
 from contextlib import contextmanager
+from dataclasses import dataclass, replace
 from typing import Callable
 
 import jax
@@ -39,7 +49,38 @@ import numpy as np
 
 from . import release
 
-_FILL: list[float | None] = [None]     # the fill for floats, None: the interpreter's own
+
+@dataclass(frozen=True)
+class Fill:
+    """What unwritten float memory holds in one run: every buffer the
+    interpreter fills (outputs, scratch, padding) draws its own values from
+    ``default_rng([*seed, k])``, k counting the buffers of the run in the
+    order the program fills them (one program fills in one order, so two
+    runs with one seed hold the same values). Each value has a random sign and
+    a magnitude spread over ``DECADES`` (clipped to the dtype's range), times
+    ``scale``; unless ``finite``, about one in eight is NaN and one in sixteen
+    infinite. ``scale`` a power of two keeps a value exact: a rerun with the
+    same seed and another scale shows which elements hold the fill itself."""
+    seed: tuple[int, ...]
+    scale: float = 1.0
+    finite: bool = False
+    positive: bool = False          # every value positive before the scale (no random sign)
+
+    @classmethod
+    def of(cls, spec: dict) -> "Fill":
+        seed = tuple(int(w) for w in spec["seed"])
+        if not seed or any(w < 0 or w >= 2 ** 32 for w in seed):
+            raise ValueError(f"fill seed: must be 32-bit words; got {spec['seed']!r}")
+        return cls(seed, float(spec.get("scale", 1.0)), bool(spec.get("finite", False)),
+                   bool(spec.get("positive", False)))
+
+
+DECADES = (-12.0, 30.0)      # the magnitudes' span, as powers of ten
+NAN_SHARE, INF_SHARE = 1 / 8, 1 / 16
+
+_FILL: list = [None]            # the current fill: None (the interpreter's own), a float, or a Fill
+_BUFFERS = [0]                  # buffers the current run has filled (the k of Fill)
+_FILL_LOCK = threading.Lock()   # two simulated cores fill from two threads
 _ORIGINAL: dict = {}
 
 
@@ -47,13 +88,52 @@ def _target(path: tuple[str, str]):
     return importlib.import_module(path[0]), path[1]
 
 
+def fill_values(fill: Fill, k: int, shape: tuple[int, ...], dtype) -> np.ndarray:
+    """The values of the k-th buffer a run with ``fill`` fills."""
+    dtype = np.dtype(dtype)
+    rng = np.random.default_rng([*fill.seed, k])
+    n = int(np.prod(shape, dtype=np.int64))
+    info = jnp.finfo(dtype)
+    # Well inside the dtype's normal range, so that a power-of-two scale stays exact.
+    lo = max(DECADES[0], float(np.log10(info.tiny)) + 3)
+    hi = min(DECADES[1], float(np.log10(info.max)) - 3)
+    sign = np.where(rng.random(n) < 0.5, -1.0, 1.0) if not fill.positive else np.ones(n)
+    values = sign * 10.0 ** rng.uniform(lo, hi, n)
+    if not fill.finite:
+        kind = rng.random(n)
+        values[kind < NAN_SHARE] = np.nan
+        odd = (kind >= NAN_SHARE) & (kind < NAN_SHARE + INF_SHARE)
+        values[odd] = sign[odd] * np.inf
+    return (values * fill.scale).astype(dtype).reshape(shape)
+
+
+def _current(shape: tuple[int, ...], dtype, default: float) -> np.ndarray:
+    """What the current fill puts in a new buffer of this shape (run time)."""
+    fill = _FILL[0]
+    if isinstance(fill, Fill):
+        with _FILL_LOCK:
+            k = _BUFFERS[0]
+            _BUFFERS[0] += 1
+        return fill_values(fill, k, shape, dtype)
+    return np.full(shape, default if fill is None else fill, dtype)
+
+
 def _host_array(shape, dtype, default: float):
     """An array of the current fill, produced when the program runs."""
     shape = tuple(int(d) for d in shape)
+    return jax.pure_callback(lambda: _current(shape, dtype, default), jax.ShapeDtypeStruct(shape, dtype))
 
-    def current():
-        return np.full(shape, default if _FILL[0] is None else _FILL[0], dtype)
-    return jax.pure_callback(current, jax.ShapeDtypeStruct(shape, dtype))
+
+def _padded(value, block_shape, default: float):
+    """``value`` padded to whole blocks with the current fill, element by
+    element (the interpreters pad with one scalar, the same everywhere)."""
+    if block_shape is None or not jnp.issubdtype(value.dtype, jnp.floating):
+        return None
+    padded = tuple(((v - 1) // b + 1) * b for v, b in zip(value.shape, block_shape))
+    if padded == tuple(value.shape):
+        return value
+    return jax.lax.dynamic_update_slice(_host_array(padded, value.dtype, default), value,
+                                        (0,) * len(padded))
 
 
 def install_runtime_fills() -> None:
@@ -78,13 +158,30 @@ def install_runtime_fills() -> None:
         return orig_array(shape, dtype, uninitialized_memory)
 
     def tpu_value(dtype, uninitialized_memory):
+        # A scalar read at run time (out-of-bounds reads as "uninitialized"):
+        # one value of the current fill.
         if _FILL[0] is not None and jnp.issubdtype(dtype, jnp.floating):
-            return _FILL[0]
+            return _current((), dtype, np.nan)[()]
         return orig_value(dtype, uninitialized_memory)
+
+    generic_pad_mod, generic_pad_name = _target(release.GENERIC_PAD)
+    tpu_pad_mod, tpu_pad_name = _target(release.TPU_PAD)
+    orig_generic_pad = getattr(generic_pad_mod, generic_pad_name)
+    orig_tpu_pad = getattr(tpu_pad_mod, tpu_pad_name)
+
+    def generic_pad(value, block_shape):
+        out = _padded(value, block_shape, np.nan)
+        return orig_generic_pad(value, block_shape) if out is None else out
+
+    def tpu_pad(value, block_shape, uninitialized_memory):
+        out = _padded(value, block_shape, orig_value(value.dtype, uninitialized_memory))
+        return orig_tpu_pad(value, block_shape, uninitialized_memory) if out is None else out
 
     for (mod, name), new, orig in (((generic_mod, generic_name), generic, orig_generic),
                                    ((array_mod, array_name), tpu_array, orig_array),
-                                   ((value_mod, value_name), tpu_value, orig_value)):
+                                   ((value_mod, value_name), tpu_value, orig_value),
+                                   ((generic_pad_mod, generic_pad_name), generic_pad, orig_generic_pad),
+                                   ((tpu_pad_mod, tpu_pad_name), tpu_pad, orig_tpu_pad)):
         _ORIGINAL[(mod, name)] = orig
         setattr(mod, name, new)
 
@@ -163,6 +260,26 @@ def record_grid_point(token, grid_point, core_id):
     return token
 
 
+_RUNTIME: dict = {}        # interpreter parameters the current run sets at run time
+
+
+def install_runtime_params() -> None:
+    """Build TPU interpret mode's simulated memory with the current run's race
+    detector and DMA mode (``release.RUNTIME_PARAMS``), not the compiled ones
+    (idempotent)."""
+    mod, name = _target(release.SHARED_MEMORY_INIT)
+    if (mod, name) in _ORIGINAL:
+        return
+    _ORIGINAL[(mod, name)] = orig = getattr(mod, name)
+
+    def initialize(*args, interpret_params, **kwargs):
+        wanted = {k: v for k, v in _RUNTIME.items() if hasattr(interpret_params, k)}
+        if wanted:
+            interpret_params = replace(interpret_params, **wanted)
+        return orig(*args, interpret_params=interpret_params, **kwargs)
+    setattr(mod, name, initialize)
+
+
 @contextmanager
 def grid_order(params: dict, order: list | None):
     """Within: TPU interpret mode shuffles with ``params``' random_seed, read at
@@ -182,23 +299,57 @@ def grid_order(params: dict, order: list | None):
         _SEED[0], _ORDER[0] = saved
 
 
+@contextmanager
+def switches(rung: str, params: dict, fill_spec, order: list | None, races: bool = False):
+    """Within: one run's every run-time switch (its fill, grid seed and order,
+    race detector and DMA mode). Yields the parameters to compile with, the
+    same for every run of TPU interpret mode on one core count: the shared
+    recorder (recording or not) and nothing that is read at run time."""
+    wanted = {**params, **({"detect_races": True, **race_params()} if races else {})}
+    runtime = {k: v for k, v in wanted.items() if k in release.RUNTIME_PARAMS}
+    # (One core is the default: a run that says so compiles what the plain run does.)
+    compiled = {k: v for k, v in wanted.items()
+                if k not in release.RUNTIME_PARAMS and (k, v) != ("num_cores_or_threads", 1)}
+    if rung != "tpu-interpret":
+        runtime, compiled = {}, {}
+    with fill(fill_spec), grid_order(compiled, order) as static:
+        if rung == "tpu-interpret":
+            static.setdefault("grid_point_recorder", record_grid_point)
+        saved = dict(_RUNTIME)
+        _RUNTIME.clear()
+        _RUNTIME.update(runtime)
+        try:
+            yield static
+        finally:
+            _RUNTIME.clear()
+            _RUNTIME.update(saved)
+
+
 def install() -> None:
     """Every run-time hook, once, before anything is traced."""
     install_runtime_fills()
     install_thread_programs()
     install_runtime_grid_order()
+    install_runtime_params()
 
 
 @contextmanager
-def fill(value: float | None):
-    """Within: uninitialized floats (outputs, scratch, padding) read ``value``."""
+def fill(value):
+    """Within: uninitialized floats (outputs, scratch, padding) read ``value``:
+    None (the interpreter's own NaN), one float everywhere, a ``Fill`` or its
+    child form (a dict: seed, scale, finite), drawn element by element."""
     if value is not None and _target(release.GENERIC_FILL) not in _ORIGINAL:
         raise RuntimeError("hooks.install() must run before anything is traced")
-    saved, _FILL[0] = _FILL[0], (None if value is None else float(value))
+    if isinstance(value, dict):
+        value = Fill.of(value)
+    elif value is not None and not isinstance(value, Fill):
+        value = float(value)
+    saved, _FILL[0] = _FILL[0], value
+    saved_count, _BUFFERS[0] = _BUFFERS[0], 0
     try:
         yield
     finally:
-        _FILL[0] = saved
+        _FILL[0], _BUFFERS[0] = saved, saved_count
 
 
 def races_found() -> bool:

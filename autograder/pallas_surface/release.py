@@ -139,6 +139,17 @@ SEMAPHORE_MARK = "emaphore"
 GENERIC_FILL = ("jax._src.pallas.primitives", "uninitialized_value")
 TPU_FILL_ARRAY = ("jax._src.pallas.mosaic.interpret.utils", "get_uninitialized_array")
 TPU_FILL_VALUE = ("jax._src.pallas.mosaic.interpret.utils", "get_uninitialized_value")
+# Both interpreters pad an input whose blocks do not divide it with one scalar
+# "uninitialized" value (module, function(value, block_shape[, mode])): the
+# padding would be one value throughout, which a kernel can recognise.
+GENERIC_PAD = ("jax._src.pallas.hlo_interpreter", "_pad_to_block_dimension")
+TPU_PAD = ("jax._src.pallas.mosaic.interpret.utils", "pad_to_block_dimension")
+# TPU interpret mode builds its simulated memory when a kernel starts running
+# (a host callback, module, function(token, ..., *, interpret_params)), and reads
+# these parameters only from that memory, at run time: a run may switch them
+# without a program of its own (the rest of InterpretParams is compiled in).
+SHARED_MEMORY_INIT = ("jax._src.pallas.mosaic.interpret.interpret_pallas_call", "_initialize_shared_memory")
+RUNTIME_PARAMS = frozenset({"detect_races", "dma_execution_mode", "on_race"})
 
 # -- compiling the interpreters' programs -------------------------------------
 # COMPILER_OPTIONS (per rung) is per release: XLA's CPU options change with jaxlib.

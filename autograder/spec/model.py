@@ -215,8 +215,7 @@ class Assignment:
     limits: Limits
     snippet_reference: str
     probes: tuple[ProbeRubric, ...] = ()
-    probe_cases: tuple[str, ...] = ()
-    probe_draw: int | None = None     # dynamic probes run on this many of probe_cases, drawn per grading
+    probe_cases: tuple[str, ...] = ()   # the first: the case the numerics stress inputs are built on
     production: Production | None = None
     structure: Structure = Structure()
     stdout_visibility: str = "hidden"  # Gradescope's: who sees the grader's own stdout

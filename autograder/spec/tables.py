@@ -234,24 +234,21 @@ def read_probes(r: TableReader, ctx: SpecContext) -> tuple[ProbeRubric, ...]:
 
 def read_probe_cases(r: TableReader, cases: tuple[Case, ...]) -> tuple[str, ...]:
     names = [c.name for c in cases]
-    probe_cases = r.get("probe_cases", list, "must be a list of case names",
-                        [c.name for c in cases if c.visible], documented="every visible case")
+    probe_cases = r.get("probe_cases", list, "must be a list of case names (the first is the case the "
+                        "numerics stress inputs are built on)", [c.name for c in cases if c.visible],
+                        documented="every visible case")
     for i, n in enumerate(probe_cases):
         if n not in names:
             raise SpecError(r.file, f"probe_cases[{i}]", f"must name a case ({names})", n)
     return tuple(probe_cases)
 
 
-def read_probe_draw(r: TableReader) -> int | None:
-    """How many of probe_cases the dynamic probes run on, drawn per grading from
-    the secret run key (list only cases that expose the same bugs)."""
-    n = r.get("probe_draw", int, "must be an integer >= 1, at most the number of probe_cases", None,
-              documented="every probe case")
-    if n is None:
-        return None
-    if n < 1 or n > len(r.table.get("probe_cases", [None])):
-        raise r.fail("probe_draw", "must be an integer >= 1, at most the number of probe_cases", n)
-    return n
+def refuse_probe_draw(r: TableReader) -> None:
+    """``probe_draw`` (a subset of the probe cases drawn per grading) is gone:
+    every check runs on every graded case, so a spec that still says it is told so."""
+    if "probe_draw" in r.table:
+        raise r.fail("probe_draw", "is no longer a key: every check runs on every graded case "
+                     "(remove it)", r.table["probe_draw"])
 
 
 def read_production(r: TableReader, dims: tuple[DimRule, ...]) -> Production | None:
@@ -389,6 +386,7 @@ def load(folder: Path | str) -> Assignment:
     limits, lr = read_limits(r)
     ctx = SpecContext(dims, dict(tolerances), inputs)
     cases = read_cases(r, ctx)
+    refuse_probe_draw(r)
     check_budget(lr, limits, len(cases) * len(rungs))
     probes = read_probes(r, ctx)
     production = read_production(r, dims)
@@ -398,7 +396,7 @@ def load(folder: Path | str) -> Assignment:
         slug=folder.name, folder=folder, **entry, inputs=inputs, output=output, dims=dims,
         tolerances=tolerances, numerics_bound=float(r.positive("numerics_bound", 0.05)),
         reduction_dim=reduction_dim, rungs=rungs, cases=cases, limits=limits, probes=probes,
-        probe_cases=read_probe_cases(r, cases), probe_draw=read_probe_draw(r), production=production,
+        probe_cases=read_probe_cases(r, cases), production=production,
         structure=read_structure(r),
         stdout_visibility=r.choice("stdout_visibility", VISIBILITIES, "hidden"),
         numerics_hint=r.get("numerics_hint", str, "must be a sentence of advice", ""),

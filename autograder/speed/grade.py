@@ -27,7 +27,10 @@ class SizeRun:
     dims: tuple[tuple[str, int], ...]
     dtype: str
     outcome: Outcome | None           # None: not run
-    graded_kernel: bool = True        # its program is a kernel the correctness tests graded (grading.faces)
+    # Why its program's estimate is no figure of the graded kernel ("" when it is):
+    # no graded kernel vouches for it, or its grid and blocks do not cover the
+    # arrays there, or its blocks overflow the chip's VMEM (``grading.grade``).
+    withheld: str = ""
 
 
 @dataclass(frozen=True)
@@ -100,9 +103,8 @@ def _size(run: SizeRun, solution_facts: Schedule | None) -> SizeEstimate:
             why = f"{outcome.error_type}: {outcome.message[:300]}"
         return SizeEstimate(size, dims, dtype, None, solution, f"the kernel could not be traced at "
                             f"this size ({why})", traced=False)
-    if not run.graded_kernel:
-        return SizeEstimate(size, dims, dtype, None, solution, "at this size the function builds another "
-                            "kernel than the one the tests graded: no estimate of it is an estimate of yours")
+    if run.withheld:
+        return SizeEstimate(size, dims, dtype, None, solution, run.withheld)
     estimate, why = estimate_or_reason(outcome.facts)
     return SizeEstimate(size, dims, dtype, estimate, solution, why)
 

@@ -2,10 +2,13 @@
 and two cores, the order each run used recorded."""
 from __future__ import annotations
 
+from dataclasses import replace
+
 from ...spec import vocabulary
 from ..findings import Finding
 from ..plan import Variant
 from .base import Probe, ProbeResults
+from .races import RACES_2CORES
 
 
 def plan_grid_order(assignment, case, rubric, run_key) -> tuple[Variant, ...]:
@@ -13,8 +16,13 @@ def plan_grid_order(assignment, case, rubric, run_key) -> tuple[Variant, ...]:
     for seed in rubric.settings or vocabulary.DEFAULT_SEEDS:
         out.append(Variant(f"seed-{seed}", "tpu-interpret", record=True,
                            params=(("random_seed", seed),)))
-        out.append(Variant(f"seed-{seed}-2cores", "tpu-interpret", record=True,
-                           params=(("num_cores_or_threads", 2), ("random_seed", seed))))
+        two = Variant(f"seed-{seed}-2cores", "tpu-interpret", record=True,
+                      params=(("num_cores_or_threads", 2), ("random_seed", seed)))
+        # The races probe's two-core run is this one with the race detector on (it
+        # changes nothing a kernel computes): one run serves both (plan.build).
+        if two.params == RACES_2CORES.params and assignment.probe("races") is not None:
+            two = replace(two, races=True, capture=True)
+        out.append(two)
     return tuple(out)
 
 

@@ -1,13 +1,14 @@
 """Memory poisoning: TPU interpret mode rerun with other fills of the memory a
-kernel has not written (outputs, scratch, padding) than its default NaN.
+kernel has not written (outputs, scratch, padding) than its test run's.
 
-The fill values are drawn for each grading from its secret run key: finite
-values of random sign and magnitude whose bits are no round number, so a
-kernel cannot recognise a fill and map it to something harmless (fixed,
-public values could be). The fills are read at run time, so the runs reuse
-the plain run's compiled executable. An output that changes with the fill
-depends on memory the kernel never wrote; confined to partial edge blocks, on
-their padding.
+Every kernel run of a grading fills unwritten memory with values drawn element
+by element from the secret run key (``grading.fills``): the case's own test
+run holds one fill, and this probe reruns the case with others. A kernel
+cannot recognise a fill (by a value, a range, or two buffers that agree), nor
+tell this probe's runs from the test's. The fills are read at run time, so
+the runs reuse the test run's compiled executable. An output that changes
+with the fill depends on memory the kernel never wrote; confined to partial
+edge blocks, on their padding.
 """
 from __future__ import annotations
 
@@ -16,30 +17,15 @@ import numpy as np
 from ...pallas_surface.facts import IndexMaps
 from ...spec import vocabulary
 from .. import regions
+from ..fills import poisoning_fills
 from ..findings import Finding
 from ..plan import Variant
 from .base import Probe, ProbeResults
 
-FILLS = 3
-FILL_STREAM = 0xF111         # the fills' own stream of the run key
-# Decades the fills' magnitudes span: tiny to near float32's top, never round.
-DECADES = ((-12, -2), (-2, 6), (6, 30))
-
-
-def fills(run_key: int) -> tuple[tuple[str, float], ...]:
-    """This grading's fills (name, value): one small, one moderate, one huge, each
-    of random sign, with a random float32 mantissa."""
-    rng = np.random.default_rng([run_key & 0xFFFFFFFF, run_key >> 32, FILL_STREAM])
-    out = []
-    for k, (lo, hi) in enumerate(DECADES[:FILLS]):
-        value = rng.choice((-1.0, 1.0)) * (1.0 + rng.random()) * 10.0 ** rng.uniform(lo, hi)
-        out.append((f"fill-{k + 1}", float(np.float32(value))))
-    return tuple(out)
-
 
 def plan_poisoning(assignment, case, rubric, run_key) -> tuple[Variant, ...]:
     return (Variant("index-maps", "static", analysis="index-maps"),
-            *(Variant(name, "tpu-interpret", fill=value) for name, value in fills(run_key)))
+            *(Variant(f.name, "tpu-interpret", fill=f) for f in poisoning_fills(run_key)))
 
 
 def _differs(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -65,10 +51,12 @@ def _partial_mask(scan: IndexMaps | None, shape: tuple[int, ...]) -> np.ndarray 
 
 
 def judge_poisoning(r: ProbeResults) -> list[Finding]:
-    outputs = {"nan": r.output(r.correctness.get("tpu-interpret"))}
+    test = r.plan.test_run(r.case.name, "tpu-interpret")
+    own = test.fill.name if test is not None and test.fill is not None else "the test's"
+    outputs = {own: r.output(r.correctness.get("tpu-interpret"))}
     for variant, run in r.runs.items():
         if run.fill is not None:
-            outputs[f"{run.fill:.4g}"] = r.output(r.outcomes.get(variant))
+            outputs[run.fill.name] = r.output(r.outcomes.get(variant))
     outputs = {k: v for k, v in outputs.items() if v is not None}
     if len(outputs) < 2:
         return []
@@ -82,8 +70,8 @@ def judge_poisoning(r: ProbeResults) -> list[Finding]:
         return []
     failing = [k for k, ok in verdicts.items() if not ok]
     first = [int(i) for i in np.argwhere(diff)[0]]
-    by_value = {f"{run.fill:.4g}": v for v, run in r.runs.items() if run.fill is not None}
-    variant = next((by_value[k] for k in failing if k in by_value), None)
+    by_name = {run.fill.name: v for v, run in r.runs.items() if run.fill is not None}
+    variant = next((by_name[k] for k in failing if k in by_name), None)
     scan = r.facts("index-maps")
     # Where the fill shows through, block by block: what the block map draws.
     evidence = dict(fills_passing=passing, fills_failing=failing, differing=int(diff.sum()),
@@ -104,9 +92,9 @@ def judge_poisoning(r: ProbeResults) -> list[Finding]:
 
 
 def _fills_text(passing: list[str], failing: list[str]) -> str:
-    # "nan" is TPU interpret mode's default fill: the plain run.
+    # fill-1 is the test run's own fill.
     if passing:
-        return f"right with the {', '.join(passing)} fill, wrong with {', '.join(failing)}"
+        return f"right with {', '.join(passing)}, wrong with {', '.join(failing)}"
     return f"wrong with every fill tried ({', '.join(failing)}), and different with each"
 
 

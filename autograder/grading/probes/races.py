@@ -18,10 +18,16 @@ from ..findings import Finding
 from ..plan import Variant
 from .base import Probe, ProbeResults
 
+# The race detector changes nothing a kernel computes, so it rides on runs that
+# happen anyway: on one core, the case's own test run in TPU interpret mode
+# (plan.build turns it on there); on two, the grid-order probe's first seed.
+RACES_1CORE = Variant("races-1core", "tpu-interpret", races=True, capture=True)
+RACES_2CORES = Variant("races-2core", "tpu-interpret", record=True, races=True, capture=True,
+                       params=(("num_cores_or_threads", 2), ("random_seed", vocabulary.DEFAULT_SEEDS[0])))
+
 
 def plan_races(assignment, case, rubric, run_key) -> tuple[Variant, ...]:
-    return (*(Variant(f"races-{n}core", "tpu-interpret", races=True, capture=True,
-                      params=(("detect_races", True), ("num_cores_or_threads", n))) for n in (1, 2)),
+    return (RACES_1CORE, RACES_2CORES,
             Variant("dma-eager", "tpu-interpret", capture=True,
                     params=(("dma_execution_mode", "eager"),)),
             # Run only when the case hung (see schedule): every axis 'arbitrary'.
@@ -75,7 +81,7 @@ def _race(r: ProbeResults) -> Finding | None:
                              f"({cores} core{'s' if cores > 1 else ''} simulated)",
                              variant=variant, report=report, cores=cores, accesses=accesses,
                              interpret_params={"detect_races": True, "num_cores_or_threads": cores,
-                                               **RACE_PARAMS},
+                                               **r.runs[variant].params_dict, **RACE_PARAMS},
                              switch=RACE_SWITCH, behaviour=RACE_BEHAVIOUR, **_placed(r, accesses))
     return None
 

@@ -109,16 +109,43 @@ def judge_compile(r: ProbeResults) -> list[Finding]:
 
 
 def plan_vmem(assignment, case, rubric, run_key):
-    """The budget at the production size (what the chip will run), and at each
-    graded case's own size (every signature is analysed)."""
+    """The budget at the production size (what the chip will run), with the
+    index-map scan there (the budget is a figure only for a kernel whose grid
+    and blocks cover its arrays at that size), and at each graded case's own
+    size (every signature is analysed)."""
     return (Variant("vmem", "static", analysis="vmem", inputs="production"),
+            Variant("coverage", "static", analysis="index-maps", inputs="production"),
             Variant("vmem-case", "static", analysis="vmem"))
+
+
+def uncovered(scan: IndexMaps | None) -> tuple[str, str] | None:
+    """Where a kernel's grid and blocks do not cover its arrays, by the index-map
+    scan of one size: (the finding ID, in words), or None when they do."""
+    for ci, call in enumerate(scan.calls if scan is not None else ()):
+        where = f" (pallas_call {ci + 1})" if len(scan.calls) > 1 else ""
+        for op in call.operands:
+            if op.out_of_bounds:
+                ex = op.out_of_bounds[0]
+                return "out-of-bounds", (f"{op.operand}{where} at grid point {_tuple(ex.grid_point)} addresses "
+                                         f"block {_tuple(ex.block_index)}, outside its array")
+            if op.is_output and op.unwritten_count:
+                return "uninitialized-memory", (f"{op.unwritten_count} blocks of {op.operand}{where} are never "
+                                                "visited by the grid")
+            if op.is_output and (op.revisits or op.parallel_shared):
+                return "output-block-revisit", f"blocks of {op.operand}{where} are written again out of order"
+    return None
 
 
 def judge_vmem(r: ProbeResults) -> list[Finding]:
     prod = r.assignment.production
     if prod is None:
         return []
+    hole = uncovered(r.facts("coverage")) if "vmem" in r.runs else None
+    if hole is not None:
+        fid, words = hole
+        return [r.finding(fid, f"at the real problem size {words}: the VMEM budget is no figure for a kernel "
+                          "that does not cover its arrays there", variant="coverage", problem="not-covered",
+                          production_dims=dict(prod.dims))]
     for variant in ("vmem", "vmem-case"):
         budget: Vmem | None = r.facts(variant)
         if budget is not None and budget.bytes > prod.vmem_limit_bytes:
