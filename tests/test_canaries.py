@@ -416,6 +416,28 @@ def test_cross_lowering_enforces_the_1d_block_rule_with_a_tpu_device_kind():
             lowering_platforms=("tpu",))
 
 
+def test_cross_lowering_refuses_a_matmul_with_a_16_bit_result():
+    # Mosaic's verifier wants a 32-bit accumulator: a bf16 x bf16 jnp.dot without
+    # preferred_element_type is refused (as on a v5e), one with it is accepted.
+    from autograder.pallas_surface.release import COMPILE_RULES
+
+    def mm(preferred):
+        def f(a, b):
+            def kernel(x_ref, y_ref, o_ref):
+                o_ref[...] = jnp.dot(x_ref[...], y_ref[...], preferred_element_type=preferred).astype(o_ref.dtype)
+            spec = pl.BlockSpec((128, 128), lambda i: (i, 0))
+            return pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct((256, 128), jnp.float32), grid=(2,),
+                                  in_specs=[spec, pl.BlockSpec((128, 128), lambda i: (0, 0))], out_specs=spec,
+                                  interpret=True)(a, b)
+        return f
+
+    args = [jnp.ones((256, 128), jnp.bfloat16), jnp.ones((128, 128), jnp.bfloat16)]
+    res = _lower(mm(None), args)
+    assert not res["ok"] and "Expected matmul acc to be 32-bit" in res["message"]
+    assert [rid for p, rid, _ in COMPILE_RULES if p.search(res["message"])] == ["matmul-accumulator"]
+    assert _lower(mm(jnp.float32), args)["ok"]
+
+
 def test_vmem_budget_counts_buffered_n_times():
     def f(a):
         def kernel(x_ref, o_ref):

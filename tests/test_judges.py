@@ -177,6 +177,20 @@ def test_a_refused_buffer_count_gets_its_own_rule_and_fix():
     assert "(8, 128)" not in fix_line(f)
 
 
+def test_a_matmul_with_a_16_bit_result_gets_its_own_rule_and_fix():
+    # The chip refuses a bf16 x bf16 -> bf16 jnp.dot; the fix is the dot's result type.
+    from autograder.grading.findings import fix_line
+    g = Grading("matmul")
+    g.set(g.run("compile", "compile"), facts={
+        "ok": False, "message": "Pallas encountered an internal verification error. Please file a bug at "
+                                "https://github.com/jax-ml/jax/issues/new/choose. Error details: 'tpu.matmul' op "
+                                "Expected matmul acc to be 32-bit"})
+    (f,) = [f for f in g.judge()[0] if f.check == "compile"]
+    assert f.facts()["rule_id"] == "matmul-accumulator"
+    assert "preferred_element_type=jnp.float32" in fix_line(f) and "(8, 128)" not in fix_line(f)
+    assert "32-bit result" in f.message
+
+
 def test_a_check_whose_runs_timed_out_while_the_test_passed_costs_nothing():
     g = Grading("matmul")
     for run in g.plan.probe_runs("grid-order", g.case).values():

@@ -339,3 +339,19 @@ def test_the_flash_solution_keeps_full_marks_on_the_draw_that_cost_it_a_point(gr
     # exceeded the float32 tolerance; the stress input now has its own, measured one.
     doc, _ = grade_cli(REPO / "solutions" / "flash_attention.py", "flash_attention", "--run-key", "5")
     assert doc["score"] == sum(t["max_score"] for t in doc["tests"])
+
+
+def test_a_bf16_product_with_a_bf16_result_is_refused_with_its_own_fix(grade_cli):
+    # jnp.dot of bfloat16 operands without preferred_element_type: both interpreters
+    # compute it within the bfloat16 tolerance; the TPU compiler refuses it ("Expected
+    # matmul acc to be 32-bit", seen on a v5e). Its own rule and fix, not the tiling one.
+    doc, out = grade_cli(corpus("flash_attention") / "bf16_pv_product.py", "flash_attention", "--run-key", "1")
+    assert tags(doc) == [[]] * 10
+    probes = probe_tags(doc)
+    assert probes.pop("Static: TPU compile readiness") == ["compile-reject"] and not any(probes.values())
+    assert doc["score"] == sum(t["max_score"] for t in doc["tests"]) - 1
+    check = _probe(doc, "Static: TPU compile readiness")
+    text = " ".join(check["output"].split())
+    assert "Expected matmul acc to be 32-bit" in text and "must have a 32-bit result" in text
+    assert "preferred_element_type=jnp.float32" in text and "(8, 128)" not in text
+    assert "preferred_element_type=jnp.float32" in " ".join(out.split())
