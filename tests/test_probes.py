@@ -359,3 +359,19 @@ def test_a_bf16_product_with_a_bf16_result_is_refused_with_its_own_fix(grade_cli
     assert "Expected matmul acc to be 32-bit" in text and "must have a 32-bit result" in text
     assert "preferred_element_type=jnp.float32" in text and "(8, 128)" not in text
     assert "preferred_element_type=jnp.float32" in " ".join(out.split())
+
+
+def test_a_revisit_no_rung_confirms_is_a_note_not_a_charge(grade_cli):
+    # Two parallel halves both compute the only row block of the secret M = 13 case:
+    # the scan sees one output block written from both sides of a parallel axis, but
+    # every run on that case is right (the same values written twice). It cost a point.
+    doc, out = grade_cli(SOFTMAX / "parallel_halves_share_last_block.py", "softmax", "--run-key", "1")
+    assert tags(doc) == [[]] * 12 and not any(probe_tags(doc).values())
+    assert doc["score"] == sum(t["max_score"] for t in doc["tests"]) and "No problems found." in out
+    scan = _probe(doc, "Static: index maps")
+    assert scan["status"] == "passed" and " ".join(scan["output"].split()) == (
+        "Not charged: on a secret case the index maps say: an output block is written from both sides of an "
+        "axis marked \"parallel\"; no run on that case shows a difference: the writes agree (the same values "
+        "written twice), and a chip computes it right; on a chip with two cores the two writes race, so keep "
+        "each output block to one grid point if its values could ever differ; a static finding that no rung "
+        "confirms costs nothing.")

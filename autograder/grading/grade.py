@@ -31,6 +31,7 @@ from . import (
     scoring,
     submission,
     tracing,
+    unconfirmed,
     unwritten,
 )
 from .compare import compare
@@ -296,7 +297,9 @@ def _diagnose(plan: Plan, ex: execution.Execution, store: DrawStore,
     starter = diagnosis.starter_untouched(findings, plan.assignment, loc)
     if starter is not None:
         findings = [starter] + [f for f in findings if f.check != "correctness"]
-    return findings, notes
+    # What the index-map scan claims about a run, no run on that case confirms: a note.
+    findings, claims = unconfirmed.settle(plan, findings)
+    return findings, notes + claims
 
 
 def _report(start: _Start, findings: list[Finding], check_notes: list, loc: submission.Located | None,
