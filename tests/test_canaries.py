@@ -170,6 +170,40 @@ def test_fills_are_read_at_run_time_by_one_executable_on_both_interpreters(which
     assert executables.compiled == 2
 
 
+def _k_past_the_end(x, y):
+    """A matmul with K blocks of 256 over K = 384 (the last K block half padding) and an
+    accumulator it never zeroes: the padding and the scratch both reach every output."""
+    def kernel(x_ref, y_ref, o_ref, acc_ref):
+        acc_ref[...] += jnp.dot(x_ref[...], y_ref[...], preferred_element_type=jnp.float32)
+        o_ref[...] = acc_ref[...]
+    return pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct((x.shape[0], y.shape[1]), jnp.float32),
+                          grid=(pl.cdiv(x.shape[1], 256),),
+                          in_specs=[pl.BlockSpec((128, 256), lambda k: (0, k)),
+                                    pl.BlockSpec((256, 128), lambda k: (k, 0))],
+                          out_specs=pl.BlockSpec((128, 128), lambda k: (0, 0)),
+                          scratch_shapes=[pltpu.VMEM((128, 128), jnp.float32)])(x, y)
+
+
+@pytest.mark.parametrize("which", ["generic", "tpu-interpret"])
+def test_the_padding_of_partial_blocks_is_filled_apart_from_outputs_and_scratch(which):
+    # Both interpreters pad a partial block with one scalar they ask for with shape (),
+    # and start outputs and scratch from arrays of their whole shape: hooks.fill's
+    # padding fill reaches the padding only (grading/unwritten.py tells them apart).
+    x, y = jnp.ones((128, 384), jnp.float32), jnp.ones((384, 128), jnp.float32)
+    traced = rung.trace(_k_past_the_end, [x, y])
+    executables = rung.Executables()
+    outs = {}
+    for fill, padding in ((1.0, None), (1.0, 2.0), (3.0, 2.0)):
+        with hooks.fill(fill, padding):
+            outs[fill, padding] = float(np.asarray(executables.run(traced, [x, y], which))[0, 0])
+        rung.reset_state()
+    assert executables.compiled == 1
+    # 384 real products of ones, 128 padded ones (padding x padding), and the scratch's start.
+    assert outs[1.0, None] == 1.0 + 384 + 128 * 1.0
+    assert outs[1.0, 2.0] == 1.0 + 384 + 128 * 4.0          # only the padding changed
+    assert outs[3.0, 2.0] == 3.0 + 384 + 128 * 4.0          # only the scratch changed
+
+
 def _copy_on_a_parallel_axis(a):
     """Eight (8, 128) blocks copied over a grid axis marked "parallel"."""
     def kernel(x_ref, o_ref):

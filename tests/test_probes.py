@@ -375,3 +375,20 @@ def test_a_revisit_no_rung_confirms_is_a_note_not_a_charge(grade_cli):
         "written twice), and a chip computes it right; on a chip with two cores the two writes race, so keep "
         "each output block to one grid point if its values could ever differ; a static finding that no rung "
         "confirms costs nothing.")
+
+
+@releases
+def test_padding_of_an_input_block_on_the_reduction_axis_is_padding_dependence(grade_cli):
+    # K blocks of 256 over K = 384 (and 640): the last K block's padding is summed into
+    # every output; the accumulator is zeroed and every output block written. It was
+    # charged uninitialized-memory with the fix "zero accumulators", which it follows;
+    # the reruns that fill the padding apart from the memory the kernel writes say where.
+    doc, out = grade_cli(MATMUL / "k_block_past_k.py", "matmul", "--run-key", "1")
+    assert tags(doc) == [["padding-dependence"]] * 4 + [[], []] + [["padding-dependence"]] * 2
+    assert doc["score"] == 10.0 and "Problems found: 1" in out
+    assert "uninitialized-memory" not in out and "zero accumulators" not in out
+    first = " ".join(doc["tests"][0]["output"].split())
+    assert "the output depends on the padding of an input's partial block" in first
+    assert "through the partial blocks of input 0 (along axis 1) and input 1 (along axis 0)" in first
+    assert "mask it before the reduction" in first
+    assert all(t["score"] == t["max_score"] for t in doc["tests"] if t["number"].startswith("P"))

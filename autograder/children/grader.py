@@ -201,7 +201,7 @@ class Executor:
         if run.get("races"):
             params.update(hooks.race_params())
         with ExitStack() as stack:
-            stack.enter_context(hooks.fill(run.get("fill")))
+            stack.enter_context(hooks.fill(run.get("fill"), run.get("pad_fill")))
             static = stack.enter_context(hooks.grid_order(params, order if run.get("record") else None))
             captured = stack.enter_context(hooks.capture()) if run.get("capture") else None
             try:

@@ -294,6 +294,7 @@ def _diagnose(plan: Plan, ex: execution.Execution, store: DrawStore,
                     findings[-1] = replace(f, id="wrong-result", message=f"{f.message}; {cause.message}")
             elif cause is not None:
                 findings.append(cause)
+    findings = unwritten.same_padding(findings)
     starter = diagnosis.starter_untouched(findings, plan.assignment, loc)
     if starter is not None:
         findings = [starter] + [f for f in findings if f.check != "correctness"]

@@ -89,6 +89,7 @@ class Run:
     variant: str = ""
     stress: Stress | None = None
     limit_s: float = 60.0               # wall clock for this run, derived (see calibration)
+    pad_fill: float | None = None       # the padding of partial blocks filled apart (None: with ``fill``)
 
     @property
     def kind(self) -> Literal["kernel", "static"]:
@@ -107,13 +108,13 @@ class Run:
     def execution(self) -> tuple:
         """What makes two runs the same execution (a probe may reuse another's)."""
         return (self.draw.index, self.rung, self.analysis, self.params, self.fill, self.record,
-                self.races, self.capture, self.in_order)
+                self.races, self.capture, self.in_order, self.pad_fill)
 
     def to_child(self, input_files: list[dict]) -> dict:
         """All the child learns of this run: opaque ids, never case or probe names."""
         return {"id": f"r{self.index}", "trace": f"t{self.draw.signature}", "kind": self.kind,
                 "analysis": self.analysis, "rung": self.rung, "params": dict(self.params),
-                "fill": self.fill, "record": self.record, "races": self.races,
+                "fill": self.fill, "pad_fill": self.pad_fill, "record": self.record, "races": self.races,
                 "capture": self.capture, "in_order": self.in_order, "inputs": input_files,
                 "output": f"r{self.index}.npy"}
 
@@ -316,17 +317,25 @@ def unwritten_fills(run_key: int) -> tuple[tuple[str, float], tuple[str, float]]
 
 def _unwritten(b: _Builder, cases: tuple[Case, ...], rungs: tuple[str, ...]) -> None:
     """Each correctness test's own inputs, rerun on the generic interpreter with
-    two fills: what changes is what the kernel never wrote (on that very case).
+    two fills: what changes is what the kernel never wrote (on that very case);
+    and a third time with the second (larger) fill but the first in the padding of
+    partial blocks only: it tells the padding an input's partial block adds to a
+    sum from memory the kernel never wrote (against the first rerun only that
+    memory differs, with the padding small; against the second only the padding).
     The schedule runs them only for a test that failed with an output."""
     for case in cases:
         for rung in rungs:
             draw = b.draw(case, inputs.stream(b.assignment, case, rung))
-            for name, value in unwritten_fills(b.run_key):
-                b.add(Run(0, case, "generic", draw, fill=value, probe=UNWRITTEN, variant=f"{name}-{rung}"))
+            (a_name, a), (b_name, b_value) = unwritten_fills(b.run_key)
+            b.add(Run(0, case, "generic", draw, fill=a, probe=UNWRITTEN, variant=f"{a_name}-{rung}"))
+            b.add(Run(0, case, "generic", draw, fill=b_value, probe=UNWRITTEN, variant=f"{b_name}-{rung}"))
+            b.add(Run(0, case, "generic", draw, fill=b_value, pad_fill=a, probe=UNWRITTEN,
+                      variant=f"{b_name}-padding-{a_name}-{rung}"))
 
 
 def unwritten_runs(plan: "Plan", test: Run) -> tuple[Run, ...]:
-    """The two fill reruns of one correctness test (its draw, the generic interpreter)."""
+    """The fill reruns of one correctness test (its draw, the generic interpreter):
+    the two fills, then the second fill with the first in the padding."""
     return tuple(r for r in plan.runs if r.probe == UNWRITTEN and r.draw == test.draw)
 
 

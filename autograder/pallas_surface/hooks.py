@@ -40,6 +40,10 @@ import numpy as np
 from . import release
 
 _FILL: list[float | None] = [None]     # the fill for floats, None: the interpreter's own
+# The padding's own fill (None: the fill): both interpreters pad a partial block with
+# one scalar they ask for with shape (), and start outputs and scratch from arrays of
+# their whole shape, so a run can fill the padding and the memory a kernel writes apart.
+_PAD_FILL: list[float | None] = [None]
 _ORIGINAL: dict = {}
 
 
@@ -48,11 +52,13 @@ def _target(path: tuple[str, str]):
 
 
 def _host_array(shape, dtype, default: float):
-    """An array of the current fill, produced when the program runs."""
+    """An array of the current fill, produced when the program runs (a scalar,
+    what the interpreters pad partial blocks with, of the padding's fill)."""
     shape = tuple(int(d) for d in shape)
 
     def current():
-        return np.full(shape, default if _FILL[0] is None else _FILL[0], dtype)
+        fill = _PAD_FILL[0] if not shape and _PAD_FILL[0] is not None else _FILL[0]
+        return np.full(shape, default if fill is None else fill, dtype)
     return jax.pure_callback(current, jax.ShapeDtypeStruct(shape, dtype))
 
 
@@ -190,15 +196,18 @@ def install() -> None:
 
 
 @contextmanager
-def fill(value: float | None):
-    """Within: uninitialized floats (outputs, scratch, padding) read ``value``."""
-    if value is not None and _target(release.GENERIC_FILL) not in _ORIGINAL:
+def fill(value: float | None, padding: float | None = None):
+    """Within: uninitialized floats (outputs, scratch, padding) read ``value``;
+    with ``padding``, the padding of partial blocks reads that instead."""
+    if (value is not None or padding is not None) and _target(release.GENERIC_FILL) not in _ORIGINAL:
         raise RuntimeError("hooks.install() must run before anything is traced")
-    saved, _FILL[0] = _FILL[0], (None if value is None else float(value))
+    saved = _FILL[0], _PAD_FILL[0]
+    _FILL[0] = None if value is None else float(value)
+    _PAD_FILL[0] = None if padding is None else float(padding)
     try:
         yield
     finally:
-        _FILL[0] = saved
+        _FILL[0], _PAD_FILL[0] = saved
 
 
 def races_found() -> bool:
