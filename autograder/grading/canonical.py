@@ -164,8 +164,13 @@ class Jaxpr:
         commutative = prim in COMMUTATIVE
         if commutative:
             # a + b is b + a: the operands in the order of the primitives that made
-            # them (position-free, unlike keys: a program's inputs are keyed by position).
-            operands.sort(key=lambda a: str(made_by.get(a["v"], "?")) if "v" in a else "lit")
+            # them (position-free, unlike keys: a program's inputs are keyed by
+            # position), then of their keys.
+            def order(a: dict) -> tuple[str, str]:
+                if "v" not in a:
+                    return ("lit", "")
+                return (str(made_by.get(a["v"], "?")), json.dumps(env.get(a["v"], "?")))
+            operands.sort(key=order)
         ins = [env.get(a["v"], "?") if "v" in a else ["lit", _rank(a.get("aval"))] for a in operands]
         if commutative:
             ins.sort(key=json.dumps)

@@ -95,7 +95,8 @@ def order(j: Jaxpr) -> list[Eqn]:
     """The live equations in a canonical order: a depth-first walk from the
     outputs (in position) and then from the effects nothing follows (by their
     canonical key), each equation after the effects it must follow and the
-    values it reads (in position). Source order never decides."""
+    values it reads (by the primitive that made each, then in position). Source
+    order never decides."""
     producer = {v: e for e in j.live for v in e.outs}
     last: dict[Any, Eqn] = {}
     before: dict[int, list[Eqn]] = {}
@@ -105,7 +106,10 @@ def order(j: Jaxpr) -> list[Eqn]:
             last[r] = e
 
     def preds(e: Eqn) -> list[Eqn]:
-        return before[id(e)] + [producer[v] for v in e.ins if v in producer]
+        # The values an equation reads, those made by one primitive before those of
+        # another (ties in place): a difference in one operation, or operands of
+        # ``a + b`` in either order, keep the lines around it where they were.
+        return before[id(e)] + sorted((producer[v] for v in e.ins if v in producer), key=lambda p: p.prim)
 
     reached = {id(p) for e in j.live for p in preds(e)}
     outs = [a["v"] for a in j.doc.get("outvars", []) if "v" in a]
