@@ -244,6 +244,53 @@ def test_nan_the_fill_does_not_explain_is_left_to_the_comparison():
     assert unwritten.explain(ADD_PLAN, test, _ok(got), ref, outcomes, _partial_scan(ref.shape)) is None
 
 
+def _input_partial_scan(shape):
+    """A matmul-like call: x's K blocks of 256 over K = 384 stick out along axis 1, y's
+    along axis 0; the output's (8, 128) blocks divide it."""
+    from autograder.pallas_surface.facts import decode
+    grid = [shape[0] // 8, shape[1] // 128, 2]
+
+    def operand(name, array, block, partial):
+        return {"operand": name, "is_output": name.startswith("output"), "array_shape": array,
+                "block_shape": block, "grid": grid, "block_grid": [-(-a // b) for a, b in zip(array, block)],
+                "partial_blocks": partial, "partial_count": len(partial), "out_of_bounds_count": 0,
+                "out_of_bounds": []}
+    x_last = [{"block_index": [0, 1], "element_range": [[0, 8], [256, 512]]}]
+    y_last = [{"block_index": [1, 0], "element_range": [[256, 512], [0, 128]]}]
+    return decode("index-maps", {"calls": [{"grid": grid, "dimension_semantics": ["arbitrary"] * 3, "skipped": [],
+                                            "operands": [operand("input 0", [shape[0], 384], [8, 256], x_last),
+                                                         operand("input 1", [384, shape[1]], [256, 128], y_last),
+                                                         operand("output 0", list(shape), [8, 128], [])]}]})
+
+
+def _k_padding_reruns(test, memory_too=False):
+    """A sum over K whose last block is half padding: every output is off by the
+    padding's fill squared (times the padded length); with ``memory_too``, by the
+    accumulator's unzeroed start as well."""
+    from autograder.grading import unwritten
+    ref = np.random.default_rng(1).standard_normal((20, 256))
+    outcomes = {}
+    for r in planning.unwritten_runs(ADD_PLAN, test):
+        pad = r.pad_fill if r.pad_fill is not None else r.fill
+        outcomes[r] = _ok(ref + 128 * pad ** 2 + (r.fill if memory_too else 0.0))
+    got = np.full_like(ref, np.nan)
+    return unwritten.explain(ADD_PLAN, test, _ok(got), ref, outcomes, _input_partial_scan(ref.shape))
+
+
+def test_padding_an_input_block_adds_to_every_sum_is_padding_dependence_not_unwritten():
+    # The third rerun changes only the padding's fill: every wrong element follows it,
+    # none follows the memory the kernel writes. The output has no partial block.
+    test = ADD_PLAN.test_run(ADD.cases[0].name, "generic")
+    f = _k_padding_reruns(test)
+    assert f is not None and f.id == "padding-dependence" and f.problem == "input-padding"
+    assert f.facts()["differing"] == f.facts()["wrong_padded"] == 20 * 256
+    assert "padding of an input's partial block" in f.message
+    assert "through the partial blocks of input 0 (along axis 1) and input 1 (along axis 0)" in f.message
+    # An accumulator never zeroed as well: the memory the kernel writes changes the
+    # output too, and that is what it is charged with first.
+    assert _k_padding_reruns(test, memory_too=True).id == "uninitialized-memory"
+
+
 def test_nan_in_whole_blocks_with_the_rest_right_is_unwritten_without_reruns():
     test = ADD_PLAN.test_run(ADD.cases[3].name, "generic")   # the tall secret case
 
@@ -260,3 +307,21 @@ def test_nan_in_whole_blocks_with_the_rest_right_is_unwritten_without_reruns():
         return o
     assert _unwritten(test, scattered) is None
     assert _unwritten(test, blocks, scan=False) is None       # no block geometry: nothing to say
+
+
+def test_the_poisoning_checks_fills_on_an_input_padding_case_are_that_padding():
+    # The poisoning check fills padding and memory alike; where the case's own test's
+    # reruns told them apart, its "uninitialized-memory" is the same padding (one root cause).
+    from autograder.grading import unwritten
+    from autograder.grading.findings import Finding
+    own = Finding.make("padding-dependence", "generic", "padding", case="c", problem="input-padding",
+                       partial_inputs=[{"operand": "input 0", "axes": [1]}])
+    probe = Finding.make("uninitialized-memory", "tpu-interpret", "the output depends on memory the kernel never "
+                         "wrote: wrong with every fill", case="c", check="poisoning", fills_failing=["nan"],
+                         differing=4, total=4, changed_by_block={"counts": [4]})
+    other = Finding.make("uninitialized-memory", "tpu-interpret", "unwritten", case="d", check="poisoning")
+    got = unwritten.same_padding([own, probe, other])
+    assert got[0] is own and got[2] is other
+    assert got[1].id == "padding-dependence" and got[1].problem == "input-padding" and got[1].check == "poisoning"
+    assert "not memory the kernel never wrote" in got[1].message and "changed_by_block" not in got[1].facts()
+    assert got[1].facts()["partial_inputs"] == [{"operand": "input 0", "axes": [1]}]

@@ -34,6 +34,8 @@ VALUES = {
                                    "buffering": "double buffering", "bytes": 8192}],
     "block_grid": [2, 2], "array_shape": [16, 256], "operation": "sort", "headline": "h", "rule_id": "lowering",
     "variant": "v", "test_rung": "generic", "interpret_params": {"random_seed": 1},
+    "partial_inputs": [{"operand": "input 0", "axes": [1], "array_shape": [256, 384], "block_shape": [128, 256]}],
+    "wrong_padded": 3, "wrong": 5,
     "programs": [{"kernel": 1, "sizes": ["small (M=16, N=256, float32)"], "more": 0},
                  {"kernel": 2, "sizes": ["a secret case"], "more": 2}],
 }

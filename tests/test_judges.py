@@ -203,6 +203,20 @@ def test_a_refused_buffer_count_gets_its_own_rule_and_fix():
     assert "(8, 128)" not in fix_line(f)
 
 
+def test_a_matmul_with_a_16_bit_result_gets_its_own_rule_and_fix():
+    # The chip refuses a bf16 x bf16 -> bf16 jnp.dot; the fix is the dot's result type.
+    from autograder.grading.findings import fix_line
+    g = Grading("matmul")
+    g.set(g.run("compile", "compile"), facts={
+        "ok": False, "message": "Pallas encountered an internal verification error. Please file a bug at "
+                                "https://github.com/jax-ml/jax/issues/new/choose. Error details: 'tpu.matmul' op "
+                                "Expected matmul acc to be 32-bit"})
+    (f,) = [f for f in g.judge()[0] if f.check == "compile"]
+    assert f.facts()["rule_id"] == "matmul-accumulator"
+    assert "preferred_element_type=jnp.float32" in fix_line(f) and "(8, 128)" not in fix_line(f)
+    assert "32-bit result" in f.message
+
+
 def test_a_check_whose_run_hung_while_the_test_passed_is_charged_as_the_bug_it_exposes():
     g = Grading("matmul")
     for run in g.plan.probe_runs("grid-order", g.case).values():
@@ -316,3 +330,35 @@ def test_no_kernel_no_probe_points():
     assert {f.problem for c, f in by_check.items() if c != "structure"} == {"nothing-to-check"}
     tests = [t for t in scoring.score(g.plan, found) if t.probe]
     assert all(t.score == 0 for t in tests) and all(t.tags == ["not-a-kernel"] for t in tests)
+
+
+def test_a_scan_claim_no_run_confirms_is_a_note_and_one_a_run_confirms_is_charged():
+    # The index-map scan says two cores write one output block; every test on that case
+    # passes and no running check found anything there: a note, not a charge. A failing
+    # test, or a race found on the case, confirms it. Out of bounds is charged regardless.
+    from autograder.grading import unconfirmed
+    from autograder.grading.findings import Finding
+    a = spec.find("softmax")
+    plan = planning.build(a, a.cases, a.rungs, 7, planners=PLANNERS)
+    secret = next(c.name for c in a.cases if not c.visible)
+    visible = a.cases[0].name
+
+    def shared(case):
+        return Finding.make("output-block-revisit", "static", "output 0: block (0, 0) is written at grid points "
+                            "(0, 0) and (1, 0), which differ along axis 0, marked parallel", case=case,
+                            check="index-maps", kind="parallel-shared", variant="index-maps")
+    oob = Finding.make("out-of-bounds", "static", "block outside", case=secret, check="index-maps",
+                       variant="index-maps", stops_tpu_interpret=True)
+    kept, notes = unconfirmed.settle(plan, [shared(secret), oob])
+    assert kept == [oob] and [(n.probe, n.case) for n in notes] == [("index-maps", secret)]
+    assert notes[0].text.startswith("on a secret case the index maps say: an output block is written from both "
+                                    "sides of an axis marked \"parallel\"; no run on that case shows a difference")
+    assert "(0, 0)" not in notes[0].text, "a secret case shows no block indices"
+    _, notes = unconfirmed.settle(plan, [shared(visible)])
+    assert notes[0].text.startswith(f"on case {visible} the index maps say: output 0: block (0, 0)")
+    wrong = Finding.make("wrong-result", "tpu-interpret", "3 of 5 wrong", case=secret)
+    race = Finding.make("data-race", "tpu-interpret", "a race", case=secret, check="races")
+    elsewhere = Finding.make("wrong-result", "generic", "wrong", case=visible)
+    for confirming in (wrong, race):
+        assert unconfirmed.settle(plan, [shared(secret), confirming]) == ([shared(secret), confirming], [])
+    assert unconfirmed.settle(plan, [shared(secret), elsewhere])[0] == [elsewhere]

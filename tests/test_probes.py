@@ -275,16 +275,20 @@ def test_scratch_zeroed_at_the_first_grid_point_only_is_one_bug_charged_once(gra
     assert doc["score"] == 11.0 and "Problems found: 1" in out
 
 
-def test_semantics_tpu_interpret_mode_refuses_cost_one_listed_problem(grade_cli):
-    # "parallel" after "arbitrary": TPU interpret mode raises on every case, so its
-    # tests and the three checks that run there lose their points; the problem list
-    # charges all eight to that one error, so it adds up to the score.
+def test_semantics_only_tpu_interpret_mode_refuses_cost_nothing_and_the_feedback_says_why(grade_cli):
+    # "parallel" after "arbitrary": the TPU compiler accepts it and a v5e runs it right;
+    # TPU interpret mode refuses it. What only an interpreter refuses costs nothing: that
+    # rung runs the later axis as "arbitrary" (in order, as a one-core TPU does), its
+    # tests and checks keep their points, and the feedback says so (it cost 8 of 16).
     doc, out = grade_cli(ADD / "parallel_after_arbitrary.py", "add", "--run-key", "1")
-    assert tags(doc) == [[], ["submission-error"]] * 4
-    assert doc["score"] == 8.0
-    assert "cost 8 points in tests 1.2, 2.2, 3.2, 4.2, P4, P5, P6" in " ".join(out.split())
-    assert "Problems found: 1" in out
-    assert "must form a prefix of the grid" in doc["tests"][1]["output"]
+    assert tags(doc) == [[]] * 8 and not any(probe_tags(doc).values())
+    assert doc["score"] == sum(t["max_score"] for t in doc["tests"]) == 16.0
+    text = " ".join(out.split())
+    assert "No problems found." in text
+    assert ("TPU interpret mode cannot run these dimension semantics as written: it refuses a \"parallel\" grid "
+            "axis after an \"arbitrary\" one (\"Dimensions with parallel semantics must form a prefix of the "
+            "grid\")") in text
+    assert "ran grid axis 1 as \"arbitrary\"" in text and "This costs nothing." in text
 
 
 @releases
@@ -344,3 +348,52 @@ def test_the_flash_solution_keeps_full_marks_on_the_draw_that_cost_it_a_point(gr
     # exceeded the float32 tolerance; the stress input now has its own, measured one.
     doc, _ = grade_cli(REPO / "solutions" / "flash_attention.py", "flash_attention", "--run-key", "5")
     assert doc["score"] == sum(t["max_score"] for t in doc["tests"])
+
+
+def test_a_bf16_product_with_a_bf16_result_is_refused_with_its_own_fix(grade_cli):
+    # jnp.dot of bfloat16 operands without preferred_element_type: both interpreters
+    # compute it within the bfloat16 tolerance; the TPU compiler refuses it ("Expected
+    # matmul acc to be 32-bit", seen on a v5e). Its own rule and fix, not the tiling one.
+    doc, out = grade_cli(corpus("flash_attention") / "bf16_pv_product.py", "flash_attention", "--run-key", "1")
+    assert tags(doc) == [[]] * 10
+    probes = probe_tags(doc)
+    assert probes.pop("Static: TPU compile readiness") == ["compile-reject"] and not any(probes.values())
+    assert doc["score"] == sum(t["max_score"] for t in doc["tests"]) - 1
+    check = _probe(doc, "Static: TPU compile readiness")
+    text = " ".join(check["output"].split())
+    assert "Expected matmul acc to be 32-bit" in text and "must have a 32-bit result" in text
+    assert "preferred_element_type=jnp.float32" in text and "(8, 128)" not in text
+    assert "preferred_element_type=jnp.float32" in " ".join(out.split())
+
+
+def test_a_revisit_no_rung_confirms_is_a_note_not_a_charge(grade_cli):
+    # Two parallel halves both compute the only row block of the secret M = 13 case:
+    # the scan sees one output block written from both sides of a parallel axis, but
+    # every run on that case is right (the same values written twice). It cost a point.
+    doc, out = grade_cli(SOFTMAX / "parallel_halves_share_last_block.py", "softmax", "--run-key", "1")
+    assert tags(doc) == [[]] * 12 and not any(probe_tags(doc).values())
+    assert doc["score"] == sum(t["max_score"] for t in doc["tests"]) and "No problems found." in out
+    scan = _probe(doc, "Static: index maps")
+    assert scan["status"] == "passed" and " ".join(scan["output"].split()) == (
+        "Not charged: on a secret case the index maps say: an output block is written from both sides of an "
+        "axis marked \"parallel\"; no run on that case shows a difference: the writes agree (the same values "
+        "written twice), and a chip computes it right; on a chip with two cores the two writes race, so keep "
+        "each output block to one grid point if its values could ever differ; a static finding that no rung "
+        "confirms costs nothing.")
+
+
+@releases
+def test_padding_of_an_input_block_on_the_reduction_axis_is_padding_dependence(grade_cli):
+    # K blocks of 256 over K = 384 (and 640): the last K block's padding is summed into
+    # every output; the accumulator is zeroed and every output block written. It was
+    # charged uninitialized-memory with the fix "zero accumulators", which it follows;
+    # the reruns that fill the padding apart from the memory the kernel writes say where.
+    doc, out = grade_cli(MATMUL / "k_block_past_k.py", "matmul", "--run-key", "1")
+    assert tags(doc) == [["padding-dependence"]] * 4 + [[], []] + [["padding-dependence"]] * 2
+    assert doc["score"] == 10.0 and "Problems found: 1" in out
+    assert "uninitialized-memory" not in out and "zero accumulators" not in out
+    first = " ".join(doc["tests"][0]["output"].split())
+    assert "the output depends on the padding of an input's partial block" in first
+    assert "through the partial blocks of input 0 (along axis 1) and input 1 (along axis 0)" in first
+    assert "mask it before the reduction" in first
+    assert all(t["score"] == t["max_score"] for t in doc["tests"] if t["number"].startswith("P"))

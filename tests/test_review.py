@@ -305,8 +305,10 @@ def test_near_duplicate_pairs_are_listed_escaped_with_the_programs_side_by_side(
     assert "<img src=x" not in pairs
     page = (out / "p" / "2.html").read_text()
     assert "<script>alert" not in page and "fmt=&#34;&lt;script&gt;alert(1)&lt;/script&gt;" in page
-    assert page.count('<tr class="changed">') == 2 and "<mark>sub</mark>" in page and "<mark>add</mark>" in page
-    assert page.count('<tr class="same">') == 4
+    # One operation changed (add for sub): its line and the one it feeds; the lines around stay.
+    assert page.count('<tr class="changed">') == 1 and "<mark>sub</mark>" in page and "<mark>add</mark>" in page
+    assert page.count('<tr class="same">') == 4 and "add_1 = add(cos_1, sin_1)" in page
+    assert "sub_1 = sub(sin_1, cos_1)" in page
     # Rewritten without a threshold (as `merge` does): the site keeps the one it was made with.
     site.write(rows, out, "Add", "add")
     assert "0.30 are listed" in (out / "pairs.html").read_text()
@@ -379,9 +381,12 @@ def test_a_class_is_regraded_resumed_and_clustered(quick_add, tmp_path):
     assert "5 graded now, 0 unchanged" in first.stdout and "graded submission_101" in first.stderr
     assert _scores(out) == EXPECTED
     index = (out / "index.html").read_text()
-    # The two solutions (one with every name changed) are one structural cluster.
+    # The two solutions (one with every name changed) are one structural cluster, and the
+    # out-of-bounds kernel (the solution without jax.jit and with a grid step more: a
+    # number) is the same structure (grading/normal.py sets the wrapper aside).
     cluster = index[index.index('id="clusters"'):index.index('id="submissions"')]
-    assert "2 submissions" in cluster and "Ada Lovelace" in cluster and "Alan Turing" in cluster
+    assert "3 submissions" in cluster and "Ada Lovelace" in cluster and "Alan Turing" in cluster
+    assert "&lt;script&gt;window.hacked" in cluster and "<script>window" not in index
     findings = list(csv.DictReader(io.StringIO((out / "findings.csv").read_text())))
     assert {(f["submission_id"], f["finding"]) for f in findings} == {
         ("submission_103", "wrong-result"), ("submission_104", "out-of-bounds"),
@@ -401,20 +406,21 @@ def test_a_class_is_regraded_resumed_and_clustered(quick_add, tmp_path):
     # it) is in the staff's report, never in what the student saw.
     seen, staff = page.split('id="staff"')
     assert "hidden-wide" not in seen and "--case hidden-wide --rung tpu-interpret" in staff
-    # Near-duplicates, from the programs each grading kept: the disguised copy has Ada's
-    # program; the out-of-bounds kernel (the solution with a grid step more, no jax.jit)
-    # scores 1 beside it; the subtraction (0.53) is under the default threshold.
+    # Near-duplicates, from the programs each grading kept: the disguised copy and the
+    # out-of-bounds kernel have Ada's program (one row); the subtraction (0.53) is under
+    # the default threshold.
     pairs = (out / "pairs.html").read_text()
     same = pairs.split('<tr class="same">')[1].split("</tr>")[0]
     near = pairs.split('<tr class="near">')
-    assert "Ada Lovelace" in same and "Alan Turing" in same and len(near) == 2
-    assert near[1].startswith('\n<td class="num">1.00</td>') and "&lt;script&gt;window.hacked" in near[1]
+    assert "Ada Lovelace" in same and "Alan Turing" in same and "&lt;script&gt;window.hacked" in same
+    assert len(near) == 1
     assert "Grace Hopper" not in pairs and "4 submissions compared (1 without" in " ".join(pairs.split())
-    _browse(out)
-    # Resumed: nothing changed, nothing regraded; one changed file, one grading.
+    # Resumed: nothing changed, nothing regraded; at 0.5 the subtraction is listed beside
+    # the others (and browsed); then one changed file, one grading.
     again = _review(export, quick_add, out, "--similarity-threshold", "0.5")
     assert "0 graded now, 5 unchanged" in again.stdout
     assert "Grace Hopper" in (out / "pairs.html").read_text()
+    _browse(out)
     (export / "submission_103" / "add.py").write_text((REPO / "solutions" / "add.py").read_text())
     changed = _review(export, quick_add, out)
     assert "1 graded now, 4 unchanged" in changed.stdout and _scores(out)["submission_103"] == ("4", "graded")
@@ -479,7 +485,7 @@ def _browse(out: Path) -> None:
         drawn.screenshot(path=str(out / "map.png"))
         assert audit(page) == []
         # The near-duplicate pages: the list, and each pair's programs side by side, what
-        # differs marked (the jax.jit the out-of-bounds kernel left out).
+        # differs marked (the subtraction where the others add).
         page.goto((out / "pairs.html").as_uri())
         assert page.locator("#pairs tbody tr").count() == 2 and "never a verdict" in page.content()
         assert audit(page) == []

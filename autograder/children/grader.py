@@ -201,7 +201,7 @@ class Executor:
         with ExitStack() as stack:
             static = stack.enter_context(hooks.switches(run["rung"], params, run.get("fill"),
                                                         order if run.get("record") else None,
-                                                        bool(run.get("races"))))
+                                                        bool(run.get("races")), run.get("pad_fill")))
             captured = stack.enter_context(hooks.capture()) if run.get("capture") else None
             try:
                 out = self.executables.run(traced, arrays, run["rung"], static, bool(run.get("in_order")))

@@ -11,15 +11,18 @@ commute, and independent equations may come in any order.
 
 Three keys come out of one program document:
 - ``fingerprint``: the whole program, outer work included, up to the above
-  (each value keyed by what makes it): the TA site clusters by it;
+  (each value keyed by what makes it), taken of its normal form (``normal``:
+  a ``jax.jit`` around it, a dead ``lax.cond(False, ...)``, ``ref[:, :]`` for
+  ``ref[...]``, ``k + 1 == n`` for ``k == n - 1`` and the operands of ``a + b``
+  in either order change nothing): the TA site clusters by it;
 - ``face``: the kernels only (each ``pallas_call``'s body, index maps, block
   structure and compiler parameters), as the *set* of their equations, each
   with its parameters and the primitives that feed it. A Python loop unrolled
   a size-dependent number of times, or block sizes picked from the shape,
   keep the face; a kernel that computes something else, or elsewhere, does
   not. Two sizes with one face ran one kernel;
-- ``shingles``: the same equation keys over the whole program, for
-  near-duplicate scores between submissions.
+- ``shingles``: the same equation keys over the whole program (its normal
+  form), for near-duplicate scores between submissions.
 """
 from __future__ import annotations
 
@@ -27,6 +30,8 @@ import hashlib
 import json
 from dataclasses import dataclass, field
 from typing import Any
+
+from . import normal
 
 # Parameters that name or describe, not compute (student-chosen names included).
 DROPPED_PARAMS = frozenset({"name", "metadata", "debug", "name_and_src_info", "debug_info", "cost_estimate",
@@ -37,6 +42,8 @@ DROPPED_PARAMS = frozenset({"name", "metadata", "debug", "name_and_src_info", "d
 KERNEL_CALLS = ("pallas_call", "mpmd_map")
 # Conversions pass their input through: a dtype chosen from the case is no new form.
 TRANSPARENT = frozenset({"convert_element_type"})
+# Operations whose operands may come in either order (``normal`` moves literals right).
+COMMUTATIVE = normal.COMMUTATIVE
 # Equations with an effect beyond their outputs, whatever their inputs.
 EFFECTFUL = frozenset({"run_scoped", "debug_print", "delay", "semaphore_signal", "semaphore_wait",
                        "dma_start", "dma_wait", "barrier"})
@@ -153,10 +160,23 @@ class Jaxpr:
 
     def _eqn(self, eqn: dict, env: dict, refs: dict, made_by: dict, chains: dict, fed: dict) -> Eqn:
         prim = eqn["p"]
-        ins = [env.get(a["v"], "?") if "v" in a else ["lit", _rank(a.get("aval"))] for a in eqn["in"]]
+        operands = list(eqn["in"])
+        commutative = prim in COMMUTATIVE
+        if commutative:
+            # a + b is b + a: the operands in the order of the primitives that made
+            # them (position-free, unlike keys: a program's inputs are keyed by
+            # position), then of their keys.
+            def order(a: dict) -> tuple[str, str]:
+                if "v" not in a:
+                    return ("lit", "")
+                return (str(made_by.get(a["v"], "?")), json.dumps(env.get(a["v"], "?")))
+            operands.sort(key=order)
+        ins = [env.get(a["v"], "?") if "v" in a else ["lit", _rank(a.get("aval"))] for a in operands]
+        if commutative:
+            ins.sort(key=json.dumps)
         raw = [(k, v) for k, v in eqn.get("params", []) if k not in DROPPED_PARAMS]
         params = [[k, self.canon.value(v)] for k, v in raw]
-        feeders = [made_by.get(a["v"], "?") if "v" in a else "lit" for a in eqn["in"]]
+        feeders = [made_by.get(a["v"], "?") if "v" in a else "lit" for a in operands]
         shingle = _h(prim, [[k, self.canon.value(v, deep=False)] for k, v in raw], feeders)
         subs = tuple(self.canon.jaxpr(sub) for _k, v in raw for sub in _jaxprs(v))
         touched = [a["v"] for a in eqn["in"] if "v" in a and refs.get(a["v"])]
@@ -165,14 +185,15 @@ class Jaxpr:
         key = ins[0] if prim in TRANSPARENT and len(ins) == 1 else _h(prim, params, ins, deps)
         for r in touched or (["*"] if effect else []):
             chains[r] = key
-        pair = _h(shingle, [fed.get(a["v"], made_by.get(a["v"], "?")) if "v" in a else "lit" for a in eqn["in"]])
+        steps = [fed.get(a["v"], made_by.get(a["v"], "?")) if "v" in a else "lit" for a in operands]
+        pair = _h(shingle, sorted(steps, key=str) if commutative else steps)
         for i, out in enumerate(eqn.get("out", [])):
             env[out["v"]] = key if prim in TRANSPARENT else _h(key, i)
             refs[out["v"]] = _is_ref(out.get("aval"))
             through = prim in TRANSPARENT and eqn["in"]
             made_by[out["v"]] = made_by.get(eqn["in"][0].get("v"), "lit") if through else prim
             fed[out["v"]] = fed.get(eqn["in"][0].get("v"), made_by[out["v"]]) if through else _h(shingle, i)
-        return Eqn(prim, key, shingle, tuple(a["v"] for a in eqn["in"] if "v" in a),
+        return Eqn(prim, key, shingle, tuple(a["v"] for a in operands if "v" in a),
                     tuple(o["v"] for o in eqn.get("out", [])), effect, subs, pair,
                     tuple(touched or (["*"] if effect else [])), eqn)
 
@@ -213,7 +234,11 @@ class Form:
 
 
 def of(document: dict) -> Form:
-    """The canonical form of one checked program document."""
+    """The canonical form of one checked program document: the fingerprint and
+    the shingles of its normal form (``normal``: wrappers, dead branches,
+    whole-ref indexers and simple identities set aside), the face of the
+    program as traced (what each size's kernel is, dead branches included)."""
     program = document.get("program", document)
-    j = Canon().jaxpr(program["jaxpr"])
-    return Form(j.key[:16], _h("face", sorted(j.kernels))[:16], len(j.kernels), j.shingles)
+    traced = Canon().jaxpr(program["jaxpr"])
+    j = Canon().jaxpr(normal.program(program["jaxpr"]))
+    return Form(j.key[:16], _h("face", sorted(traced.kernels))[:16], len(traced.kernels), j.shingles)

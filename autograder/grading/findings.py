@@ -190,6 +190,8 @@ COMPILE_FIXES: dict[str, str] = {
     "64-bit-dtype": "use float32 or int32 inside the kernel, not 64-bit types",
     "1d-block": "give a 1-D block the whole array, or a multiple of 1024 elements",
     "buffer-count": "ask for at most two buffers per BlockSpec: pl.Buffered(1) or pl.Buffered(2)",
+    "matmul-accumulator": "give the product a float32 result: pass preferred_element_type=jnp.float32 to "
+                          "jnp.dot (or lax.dot_general), and cast it where you store it",
     "lowering": "change what the compiler's message names; the interpreters cannot check it",
 }
 SUBMISSION_FIXES: dict[str, str] = {

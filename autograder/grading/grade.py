@@ -32,6 +32,7 @@ from . import (
     secrecy,
     submission,
     tracing,
+    unconfirmed,
     unwritten,
 )
 from .compare import compare
@@ -188,8 +189,32 @@ def _execute(slot: confinement.Slot, start: _Start, loc: submission.Located, wor
     ex = execution.Execution.of(dict(schedule.outcomes), stats, shown, custom, child_stats)
     kernels = faces.of(plan, {sig: t.program for sig, t in traces.items() if t.program is not None})
     findings, check_notes = _diagnose(plan, ex, store, loc, kernels)
+    start = replace(start, notes=start.notes + _rung_notes(plan, planning.scans(plan, ex.outcomes)))
     return _report(start, findings, check_notes, loc, ex, traces, timing.solution_speed,
                    options.keep_programs, kernels)
+
+
+def _rung_notes(plan: Plan, scans: dict) -> tuple[str, ...]:
+    """What an interpreter could not run as written, and how the grader ran it
+    instead (``rung.parallel_as_prefix``): it costs nothing, and the feedback says
+    so. Axes are named from a visible case's kernel only (secret ones show no facts)."""
+    later: dict[str, tuple[int, ...]] = {}
+    for case in plan.cases:
+        for call in getattr(scans.get(case.name), "calls", ()):
+            sem = call.dimension_semantics
+            first = next((i for i, ds in enumerate(sem) if ds != "parallel"), len(sem))
+            axes = tuple(i for i in range(first, len(sem)) if sem[i] == "parallel")
+            if axes:
+                later.setdefault("visible" if case.visible else "secret", axes)
+    if not later:
+        return ()
+    axes = later.get("visible")
+    which = (f"grid axis {', '.join(map(str, axes))}" if axes else "those axes")
+    return ("TPU interpret mode cannot run these dimension semantics as written: it refuses a \"parallel\" "
+            "grid axis after an \"arbitrary\" one (\"Dimensions with parallel semantics must form a prefix of "
+            "the grid\"), which the TPU compiler accepts (a TPU v5e runs it right). So its tests and the checks "
+            f"that run there ran {which} as \"arbitrary\": in order, on one core, as a one-core TPU runs the "
+            "grid; how the result depends on their order across cores was not checked. This costs nothing.",)
 
 
 def _wrong(a: Assignment, run: Run, outcome: Outcome, ref) -> bool:
@@ -293,11 +318,14 @@ def _diagnose(plan: Plan, ex: execution.Execution, store: DrawStore,
                     findings[-1] = replace(f, id="wrong-result", message=f"{f.message}; {cause.message}")
             elif cause is not None:
                 findings.append(cause)
+    findings = unwritten.same_padding(findings)
     starter = diagnosis.starter_untouched(findings, plan.assignment, loc)
     if starter is not None:
         findings = [starter] + [f for f in findings if f.check != "correctness"]
+    # What the index-map scan claims about a run, no run on that case confirms: a note.
+    findings, claims = unconfirmed.settle(plan, findings)
     # A secret case's findings carry only what the grader chooses to say (secrecy).
-    return secrecy.shown_findings(plan.assignment, findings), notes
+    return secrecy.shown_findings(plan.assignment, findings), notes + claims
 
 
 def _report(start: _Start, findings: list[Finding], check_notes: list, loc: submission.Located | None,

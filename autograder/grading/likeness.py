@@ -1,9 +1,13 @@
 """What two submissions' programs have in common, for the TA site's
 near-duplicate pairs (pure data; no JAX).
 
-From one checked program document (``canonical`` sets aside names, source
-lines, every number and dtype, drops equations nothing uses, and lets
-independent equations come in any order), two views:
+From one checked program document in normal form (``normal``: a wrapper
+such as ``jax.jit`` inlined, a branch with a constant predicate replaced by
+the branch taken, ``ref[:, :]`` as ``ref[...]``, simple arithmetic identities
+such as ``k + 1 == n`` for ``k == n - 1``), where ``canonical`` sets aside
+names, source lines, every number and dtype, the order of a commutative
+operation's operands, drops equations nothing uses, and lets independent
+equations come in any order, two views:
 - ``shingles``: the pieces a similarity score compares. Each live equation's
   shingle (its primitive and parameters, with the primitives that feed it),
   its two-step shingle (with the shingles of the equations that feed it: runs
@@ -28,7 +32,8 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
-from .canonical import DROPPED_PARAMS, TRANSPARENT, Canon, Eqn, Jaxpr
+from . import normal
+from .canonical import COMMUTATIVE, DROPPED_PARAMS, TRANSPARENT, Canon, Eqn, Jaxpr
 
 # Calls that only wrap a program: their body counts, the wrapper does not (adding
 # or dropping ``@jax.jit`` changes nothing a kernel does).
@@ -51,7 +56,7 @@ def of(document: dict) -> Likeness:
     """The likeness of one checked program document."""
     program = document.get("program", document)
     canon = Canon()
-    j = canon.jaxpr(program["jaxpr"])
+    j = canon.jaxpr(normal.program(program["jaxpr"]))
     counts = _counts(j, {})
     shingles = frozenset(f"{s}/{b}" for s, n in counts.items() for b in range(min(n, 2)))
     lines = _Listing(canon).program(j, 0)
@@ -90,7 +95,8 @@ def order(j: Jaxpr) -> list[Eqn]:
     """The live equations in a canonical order: a depth-first walk from the
     outputs (in position) and then from the effects nothing follows (by their
     canonical key), each equation after the effects it must follow and the
-    values it reads (in position). Source order never decides."""
+    values it reads (by the primitive that made each, then in position). Source
+    order never decides."""
     producer = {v: e for e in j.live for v in e.outs}
     last: dict[Any, Eqn] = {}
     before: dict[int, list[Eqn]] = {}
@@ -100,7 +106,10 @@ def order(j: Jaxpr) -> list[Eqn]:
             last[r] = e
 
     def preds(e: Eqn) -> list[Eqn]:
-        return before[id(e)] + [producer[v] for v in e.ins if v in producer]
+        # The values an equation reads, those made by one primitive before those of
+        # another (ties in place): a difference in one operation, or operands of
+        # ``a + b`` in either order, keep the lines around it where they were.
+        return before[id(e)] + sorted((producer[v] for v in e.ins if v in producer), key=lambda p: p.prim)
 
     reached = {id(p) for e in j.live for p in preds(e)}
     outs = [a["v"] for a in j.doc.get("outvars", []) if "v" in a]
@@ -212,30 +221,11 @@ def _bindings(prim: str, params: dict, ins: list[str]) -> dict[str, list[str]]:
     return {}
 
 
-def _scan_consts(params: dict) -> int | None:
-    """A scan's number of constants: jax 0.10.2 names it (num_consts); 0.12's document
-    keeps its inputs' flat tree, (consts, carry, xs) leaf counts: {"ftt": [{"ftn": n}, ...]}."""
-    if isinstance(params.get("num_consts"), int):
-        return params["num_consts"]
-    tree = params.get("ft_in")
-    parts = tree.get("ftt") if isinstance(tree, dict) else None
-    return _leaves(parts[0]) if isinstance(parts, list) and len(parts) == 3 else None
-
-
-def _leaves(tree, depth: int = 0) -> int | None:
-    """The leaf count of a flat tree in the document ({"ftn": n} or {"ftt": [...]})."""
-    if not isinstance(tree, dict) or depth > 16:
-        return None
-    if isinstance(tree.get("ftn"), int) and not isinstance(tree["ftn"], bool):
-        return tree["ftn"]
-    counts = [_leaves(t, depth + 1) for t in tree.get("ftt", [])] if isinstance(tree.get("ftt"), list) else [None]
-    return None if None in counts else sum(counts)
-
-
 def _shown(prim: str, params: dict, ins: list[str]) -> list[str]:
     """An equation's operands as listed: captured ones (a loop's constants, a
-    branch's or a call's operands) in name order, positional ones in place."""
-    n = _scan_consts(params) if prim == "scan" else None
+    branch's or a call's operands) and a commutative operation's in name order,
+    positional ones in place."""
+    n = normal.scan_consts(params) if prim == "scan" else None
     if n is not None:
         return sorted(ins[:n]) + ins[n:]
     if prim == "while" and isinstance(params.get("cond_nconsts"), int) and isinstance(params.get("body_nconsts"), int):
@@ -245,6 +235,8 @@ def _shown(prim: str, params: dict, ins: list[str]) -> list[str]:
         return ins[:1] + sorted(ins[1:])
     if prim in CALLS:
         return sorted(ins)
+    if prim in COMMUTATIVE:
+        return sorted(ins, key=lambda name: (name == "#", name))    # a + b as b + a; literals last
     return ins
 
 

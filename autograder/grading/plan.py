@@ -86,6 +86,7 @@ class Run:
     variant: str = ""
     stress: Stress | None = None
     limit_s: float = 60.0               # wall clock for this run, derived (see calibration)
+    pad_fill: Fill | None = None        # the padding of partial blocks filled apart (None: with ``fill``)
 
     @property
     def kind(self) -> Literal["kernel", "static"]:
@@ -104,14 +105,15 @@ class Run:
     def execution(self) -> tuple:
         """What makes two runs the same execution (a probe may reuse another's)."""
         return (self.draw.index, self.rung, self.analysis, self.params, self.fill, self.record,
-                self.races, self.capture, self.in_order)
+                self.races, self.capture, self.in_order, self.pad_fill)
 
     def to_child(self, input_files: list[dict]) -> dict:
         """All the child learns of this run: opaque ids, never case or probe names."""
         return {"id": f"r{self.index}", "trace": f"t{self.draw.signature}", "kind": self.kind,
                 "analysis": self.analysis, "rung": self.rung, "params": dict(self.params),
-                "fill": self.fill.to_child() if self.fill is not None else None, "record": self.record,
-                "races": self.races,
+                "fill": self.fill.to_child() if self.fill is not None else None,
+                "pad_fill": self.pad_fill.to_child() if self.pad_fill is not None else None,
+                "record": self.record, "races": self.races,
                 "capture": self.capture, "in_order": self.in_order, "inputs": input_files,
                 "output": f"r{self.index}.npy"}
 
@@ -314,17 +316,25 @@ def _speed(b: _Builder) -> None:
 
 def _unwritten(b: _Builder, cases: tuple[Case, ...], rungs: tuple[str, ...]) -> None:
     """Each correctness test's own inputs, rerun on the generic interpreter with
-    two fills: what changes is what the kernel never wrote (on that very case).
+    two fills: what changes is what the kernel never wrote (on that very case);
+    and a third time with the first fill but the second (128 times smaller) in the
+    padding of partial blocks only: it tells the padding an input's partial block
+    adds to a sum from memory the kernel never wrote (against the second rerun only
+    that memory differs, with the padding small; against the first only the padding).
     The schedule runs them only for a test that failed with an output."""
     for case in cases:
         for rung in rungs:
             draw = b.draw(case, inputs.stream(b.assignment, case, rung))
-            for fill in unwritten_fills(b.run_key):
+            first, second = unwritten_fills(b.run_key)
+            for fill in (first, second):
                 b.add(Run(0, case, "generic", draw, fill=fill, probe=UNWRITTEN, variant=f"{fill.name}-{rung}"))
+            b.add(Run(0, case, "generic", draw, fill=first, pad_fill=second, probe=UNWRITTEN,
+                      variant=f"{first.name}-padding-{second.name}-{rung}"))
 
 
 def unwritten_runs(plan: "Plan", test: Run) -> tuple[Run, ...]:
-    """The two fill reruns of one correctness test (its draw, the generic interpreter)."""
+    """The fill reruns of one correctness test (its draw, the generic interpreter):
+    the two fills, then the second fill with the first in the padding."""
     return tuple(r for r in plan.runs if r.probe == UNWRITTEN and r.draw == test.draw)
 
 

@@ -16,6 +16,12 @@ of its own, on its own inputs:
   memory never written). Wrong elements among them: ``uninitialized-memory``,
   or ``padding-dependence`` when they lie in partial edge blocks only and a
   fill gives the right answer;
+- a third rerun with the second fill in that memory and the first in the
+  padding of partial blocks only: wrong elements that change with the padding
+  alone, and not with the memory the kernel writes, outside the output's own
+  partial blocks, read the padding of an input's partial block (a K block past
+  the end of the reduction axis): ``padding-dependence``, whatever the fills
+  give (the masking fix), not ``uninitialized-memory``;
 - without those runs (they could not run), NaN that covers whole output blocks
   while every other element is right: blocks never written.
 
@@ -52,12 +58,93 @@ def explain(plan: Plan, test: Run, outcome: Outcome, reference: np.ndarray,
     reruns = [(r, outcomes.get(r)) for r in unwritten_runs(plan, test)]
     reruns = [(r, o.output) for r, o in reruns
               if o is not None and o.output is not None and o.output.shape == out.shape]
-    if len(reruns) == 2:
+    fills = [(r, o) for r, o in reruns if r.pad_fill is None]
+    if len(fills) == 2:
         # The reruns are the evidence: wrong elements no fill changes were written
         # (NaN a kernel stores on purpose is its own result, not unwritten memory).
-        outs = {r.fill.name: o for r, o in reruns}
-        return _by_fills(a, test, out, reference, wrong, outs, _holds_fills(reruns), scan)
+        padded = next((o for r, o in reruns if r.pad_fill is not None), None)
+        read = _padding_read(a, test, out, wrong, [o for _r, o in fills], padded, scan)
+        if read is not None:
+            return read
+        outs = {r.fill.name: o for r, o in fills}
+        return _by_fills(a, test, out, reference, wrong, outs, _holds_fills(fills), scan)
     return _whole_blocks(test, out, reference, wrong, scan)
+
+
+def _padding_read(a: Assignment, test: Run, out: np.ndarray, wrong: np.ndarray, fills: list[np.ndarray],
+                  padded: np.ndarray | None, scan: IndexMaps | None) -> Finding | None:
+    """Padding of an input's partial block read into valid outputs (a K block past
+    the end of the reduction axis, summed into every output): padding-dependence.
+
+    The third rerun has the first fill in the memory the kernel writes and the
+    second (the same values, 128 times smaller and negative) in the padding, so
+    against the second only that memory changed, and against the first only the
+    padding. Wrong elements that
+    change with the padding alone, none with that memory, outside the output's
+    own partial blocks (which ``_by_fills`` judges): the padding came in through
+    an input."""
+    if padded is None:
+        return None
+    first, second = fills
+    by_memory, by_padding = _differs(second, padded), _differs(padded, first)
+    if (by_memory & wrong).any() or not (by_padding & wrong).any():
+        return None
+    partial = _partial_mask(scan, out.shape)
+    if partial is not None and not (by_padding & ~partial).any():
+        return None
+    inputs = _partial_inputs(scan)
+    named = [f"{i['operand']} (along axis {', '.join(map(str, i['axes']))})" if i["axes"] else i["operand"]
+             for i in inputs]
+    through = f" through the partial blocks of {' and '.join(named)}" if named else ""
+    return Finding.make(
+        "padding-dependence", test.rung,
+        f"the output depends on the padding of an input's partial block: on this case's own inputs, "
+        f"{int(by_padding.sum())} of {by_padding.size} outputs change when only the padding's fill changes (the "
+        f"memory the kernel writes keeping its fill), {int((by_padding & wrong).sum())} of the {int(wrong.sum())} "
+        f"wrong ones among them: padding past the end of an input reaches valid results{through}",
+        case=test.case.name, run=test.index, problem="input-padding", own_case=True, rerun_rung="generic",
+        differing=int(by_padding.sum()), total=int(by_padding.size), wrong=int(wrong.sum()),
+        wrong_padded=int((by_padding & wrong).sum()), partial_inputs=inputs,
+        first_differing=[int(i) for i in np.argwhere(by_padding)[0]])
+
+
+def same_padding(findings: list[Finding]) -> list[Finding]:
+    """The poisoning check's fills change every output on a case whose own test's
+    reruns told the padding of an input's partial block apart from the memory the
+    kernel writes (its fills fill both, on TPU interpret mode): it saw that same
+    padding, not unwritten memory. Said as such, so the case's tests keep the one
+    root cause (``uninitialized-memory`` would come first by precedence)."""
+    padded = {f.case: f for f in findings
+              if f.check == "correctness" and f.id == "padding-dependence" and f.problem == "input-padding"}
+    out = []
+    for f in findings:
+        seen = padded.get(f.case) if f.check == "poisoning" and f.id == "uninitialized-memory" else None
+        if seen is not None:
+            # (No block map: the output's blocks are whole; the padding is an input's.)
+            facts = {k: v for k, v in f.facts().items() if k not in ("problem", "changed_by_block")}
+            f = Finding.make("padding-dependence", f.rung, f"{f.message}; this case's own test shows why: the "
+                             "padding of an input's partial block, not memory the kernel never wrote (filled "
+                             "apart, only the padding changes the output)", case=f.case, check=f.check,
+                             run=f.run, **facts, problem="input-padding", partial_inputs=seen.facts().get(
+                                 "partial_inputs", []))
+        out.append(f)
+    return out
+
+
+def _partial_inputs(scan: IndexMaps | None) -> list[dict]:
+    """The inputs of the compared call whose blocks stick out past their array,
+    and along which axes (from the index-map scan; none without one)."""
+    if scan is None or not scan.calls:
+        return []
+    out = []
+    for op in scan.calls[-1].operands:
+        if op.is_output or not op.partial_count:
+            continue
+        axes = sorted({axis for p in op.partial_blocks for axis, (_lo, hi) in enumerate(p.element_range)
+                       if axis < len(op.array_shape) and hi > op.array_shape[axis]})
+        out.append({"operand": op.operand, "axes": axes, "array_shape": list(op.array_shape),
+                    "block_shape": list(op.block_shape)})
+    return out
 
 
 def _holds_fills(reruns: list[tuple[Run, np.ndarray]]) -> np.ndarray:

@@ -79,6 +79,9 @@ DECADES = (-12.0, 30.0)      # the magnitudes' span, as powers of ten
 NAN_SHARE, INF_SHARE = 1 / 8, 1 / 16
 
 _FILL: list = [None]            # the current fill: None (the interpreter's own), a float, or a Fill
+# The padding's own fill (None: the fill's): the padding of partial blocks filled apart
+# from the memory a kernel writes, so a run can tell which of the two an output read.
+_PAD_FILL: list = [None]
 _BUFFERS = [0]                  # buffers the current run has filled (the k of Fill)
 _FILL_LOCK = threading.Lock()   # two simulated cores fill from two threads
 _ORIGINAL: dict = {}
@@ -107,9 +110,11 @@ def fill_values(fill: Fill, k: int, shape: tuple[int, ...], dtype) -> np.ndarray
     return (values * fill.scale).astype(dtype).reshape(shape)
 
 
-def _current(shape: tuple[int, ...], dtype, default: float) -> np.ndarray:
-    """What the current fill puts in a new buffer of this shape (run time)."""
-    fill = _FILL[0]
+def _current(shape: tuple[int, ...], dtype, default: float, padding: bool = False) -> np.ndarray:
+    """What the current fill (``padding``: the padding's) puts in a new buffer
+    of this shape (run time). Both count buffers together, so a run whose
+    padding has another fill of the same seed holds the same values elsewhere."""
+    fill = _PAD_FILL[0] if padding and _PAD_FILL[0] is not None else _FILL[0]
     if isinstance(fill, Fill):
         with _FILL_LOCK:
             k = _BUFFERS[0]
@@ -118,21 +123,21 @@ def _current(shape: tuple[int, ...], dtype, default: float) -> np.ndarray:
     return np.full(shape, default if fill is None else fill, dtype)
 
 
-def _host_array(shape, dtype, default: float):
-    """An array of the current fill, produced when the program runs."""
+def _host_array(shape, dtype, default: float, padding: bool = False):
+    """An array of the current fill (or the padding's), produced when the program runs."""
     shape = tuple(int(d) for d in shape)
-    return jax.pure_callback(lambda: _current(shape, dtype, default), jax.ShapeDtypeStruct(shape, dtype))
+    return jax.pure_callback(lambda: _current(shape, dtype, default, padding), jax.ShapeDtypeStruct(shape, dtype))
 
 
 def _padded(value, block_shape, default: float):
-    """``value`` padded to whole blocks with the current fill, element by
+    """``value`` padded to whole blocks with the padding's fill, element by
     element (the interpreters pad with one scalar, the same everywhere)."""
     if block_shape is None or not jnp.issubdtype(value.dtype, jnp.floating):
         return None
     padded = tuple(((v - 1) // b + 1) * b for v, b in zip(value.shape, block_shape))
     if padded == tuple(value.shape):
         return value
-    return jax.lax.dynamic_update_slice(_host_array(padded, value.dtype, default), value,
+    return jax.lax.dynamic_update_slice(_host_array(padded, value.dtype, default, padding=True), value,
                                         (0,) * len(padded))
 
 
@@ -300,7 +305,7 @@ def grid_order(params: dict, order: list | None):
 
 
 @contextmanager
-def switches(rung: str, params: dict, fill_spec, order: list | None, races: bool = False):
+def switches(rung: str, params: dict, fill_spec, order: list | None, races: bool = False, pad_fill=None):
     """Within: one run's every run-time switch (its fill, grid seed and order,
     race detector and DMA mode). Yields the parameters to compile with, the
     same for every run of TPU interpret mode on one core count: the shared
@@ -312,7 +317,7 @@ def switches(rung: str, params: dict, fill_spec, order: list | None, races: bool
                 if k not in release.RUNTIME_PARAMS and (k, v) != ("num_cores_or_threads", 1)}
     if rung != "tpu-interpret":
         runtime, compiled = {}, {}
-    with fill(fill_spec), grid_order(compiled, order) as static:
+    with fill(fill_spec, pad_fill), grid_order(compiled, order) as static:
         if rung == "tpu-interpret":
             static.setdefault("grid_point_recorder", record_grid_point)
         saved = dict(_RUNTIME)
@@ -334,22 +339,25 @@ def install() -> None:
 
 
 @contextmanager
-def fill(value):
+def fill(value, padding=None):
     """Within: uninitialized floats (outputs, scratch, padding) read ``value``:
     None (the interpreter's own NaN), one float everywhere, a ``Fill`` or its
-    child form (a dict: seed, scale, finite), drawn element by element."""
-    if value is not None and _target(release.GENERIC_FILL) not in _ORIGINAL:
+    child form (a dict: seed, scale, finite), drawn element by element; with
+    ``padding`` (the same forms), the padding of partial blocks reads that."""
+    if (value is not None or padding is not None) and _target(release.GENERIC_FILL) not in _ORIGINAL:
         raise RuntimeError("hooks.install() must run before anything is traced")
-    if isinstance(value, dict):
-        value = Fill.of(value)
-    elif value is not None and not isinstance(value, Fill):
-        value = float(value)
-    saved, _FILL[0] = _FILL[0], value
-    saved_count, _BUFFERS[0] = _BUFFERS[0], 0
+    saved = _FILL[0], _PAD_FILL[0], _BUFFERS[0]
+    _FILL[0], _PAD_FILL[0], _BUFFERS[0] = _fill_of(value), _fill_of(padding), 0
     try:
         yield
     finally:
-        _FILL[0], _BUFFERS[0] = saved, saved_count
+        _FILL[0], _PAD_FILL[0], _BUFFERS[0] = saved
+
+
+def _fill_of(value):
+    if isinstance(value, dict):
+        return Fill.of(value)
+    return value if value is None or isinstance(value, Fill) else float(value)
 
 
 def races_found() -> bool:

@@ -190,6 +190,12 @@ COMPILE_RULES = (
     (re.compile(r"Only single \(1\) and double \(2\) buffering are supported"), "buffer-count",
      "a BlockSpec of a pallas_call may ask for one or two buffers only (pl.Buffered(1) or "
      "pl.Buffered(2)); deeper buffering is for pltpu.emit_pipeline inside a kernel"),
+    # Mosaic's verifier, run by Pallas's lowering too: a bf16 x bf16 -> bf16 jnp.dot in a
+    # kernel (measured on a v5e, libtpu 0.0.42.1, and cross-lowered on CPU, both releases).
+    (re.compile(r"Expected matmul acc to be 32-bit"), "matmul-accumulator",
+     "a matrix product inside a kernel must have a 32-bit result: the TPU's matrix unit "
+     "accumulates in float32 (int32 for integers), so a dot of bfloat16 operands without "
+     "preferred_element_type has a bfloat16 result the compiler refuses"),
 )
 
 # -- the TPU stage's device (autograder/tpu/real.py) --------------------------

@@ -254,6 +254,8 @@ def _eval_eqn(eqn: Any, invals: list, interpret: Any, stub: Callable | None = No
             p = {**p, "jaxpr": cores_as_grid(p["jaxpr"], p["mesh"])}
         if interpret not in (True, False) and aliases_partial_blocks(p):
             p = {**p, "input_output_aliases": ()}
+        if isinstance(interpret, pltpu.InterpretParams):
+            p = parallel_as_prefix(p)     # that interpreter only: the static analyses see them as written
         if stub is not None:
             return stub(eqn.replace(params=p), invals)
         return eqn.primitive.bind(*invals, **{**p, "interpret": interpret})
@@ -296,6 +298,31 @@ def aliases_partial_blocks(p: dict) -> bool:
         if any(b and dim % b for b, dim in zip(block, bm.array_aval.shape)):
             return True
     return False
+
+
+def parallel_after_arbitrary(semantics: Sequence[Any] | None) -> tuple[int, ...]:
+    """The grid axes marked "parallel" after an axis that is not: TPU interpret
+    mode refuses them ("Dimensions with parallel semantics must form a prefix of
+    the grid", jax 0.10.2 and 0.12.0.1), while the TPU compiler accepts them and
+    a v5e runs them right (measured, libtpu 0.0.42.1)."""
+    from jax._src.pallas.mosaic import core as tpu_core
+    parallel = [ds in ("parallel", tpu_core.PARALLEL) for ds in semantics or ()]
+    first = parallel.index(False) if False in parallel else len(parallel)
+    return tuple(i for i in range(first, len(parallel)) if parallel[i])
+
+
+def parallel_as_prefix(p: dict) -> dict:
+    """A pallas_call's parameters for TPU interpret mode: every "parallel" axis
+    after a non-parallel one run as "arbitrary" (in order, on one core, as a
+    one-core TPU runs the whole grid), the only form of these semantics that
+    interpreter runs. The axes before keep theirs; nothing else changes."""
+    cp = p.get("compiler_params")
+    sem = getattr(cp, "dimension_semantics", None)
+    later = parallel_after_arbitrary(sem)
+    if not later:
+        return p
+    semantics = tuple("arbitrary" if i in later else ds for i, ds in enumerate(sem))
+    return {**p, "compiler_params": dataclasses.replace(cp, dimension_semantics=semantics)}
 
 
 def cores_as_grid(body: Any, mesh: Any) -> Any:

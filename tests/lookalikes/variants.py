@@ -1,6 +1,8 @@
 """Disguised copies of a kernel's source, as a student copying it might make
 them (the near-duplicate test's planted pairs): every name changed, independent
-lines swapped, unused lines added, block-size constants changed. Each is a
+lines swapped, unused lines added, block-size constants changed, and
+re-spellings that compute the same (``jax.jit`` on or off, ``ref[:, :]`` for
+``ref[...]``, a dead ``lax.cond(False, ...)``, ``k + 1 == n`` for ``k == n - 1``). Each is a
 source-to-source rewrite with Python's ``ast``: what it leaves alone runs as
 before."""
 from __future__ import annotations
@@ -96,10 +98,67 @@ def blocks(tree: ast.Module) -> ast.Module:
     return tree
 
 
+def jit(tree: ast.Module, keep: str) -> ast.Module:
+    """``@jax.jit`` taken off the entry function, or put on it where it had none."""
+    for f in tree.body:
+        if isinstance(f, ast.FunctionDef) and f.name == keep:
+            plain = [d for d in f.decorator_list if ast.unparse(d) != "jax.jit"]
+            f.decorator_list = plain if len(plain) < len(f.decorator_list) else [ast.parse("jax.jit").body[0].value]
+    return tree
+
+
+class _Indexers(ast.NodeTransformer):
+    """``ref[...]`` as ``ref[:, :]`` (every ref of the matmul designs is 2-D)."""
+
+    def visit_Subscript(self, n: ast.Subscript) -> ast.Subscript:
+        self.generic_visit(n)
+        if isinstance(n.slice, ast.Constant) and n.slice.value is Ellipsis:
+            n.slice = ast.parse("x[:, :]").body[0].value.slice
+        return n
+
+
+def dead(tree: ast.Module) -> ast.Module:
+    """A dead ``lax.cond(False, ...)`` at the top of every kernel body (a function
+    with a ``*_ref`` parameter): its live-looking branch zeroes a ref."""
+    for f in [n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)]:
+        refs = [a.arg for a in f.args.args if a.arg.endswith("_ref")]
+        if refs:
+            f.body[:0] = ast.parse(f"def _never():\n    {refs[-1]}[...] = jnp.zeros_like({refs[-1]})\n"
+                                   "jax.lax.cond(False, _never, lambda: None)").body
+    return tree
+
+
+class _Arithmetic(ast.NodeTransformer):
+    """Identities a copier might use: ``a == b - c`` as ``a + c == b``, the operands
+    of ``+`` and ``*`` swapped, ``r[...] += v`` as ``r[...] = v + r[...]``."""
+
+    def visit_Compare(self, n: ast.Compare) -> ast.Compare:
+        self.generic_visit(n)
+        right = n.comparators[0] if len(n.comparators) == 1 else None
+        if isinstance(n.ops[0], ast.Eq) and isinstance(right, ast.BinOp) and isinstance(right.op, ast.Sub):
+            return ast.Compare(ast.BinOp(n.left, ast.Add(), right.right), n.ops, [right.left])
+        return n
+
+    def visit_BinOp(self, n: ast.BinOp) -> ast.BinOp:
+        self.generic_visit(n)
+        if isinstance(n.op, (ast.Add, ast.Mult)):
+            n.left, n.right = n.right, n.left
+        return n
+
+    def visit_AugAssign(self, n: ast.AugAssign) -> ast.AST:
+        self.generic_visit(n)
+        if isinstance(n.op, ast.Add) and isinstance(n.target, ast.Subscript):
+            read = ast.Subscript(n.target.value, n.target.slice, ast.Load())
+            return ast.Assign([n.target], ast.BinOp(n.value, ast.Add(), read))
+        return n
+
+
 def variant(source: str, *steps: str, salt: str = "a", keep: str = "matmul") -> str:
-    """``source`` rewritten by ``steps`` in order ("rename", "reorder", "pad", "blocks")."""
+    """``source`` rewritten by ``steps`` in order ("rename", "reorder", "pad",
+    "blocks"; re-spellings that compute the same: "jit", "indexers", "dead", "arith")."""
     tree = ast.parse(source)
     for step in steps:
-        tree = _Rename(tree, salt, keep).visit(tree) if step == "rename" else \
-            {"reorder": reorder, "pad": pad, "blocks": blocks}[step](tree)
+        tree = _Rename(tree, salt, keep).visit(tree) if step == "rename" else jit(tree, keep) if step == "jit" else \
+            {"reorder": reorder, "pad": pad, "blocks": blocks, "dead": dead,
+             "indexers": lambda t: _Indexers().visit(t), "arith": lambda t: _Arithmetic().visit(t)}[step](tree)
     return ast.unparse(ast.fix_missing_locations(tree)) + "\n"

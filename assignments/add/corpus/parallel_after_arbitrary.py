@@ -1,24 +1,18 @@
-"""Bug (submission-error on TPU interpret mode): the dimension semantics mark a
-later grid axis "parallel" after an "arbitrary" one. TPU interpret mode refuses
-that ("Dimensions with parallel semantics must form a prefix of the grid"), so
-its tests and the checks that run there fail; the generic interpreter ignores
-dimension semantics and passes. The problem list charges all of it to that one
-error. (The scratch zeroed at the first grid point only is a second bug the
-refusal hides.)"""
+"""Correct (clean): the dimension semantics mark a grid axis "parallel" after an
+"arbitrary" one. The TPU compiler accepts that, and a TPU v5e runs it right
+(measured, libtpu 0.0.42.1); TPU interpret mode refuses it ("Dimensions with
+parallel semantics must form a prefix of the grid"). What only an interpreter
+refuses costs nothing: the grader runs that rung with the later axes as
+"arbitrary" (in order, as a one-core TPU runs the grid), and the feedback says
+so. (Before, this kernel also kept a scratch zeroed at the first grid point
+only, a bug latent on one core; it is gone: this file is the clean case.)"""
 import jax
-import jax.numpy as jnp
 from jax.experimental import pallas as pl
 from jax.experimental.pallas import tpu as pltpu
 
 
-def kernel(x_ref, y_ref, o_ref, bias):
-    first = (pl.program_id(0) == 0) & (pl.program_id(1) == 0) & (pl.program_id(2) == 0)
-
-    @pl.when(first)
-    def _():
-        bias[...] = jnp.zeros_like(bias)
-
-    o_ref[...] = x_ref[...] + y_ref[...] + bias[...]
+def kernel(x_ref, y_ref, o_ref):
+    o_ref[...] = x_ref[...] + y_ref[...]
 
 
 def add(x, y):
@@ -26,7 +20,6 @@ def add(x, y):
     spec = pl.BlockSpec((8, 128), lambda k, i, j: (i, j))
     return pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),
                           grid=(1, m // 8, n // 128), in_specs=[spec, spec], out_specs=spec,
-                          scratch_shapes=[pltpu.VMEM((8, 128), jnp.float32)],
                           compiler_params=pltpu.CompilerParams(
                               dimension_semantics=("arbitrary", "parallel", "arbitrary")),
                           interpret=True)(x, y)

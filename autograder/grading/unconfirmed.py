@@ -1,0 +1,70 @@
+"""Static findings no rung confirms: a note, not a charge (pure data; no JAX).
+
+The index-map scan reads a kernel's grid and index maps and claims what the
+kernel will do when it runs: an output block written from both sides of a
+"parallel" axis (two cores would write it), output blocks the grid never
+visits. A claim about running is charged when a run shows it: a test on that
+case fails, or a check that runs the kernel there (poisoning, grid order,
+races) finds something. When every run on the case agrees with the reference
+and no such check found anything, no rung confirms the claim (a softmax whose
+two parallel halves both compute its only row block writes the same values
+twice, which the chip computes right): the check passes with a note that says
+what the scan saw and why it costs nothing.
+
+Charged whatever the runs show: a block or DMA outside its array (TPU
+interpret mode raises, the chip halts: measured), an output block revisited
+out of order (TPU interpret mode raises), and the compiler's rules (compile,
+VMEM), which no interpreter can confirm but the chip enforces.
+"""
+from __future__ import annotations
+
+from .findings import CheckNote, Finding
+from .plan import Plan
+
+STATIC_CHECK = "index-maps"
+# The scan's claims about a run that a run can confirm (and which do not stop TPU
+# interpret mode, whose error would confirm them first).
+CLAIMS = ("output-block-revisit", "uninitialized-memory")
+# Checks that run the kernel on a case: what they find there confirms a claim.
+RUNNING = ("correctness", "poisoning", "grid-order", "races")
+
+
+def settle(plan: Plan, findings: list[Finding]) -> tuple[list[Finding], list[CheckNote]]:
+    """``findings`` without the scan's claims no run confirms, and a note for each."""
+    kept: list[Finding] = []
+    notes: list[CheckNote] = []
+    for f in findings:
+        if _unconfirmed(f, findings):
+            notes.append(CheckNote(f.check, f.case, _note(plan, f)))
+        else:
+            kept.append(f)
+    return kept, notes
+
+
+def _unconfirmed(f: Finding, findings: list[Finding]) -> bool:
+    if f.check != STATIC_CHECK or f.id not in CLAIMS or f.case is None or f.facts().get("stops_tpu_interpret"):
+        return False
+    return not any(_confirms(other, f) for other in findings)
+
+
+def _confirms(other: Finding, claim: Finding) -> bool:
+    """A finding from a run on the claim's case (not the scan's own finding
+    carried by a check it settled, nor a check that could not run)."""
+    if other is claim or other.case != claim.case or other.check not in RUNNING:
+        return False
+    return other.problem != "check-not-run" and other.facts().get("variant") != STATIC_CHECK
+
+
+def _note(plan: Plan, f: Finding) -> str:
+    case = plan.assignment.case(f.case)
+    where = f"on case {case.name}" if case.visible else "on a secret case"
+    saw = f.message if case.visible else {
+        "output-block-revisit": "an output block is written from both sides of an axis marked \"parallel\"",
+        "uninitialized-memory": "some output blocks are never visited by the grid"}[f.id]
+    why = {"output-block-revisit": "the writes agree (the same values written twice), and a chip computes it "
+                                   "right; on a chip with two cores the two writes race, so keep each output block "
+                                   "to one grid point if its values could ever differ",
+           "uninitialized-memory": "the output is right there on every run (an aliased input, say, keeps its "
+                                   "values)"}[f.id]
+    return (f"{where} the index maps say: {saw.rstrip('.')}; no run on that case shows a difference: {why}; "
+            "a static finding that no rung confirms costs nothing")
