@@ -28,9 +28,17 @@ def test_a_k_axis_already_last_needs_only_its_semantics():
 
 def test_an_axis_that_is_not_last_is_moved_last_with_its_semantics():
     f = _shared(0, ("parallel", "parallel", "arbitrary"))
-    text = fixes.fix(f, MATMUL, kernels=CALL).text
-    assert text.startswith("make grid axis 0 (the output block stays the same along it) the last grid axis")
-    assert 'grid order (1, 2, 0) of the axes, dimension_semantics=("parallel", "arbitrary", "arbitrary")' in text
+    assert fixes.fix(f, MATMUL).text == (
+        'make grid axis 0 (the output block stays the same along it) the last grid axis and mark it "arbitrary": '
+        'dimension_semantics=("parallel", "arbitrary", "arbitrary"), with the grid\'s order (1, 2, 0) of the axes '
+        "and the index maps' arguments reordered to match")
+    # Revisited non-consecutively along an axis already "arbitrary" (k_axis_outermost.py): only the order.
+    outer = Finding.make("output-block-revisit", "static", "written again", case="f32-256x384x256",
+                         check="index-maps", grid=[3, 2, 2], kind="non-consecutive",
+                         dimension_semantics=["arbitrary"] * 3, writers=[[0, 0, 0], [1, 0, 0], [2, 0, 0]])
+    assert fixes.fix(outer, MATMUL).text.startswith(
+        'make grid axis 0 (the output block stays the same along it) the last grid axis (it is "arbitrary" '
+        "already) with the grid's order (1, 2, 0)")
 
 
 def _static_oob(case="small"):
@@ -65,6 +73,14 @@ def test_a_secret_case_gets_the_general_line_and_numerics_the_assignments_hint()
     body = (KernelSource("fa.py:37", "flash_attention", "flash_attention_kernel", "fa.py:14-29"),)
     assert fixes.fix(n, FLASH, kernels=body).text == FLASH.numerics_hint.rstrip(".") + \
         " (in flash_attention_kernel, fa.py:14-29)"
+    # Blocks the grid never visits are the pallas_call's doing, even shown in general terms.
+    unwritten = Finding.make("uninitialized-memory", "static", "2 blocks never visited", case=hidden,
+                             check="index-maps", operand="output 0", unwritten_count=2, unwritten_blocks=[[3, 0]],
+                             block_grid=[4, 2])
+    fills = Finding.make("uninitialized-memory", "generic", "changes with the fill", case=hidden, fills_failing=["x"])
+    where = (KernelSource("add.py:14", "add", "kernel", "add.py:9"),)
+    assert fixes.best([fills, unwritten], ADD, shows=lambda f: False, kernels=where).text == \
+        fix_line(fills) + " (in the pl.pallas_call at add.py:14)"
     # Several pallas_calls and a finding that does not say which: no line is named.
     assert fixes.fix(n, FLASH, kernels=body * 2).text == FLASH.numerics_hint.rstrip(".")
 

@@ -112,8 +112,8 @@ def test_k_axis_outermost_is_a_non_consecutive_revisit(grade_cli):
     t = _probe(doc, "Static: index maps")
     assert t["tags"] == ["output-block-revisit"] and t["output"].startswith("Same bug, not charged again")
     # The fix names the axis the output block does not depend on, and where it must go.
-    assert ('Fix: make grid axis 0 (the output block stays the same along it) the last grid axis and mark it '
-            '"arbitrary": grid order (1, 2, 0) of the axes') in " ".join(out.split())
+    assert ('Fix: make grid axis 0 (the output block stays the same along it) the last grid axis (it is '
+            '"arbitrary" already) with the grid\'s order (1, 2, 0) of the axes') in " ".join(out.split())
 
 
 SOFTMAX = corpus("softmax")

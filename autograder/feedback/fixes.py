@@ -16,8 +16,14 @@ from ..grading.sources import KernelSource
 # Findings about how the kernel is called (grid, block specs, semantics, scratch): the
 # pl.pallas_call's line is where the fix goes. The others are about what the body computes.
 _CALL = ("out-of-bounds", "output-block-revisit", "grid-order-dependence", "compile-reject", "vmem-overflow",
-         "inconsistent-kernel", "data-race", "dma-protocol")
-_BODY = ("numerics", "wrong-result", "uninitialized-memory", "padding-dependence")
+         "inconsistent-kernel")
+_BODY = ("numerics", "wrong-result", "uninitialized-memory", "padding-dependence", "data-race", "dma-protocol")
+
+
+def _about_the_call(f: Finding) -> bool:
+    """Blocks the grid never visits are the grid's doing (the pallas_call), whatever the ID."""
+    x = f.facts()
+    return f.id in _CALL or bool(x.get("unwritten_count")) or f.problem == "unwritten-blocks"
 
 
 @dataclass(frozen=True)
@@ -44,10 +50,14 @@ def best(findings: list[Finding], assignment=None, *, shows=lambda f: True,
     in the student's terms, the static analysis's first (it knows the whole grid
     and every block), else the general line of the first finding."""
     ordered = sorted(findings, key=lambda f: f.rung != "static")
-    for f in ordered:
-        if shows(f) and _specific(f, _dims(f, assignment)):
-            return fix(f, assignment, visible=True, kernels=kernels)
-    return fix(findings[0], assignment, visible=shows(findings[0]), kernels=kernels)
+    chosen = next((f for f in ordered if shows(f) and _specific(f, _dims(f, assignment))), None)
+    if chosen is not None:
+        return fix(chosen, assignment, visible=True, kernels=kernels)
+    # No fact may be shown: the general line, at the place the static scan points to (a
+    # file's line is no secret), else the first finding's.
+    general = fix(findings[0], assignment, visible=shows(findings[0]), kernels=())
+    at = where(ordered[0], kernels) or where(findings[0], kernels)
+    return Fix(f"{general.text} ({at})" if at else general.text, general.specific)
 
 
 def where(f: Finding, kernels: tuple[KernelSource, ...]) -> str:
@@ -56,7 +66,7 @@ def where(f: Finding, kernels: tuple[KernelSource, ...]) -> str:
     if len(kernels) != 1:
         return ""
     k = kernels[0]
-    if f.id in _CALL:
+    if _about_the_call(f):
         return f"in the pl.pallas_call at {k.call}"
     if f.id in _BODY and k.body and k.lines:
         return f"in {k.body}, {k.lines}"
@@ -118,9 +128,11 @@ def _revisit(x: dict[str, Any]) -> str | None:
                 f"dimension_semantics={_semantics(fixed)}")
     order = [a for a in range(len(grid)) if a != axis] + [axis]
     moved = [fixed[a] for a in order]
-    return (f'make grid axis {axis} (the output block stays the same along it) the last grid axis and mark '
-            f'it "arbitrary": grid order {_tuple(order)} of the axes, dimension_semantics={_semantics(moved)}, '
-            "and the index maps' arguments reordered to match")
+    mark = ('(it is "arbitrary" already)' if sem[axis] == "arbitrary" and moved == [sem[a] for a in order]
+            else f'and mark it "arbitrary": dimension_semantics={_semantics(moved)},')
+    return (f"make grid axis {axis} (the output block stays the same along it) the last grid axis "
+            f"{mark} with the grid's order {_tuple(order)} of the axes and the index maps' arguments "
+            "reordered to match")
 
 
 def _out_of_bounds(x: dict[str, Any], dims: dict, case: str | None) -> str | None:
