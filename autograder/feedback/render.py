@@ -440,14 +440,12 @@ def report_view(report, how: repro.Invocation = repro.KIT) -> dict[str, Any]:
     a = report.assignment
     problems = summarize(report.tests, lambda f: _shows(f, a))
     keyed = {p.key: p for p in problems}
-    ctx = Context(a, tuple(getattr(report, "kernels", ())), how)
+    ctx = Context(a, report.kernels, how)
     # The test that explains a problem gives the problem's own fix line.
     ctx = replace(ctx, problem_fixes={p.key: problem_fix(p, report.findings, ctx) for p in problems})
     maps: dict = {p.key: problem_map(p, report) for p in problems if p.id in blockmaps.SPATIAL}
     # Findings that are another view of a problem's bug, not problems of their own.
     maps.update({f: view_map(f, a) for f in report.findings if key_of(f) not in keyed})
-    listed = [t for t in report.tests if t.visibility == "visible"]
-    later = len(report.tests) - len(listed)
     # A check that keeps its points names the ID the bug was charged under there.
     charged_ids = {t.number: t.finding.id for t in report.tests if t.finding is not None}
     speed = speed_grade.view(report.speed) if report.speed and report.speed.visibility == "visible" else None
@@ -462,7 +460,6 @@ def report_view(report, how: repro.Invocation = repro.KIT) -> dict[str, Any]:
         "tests": [{**test_view(t, report.plan, report.uploaded_as, keyed, maps, ctx),
                    "charged_as": charged_ids.get(t.charged_in),
                    "charged_problem": _charged_problem(t, report.tests, keyed)} for t in report.tests],
-        "passed": sum(t.passed for t in listed), "count": len(listed), "later": later,
         "listing": listing(report),
         "secret_cases": sum(1 for c in report.plan.cases if not c.visible),
         "student_output": report.student_output,   # already a capped tail (sandbox.Tail)
