@@ -39,7 +39,7 @@ def test_correct_corpus_submissions_get_full_marks(grade_cli, path, slug):
     assert _all(doc, []) and doc["score"] == sum(t["max_score"] for t in doc["tests"])
 
 
-# add's wrong_formula is graded (tags only) by test_gradescope_zip through run_autograder.
+# add's wrong_formula is graded (every test wrong-result) through the gradescope verb by test_handout.
 @pytest.mark.parametrize("path,slug,cases", [
     (MATMUL / "wrong_formula.py", "matmul", ("f32-256x384x256", "hidden-bf16-256x640x384")),
 ])
@@ -54,26 +54,48 @@ def test_wrong_formula_is_wrong_result_everywhere(grade_cli, path, slug, cases):
 def test_bf16_accumulation_is_numerics_on_bf16_cases_only(grade_cli):
     doc, _ = grade_cli(MATMUL / "bf16_accumulator.py", "matmul")
     assert tags(doc) == [[], [], ["numerics"], ["numerics"], [], [], ["numerics"], ["numerics"]]
-    # The stress probe's long bfloat16 reduction reads it as lost precision, charged once.
+    # The stress probe's long bfloat16 reduction reads it as lost precision, charged once:
+    # one line, pointing at the test that explains it.
     stress = next(t for t in doc["tests"] if t["name"].startswith("Numerics: stress"))
     assert stress["tags"] == ["numerics"] and stress["score"] == stress["max_score"]
-    assert "long-k-bf16" in stress["output"] and "bfloat16 inputs allow 8" in stress["output"]
-    assert "x: bfloat16[256, 4096]" in stress["output"], "the stress inputs, not the probe case's"
+    assert stress["output"] == ("Same bug, not charged again: this check found problem 1, Numerical problem "
+                                "[numerics], which already cost points in test 2.1.\n")
 
 
 def test_grid_one_step_too_long_passes_generic_but_not_tpu_interpret(grade_cli):
     doc, out = grade_cli(ADD / "grid_one_step_too_long.py", "add")
     assert tags(doc) == [[], ["out-of-bounds"]] * 4
-    assert "Out-of-bounds block index" in out
+    assert "Out-of-bounds block index" in " ".join(out.split())
     # The static scan names the grid point and block, and says the generic interpreter clamped it.
     index_maps = next(t for t in doc["tests"] if t["name"].startswith("Static: index maps"))
     assert index_maps["tags"] == ["out-of-bounds"] and index_maps["score"] == index_maps["max_score"]
-    # The scan runs on every case; the first case (small, 16 x 256) shows it first.
-    assert "at grid point (0, 2) addresses block (0, 2)" in index_maps["output"]
-    # The rung ladder is explained once, under the first test the problem cost.
+    # The scan saw the same bug: one line, not charged again (its evidence is test 1.2's).
+    assert index_maps["output"] == ("Same bug, not charged again: this check found problem 1, Out-of-bounds "
+                                    "access [out-of-bounds], which already cost points in test 1.2.\n")
+    # The rung ladder is explained once, under the first test the problem cost, with the
+    # fix in the kernel's terms: the scan's grid axis, the input, its dimension, the line.
     first = next(t for t in doc["tests"] if t["number"] == "1.2")
     assert "clamps" in first["output"] and "caught here" in first["output"]
-    assert "clamps" not in index_maps["output"] and "already cost points in test 1.2" in index_maps["output"]
+    fix = ("grid axis 1 runs 3 steps on case small, but x has pl.cdiv(N, 128) = 2 blocks along N: make that axis "
+           "pl.cdiv(N, 128) long (in the pl.pallas_call at grid_one_step_too_long.py:14)")
+    assert f"Fix: {fix}." in " ".join(first["output"].split())
+    # The terminal report ends with the score and the problem (its last 80 x 24 screen),
+    # and says what each kept point is: the same bug, or a check the bug kept from running.
+    lines = out.splitlines()
+    last = " ".join(" ".join(lines[-24:]).split())
+    assert "Element-wise add with a grid of blocks: 11 / 16" in last and "Problems found: 1" in last
+    assert (f"1. Out-of-bounds access [out-of-bounds]: cost 5 points in tests 1.2, 2.2, 3.2, 4.2. Fix: {fix}. "
+            "Explained under test 1.2.") in last
+    assert ("15 tests, as Gradescope lists them: 4 failed, 11 passed (6 clean; 1 the same bug, not charged again; "
+            "3 not run; 1 not scored).") in last and len(doc["tests"]) == 15
+    assert "Speed estimate: " in last and "Speed estimate (TPU" not in out     # one line while a test fails
+    flat = " ".join(out.split())
+    assert "[SAME BUG] P1 Static: index maps over the whole grid (1/1): problem 1 again (charged in 1.2), " \
+        "not charged again" in flat and "[PASS] P1" not in out
+    assert flat.count("(1/1): stopped by problem 1 (charged in 1.2), not charged") == 3
+    # Everything fits 80 columns (prose wraps at 79) but the commands, kept whole to paste.
+    assert all(len(line) <= 80 or "autograder grade" in line for line in lines), \
+        [line for line in lines if len(line) > 80]
     # The dynamic probes' TPU runs raise the same IndexError: one bug, charged once (in test 1.2).
     probes = [t for t in doc["tests"] if t["number"].startswith("P")]
     assert {tuple(t["tags"]) for t in probes} == {("out-of-bounds",), ()}
@@ -85,7 +107,8 @@ def test_grid_one_step_too_long_passes_generic_but_not_tpu_interpret(grade_cli):
     assert maps == ["1.2"] and t_map_lines(first["output"]) == [
         '    0  1| 2', '0   .  =| X', '1   .  .|']
     assert [t["number"] for t in doc["tests"] if (t.get("extra_data") or {}).get("block_maps")] == ["1.2"]
-    assert out.count("X asked for outside the array") == 1 and len(out.splitlines()) < 120
+    # (The tests first, then the summary: about as long as when the summary led.)
+    assert out.count("X asked for outside the array") == 1 and len(out.splitlines()) < 125
 
 
 def t_map_lines(output: str) -> list[str]:
@@ -135,7 +158,7 @@ def test_infinite_loop_is_a_timeout_and_grading_stays_bounded(grade_cli):
     outputs = "".join(t["output"] for t in doc["tests"])
     assert outputs.count("did not finish within 5 s, while tracing") == 2
     assert outputs.count("not run: tracing the same call already hung") == 2
-    assert "Problems found: 1" in out and out.count("Look for a loop that never ends") == 1
+    assert "Problems found: 1" in out and " ".join(out.split()).count("Look for a loop that never ends") == 1
     # Each hang takes its tracer down; after two hangs and no finished trace the
     # third signature is not tried, and with nothing traced no grader child starts.
     assert doc["extra_data"]["children"] == 2

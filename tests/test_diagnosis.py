@@ -325,3 +325,41 @@ def test_the_poisoning_checks_fills_on_an_input_padding_case_are_that_padding():
     assert got[1].id == "padding-dependence" and got[1].problem == "input-padding" and got[1].check == "poisoning"
     assert "not memory the kernel never wrote" in got[1].message and "changed_by_block" not in got[1].facts()
     assert got[1].facts()["partial_inputs"] == [{"operand": "input 0", "axes": [1]}]
+
+
+# --- overflow: NaN or Inf that only larger inputs bring is numerics ----------------------
+
+FA = spec.find("flash_attention")
+FA_PLAN = planning.build(FA, FA.cases, FA.rungs, 7)
+
+
+def _nan_and_far_off(case: str, rung: str):
+    """What the comparison says of no_running_max.py on the q x 40 case: mostly NaN, and
+    finite outputs far off (a sum that overflowed to Inf divides them to 0)."""
+    return diagnosis.Finding.make(
+        "wrong-result", rung, "48064 of 49152 outputs are wrong", case=case, run=0, mismatches=48064,
+        total=49152, nonfinite=47791, finite_relative_to_output=0.54, first_mismatches=[[0, 0, 0]],
+        max_abs_error="inf", max_rel_error="inf", relative_to_output="inf", atol=2e-4, rtol=1e-4)
+
+
+def test_nan_only_at_a_larger_input_scale_is_an_overflow_charged_as_numerics():
+    scaled = "logits-f32-b2-s384-d64"          # q scaled by 40; f32-b2-s384-d64 is the same, unscaled
+    found = diagnosis.overflows(FA_PLAN, [_nan_and_far_off(scaled, r) for r in FA.rungs])
+    assert [(f.id, f.case, f.rung) for f in found] == [("numerics", scaled, r) for r in FA.rungs]
+    facts = found[0].facts()
+    assert facts["overflow"] is True and facts["scaled"] == "q scaled by 40"
+    assert facts["right_on"] == "f32-b2-s384-d64" and facts["nonfinite"] == 47791
+    assert "overflows at this case's input scale (q scaled by 40)" in found[0].message
+
+
+def test_nan_where_the_smaller_case_fails_too_or_the_padding_put_it_stays_a_logic_error():
+    scaled, plain = "logits-f32-b2-s384-d64", "f32-b2-s384-d64"
+    # Wrong on the unscaled case too: the size of the values is not what broke it.
+    both = [_nan_and_far_off(scaled, "generic"), _nan_and_far_off(plain, "generic")]
+    assert [f.id for f in diagnosis.overflows(FA_PLAN, both)] == ["wrong-result", "wrong-result"]
+    # NaN the fill reruns traced to the padding: wrong-result, whatever the scale.
+    padded = _nan_and_far_off(scaled, "generic").with_facts(padding_read=True)
+    assert diagnosis.overflows(FA_PLAN, [padded])[0].id == "wrong-result"
+    # A case of another dtype is no baseline: bf16's passing says nothing of float32's range.
+    bf16 = planning.build(FA, tuple(c for c in FA.cases if c.dtype == "bfloat16" or c.name == scaled), FA.rungs, 7)
+    assert diagnosis.overflows(bf16, [_nan_and_far_off(scaled, "generic")])[0].id == "wrong-result"

@@ -79,9 +79,36 @@ def test_run_autograder_grades_a_correct_submission(autograder_root):
     assert secret and all(t["visibility"] == "visible" for t in doc["tests"])
 
 
-def test_run_autograder_grades_a_buggy_submission(autograder_root):
-    proc, doc = _run(autograder_root, corpus("add") / "wrong_formula.py")
-    assert {tuple(t) for t in tags(doc)} == {("wrong-result",)}
+# What the one-bug add kernel's feedback held on Gradescope at 15eeab9 (before issue 38),
+# measured with benchmarks/feedback_size.py: 11,991 characters, 6.6 K of them the evidence,
+# snippets and commands of the four checks that kept their points.
+ONE_BUG_BEFORE = 11_991
+
+
+def test_run_autograder_grades_a_one_bug_submission_in_half_the_feedback(autograder_root):
+    proc, doc = _run(autograder_root, corpus("add") / "grid_one_step_too_long.py")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert tags(doc) == [[], ["out-of-bounds"]] * 4 and doc["score"] == 11
+    tests = {t["number"]: t for t in doc["tests"]}
+    # Checks that keep their points say so in one line: no evidence, snippet or command.
+    assert tests["P1"]["output"] == ("Same bug, not charged again: this check found problem 1, Out-of-bounds "
+                                     "access [out-of-bounds], which already cost points in test 1.2.\n")
+    for n in ("P4", "P5", "P6"):
+        assert tests[n]["output"] == ("Not run, not charged: problem 1, Out-of-bounds access [out-of-bounds], "
+                                      "charged in test 1.2, stops this check before it can run.\n")
+    # No green "not run" test: the unscored TPU timing is no test until the TPU stage runs.
+    assert "T1" not in tests and list(tests)[-1] == "S1" and tests["S1"]["output"].count("\n") == 1
+    # The counts are Gradescope's own: 15 tests listed, 4 red, 11 green.
+    failed = sum(t["status"] == "failed" for t in doc["tests"])
+    assert (len(doc["tests"]), failed) == (15, 4)
+    assert ("15 tests, as Gradescope lists them: 4 failed, 11 passed (6 clean; 1 the same bug, not charged "
+            "again; 3 not run; 1 not scored).") in doc["output"]
+    # The reproduce command is the kit's (tests/test_handout.py runs it there).
+    key = doc["extra_data"]["run_key"]
+    assert (f"python -m autograder grade add.py -a add --case odd-rows --rung tpu-interpret --run-key {key}"
+            in tests["2.2"]["output"])
+    total = len(doc["output"]) + sum(len(t["output"]) for t in doc["tests"])
+    assert total <= ONE_BUG_BEFORE / 2, total
 
 
 def test_setup_is_idempotent(gradescope_install):

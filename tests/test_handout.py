@@ -4,7 +4,7 @@ Jupyter kernel (nbclient) with the starter filled in from the solution."""
 import re
 
 import pytest
-from conftest import REPO, run_cli
+from conftest import REPO, run_cli, tags
 
 from autograder import spec
 from autograder.instructor import notebook, starter
@@ -96,3 +96,58 @@ def test_new_then_check_passes_end_to_end(tmp_path):
     zip_path = tmp_path / "relu.zip"
     build = run_cli("build", "relu", "-o", str(zip_path), "--assignments", str(root))
     assert build.returncode == 1 and "self-test failed" in build.stderr and not zip_path.exists()
+
+
+def _commands(text: str) -> list[str]:
+    """The grader commands a feedback text prints (a code block's line, or 'reproduce:')."""
+    return re.findall(r"^(?:    |    reproduce: )?(python -m autograder grade [^\n`]+?)\s*$", text, re.M)
+
+
+def test_every_reproduce_command_works_verbatim_in_the_kit(tmp_path):
+    # Gradescope grades the upload with every case (secret ones too); the student pastes its
+    # feedback's commands in the handout kit, beside their file, with the course's Python as
+    # `python`. Each must run there as printed and replay the very data Gradescope used.
+    import json
+    import os
+    import shutil
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from conftest import corpus
+    kit = tmp_path / "handout"
+    assert run_cli("handout", "add", "-o", str(kit)).returncode == 0
+    readme = (kit / "README.md").read_text()
+    assert "pallas-autograder" not in readme and "`python -m autograder grade add.py -a add`" in readme
+    assert "[GLOSSARY.md](GLOSSARY.md)" in readme and "| P4 | Memory poisoning" in (kit / "GLOSSARY.md").read_text()
+    student = corpus("add") / "wrong_formula.py"
+    root = tmp_path / "autograder"
+    (root / "submission").mkdir(parents=True)
+    shutil.copyfile(student, root / "submission" / "add.py")
+    proc = run_cli("gradescope", "--root", str(root), "--assignment", "add")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    doc = json.loads((root / "results" / "results.json").read_text())
+    assert {tuple(t) for t in tags(doc)} == {("wrong-result",)}
+    tests = {t["number"]: t for t in doc["tests"]}
+    shown = {n: _commands(tests[n]["output"]) for n in ("1.1", "2.2")}
+    key = doc["extra_data"]["run_key"]
+    assert shown == {"1.1": [f"python -m autograder grade add.py -a add --case small --rung generic --run-key {key}"],
+                     "2.2": [f"python -m autograder grade add.py -a add --case odd-rows --rung tpu-interpret "
+                             f"--run-key {key}"]}
+    evidence = re.search(r"\*\*Max abs error\*\*: (\S+)", tests["1.1"]["output"]).group(1).replace("\\", "")
+    shutil.copyfile(student, kit / "add.py")
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+
+    def pasted(command: str) -> str:
+        done = subprocess.run(command, shell=True, cwd=kit, env=env, capture_output=True, text=True, timeout=600)
+        assert done.returncode == 0, done.stderr[-2000:]
+        return done.stdout
+    first = pasted(shown["1.1"][0])
+    # The same data: the same largest error, to the digit Gradescope showed.
+    assert "[FAIL] 1.1 small · generic interpreter (0/1)" in first and f"Max abs error: {evidence}" in first
+    assert "[FAIL] 1.1 odd-rows · TPU interpret mode" in pasted(shown["2.2"][0])
+    # The kit's own grading prints commands that work there too (the same form).
+    local = pasted("python -m autograder grade add.py -a add")
+    again = [c for c in _commands(local) if "--case odd-rows" in c]
+    assert again and again[0].startswith("python -m autograder grade add.py -a add --case odd-rows")
+    assert "[FAIL] 1.1 odd-rows" in pasted(again[0])

@@ -5,6 +5,8 @@ import re
 import pytest
 from conftest import REPO, corpus, probe_tags, tags
 
+from autograder import spec
+
 pytestmark = [pytest.mark.jax, pytest.mark.grading]   # grades through real JAX in a child process
 # CI's second JAX release (`-m releases`) runs one test per probe mechanism that goes
 # through what differs by release: grid-order shuffles and two cores, the compile check's
@@ -42,7 +44,40 @@ def test_k_axis_marked_parallel(grade_cli):
     assert "ignores dimension_semantics" in tpu["output"]
     order = _probe(doc, "Grid order")
     assert order["tags"] == ["grid-order-dependence"] and order["score"] == order["max_score"]
-    assert "random_seed=" in order["output"]
+    # The same bug seen by another check: one line, not charged again.
+    assert order["output"] == (
+        "Same bug, not charged again: this check saw Depends on grid order [grid-order-dependence], another view "
+        "of problem 1, Output block revisited [output-block-revisit], which already cost points in test 1.2.\n")
+    # The fix in the kernel's own terms: K is already the last axis, only its semantics are wrong.
+    fix = ('Fix: grid axis 2 is already last: mark it "arbitrary", dimension_semantics=("parallel", "parallel", '
+           '"arbitrary") (in the pl.pallas_call at k_axis_parallel.py:29).')
+    assert fix in " ".join(tpu["output"].split()) and "put the axis that revisits an output block" not in out
+    last = " ".join(out.splitlines()[-24:])
+    assert "Tiled matrix multiplication with a K reduction axis: 13 / 18" in " ".join(last.split())
+    assert "1. Output block revisited [output-block-revisit]: cost 5 points in tests 1.2, 2.2, 3.2, 4.2. " + \
+        fix + " Explained under test 1.2." in " ".join(last.split())
+
+
+def test_an_overflow_without_the_running_max_is_one_numerics_problem_with_the_hint(grade_cli):
+    # exp of the raw logits overflows float32 on the case that scales q by 40: NaN beside
+    # finite outputs gone to 0 (a sum that reached Inf). The unscaled case of the same dtype
+    # is right, so it is an overflow: numerics, charged once (the stress check keeps its point).
+    doc, out = grade_cli(corpus("flash_attention") / "no_running_max.py", "flash_attention")
+    assert tags(doc) == [[], [], [], [], ["numerics"], ["numerics"], [], [], [], []]
+    assert doc["score"] == 19 and probe_tags(doc)["Numerics: stress inputs (large values, long reductions, "
+                                                  "bfloat16)"] == ["numerics"]
+    explained = next(t for t in doc["tests"] if t["number"] == "3.1")
+    text = " ".join(explained["output"].split())
+    hint = spec.find("flash_attention").numerics_hint.rstrip(".")
+    assert "overflows at this case's input scale (q scaled by 40)" in text
+    assert "**Inputs**: q: float32[2, 384, 64] scaled by 40, k: float32[2, 384, 64]" in text
+    assert f"Fix: {hint} (in flash_attention_kernel, no_running_max.py:14-29)." in text
+    assert "Where to look: the index maps" not in text and "smallest case" not in out
+    stress = _probe(doc, "Numerics: stress")
+    assert stress["score"] == stress["max_score"] and stress["output"].startswith("Same bug, not charged again")
+    last = " ".join(" ".join(out.splitlines()[-24:]).split())
+    assert "Problems found: 1" in last and "1. Numerical problem [numerics]: cost 2 points in tests 3.1, 3.2. " \
+        f"Fix: {hint} (in flash_attention_kernel, no_running_max.py:14-29). Explained under test 3.1." in last
 
 
 def test_unzeroed_accumulator_is_uninitialized_memory_not_numerics(grade_cli):
@@ -72,10 +107,13 @@ def test_bugs_only_a_probe_can_see(grade_cli, name, probe, fid, needles):
 
 
 def test_k_axis_outermost_is_a_non_consecutive_revisit(grade_cli):
-    doc, _ = grade_cli(MATMUL / "k_axis_outermost.py", "matmul")
+    doc, out = grade_cli(MATMUL / "k_axis_outermost.py", "matmul")
     assert tags(doc) == [[], ["output-block-revisit"]] * 4
     t = _probe(doc, "Static: index maps")
-    assert t["tags"] == ["output-block-revisit"] and "again at (1, 0, 0)" in t["output"]
+    assert t["tags"] == ["output-block-revisit"] and t["output"].startswith("Same bug, not charged again")
+    # The fix names the axis the output block does not depend on, and where it must go.
+    assert ('Fix: make grid axis 0 (the output block stays the same along it) the last grid axis (it is '
+            '"arbitrary" already) with the grid\'s order (1, 2, 0) of the axes') in " ".join(out.split())
 
 
 SOFTMAX = corpus("softmax")
@@ -127,6 +165,7 @@ def test_unmasked_block_max_is_padding_dependence(grade_cli):
 def _charged_once(doc, fid):
     """Every probe keeps its points: the one root cause was charged in a correctness test
     (a check may see it under another ID, one scoring.SAME_BUG names as the same bug)."""
+    from autograder.grading.findings import CATALOGUE
     from autograder.grading.scoring import SAME_BUG
     checks = [t for t in doc["tests"] if t["number"].startswith("P")]
     assert all(t["score"] == t["max_score"] and t["status"] == "passed" for t in checks), \
@@ -134,7 +173,8 @@ def _charged_once(doc, fid):
     assert {tag for t in checks for tag in t["tags"]} <= {fid, *SAME_BUG.get(fid, ())}
     for t in checks:
         if t["tags"] and t["tags"] != [fid]:
-            assert f"the same bug as {fid}" in t["output"], t["output"][:300]
+            assert t["output"].startswith("Same bug, not charged again: this check saw ") and \
+                f"another view of problem 1, {CATALOGUE[fid].title} [{fid}]" in t["output"], t["output"][:300]
 
 
 @releases
@@ -236,8 +276,11 @@ def test_softmax_numerics_versus_logic(grade_cli, name, expected, stress):
     assert probe_tags(doc) == {**softmax_clean,
                                "Numerics: stress inputs (large values, long reductions, bfloat16)": stress}
     if stress:
+        # The overflow the stress input shows is the one the large-logit cases were charged:
+        # one line, pointing there.
         t = _probe(doc, "Numerics: stress")
-        assert "logits-1e4-wide" in t["output"] and "overflows" in t["output"]
+        assert t["output"] == ("Same bug, not charged again: this check found problem 1, Numerical problem "
+                               "[numerics], which already cost points in test 2.1.\n")
 
 
 @releases

@@ -140,7 +140,7 @@ def test_a_problem_is_explained_once_and_pointed_to_elsewhere():
     out = render.render_report(view, "text")
     assert out.count("Which rung catches it") == 1 and out.count("default_rng") == 1
     pointer = out[out.index("[FAIL] 2.1 "):].split("[PASS]")[0]
-    assert "wrong-result, see 1.1" in pointer and "--case " + visible[1] in pointer
+    assert "problem 1, see 1.1" in pointer and "--case " + visible[1] in pointer
     # Gradescope's per-test output: in full where explained, one line elsewhere.
     second = render.render_test(view["tests"][2], "md")
     assert "explained under test 1.1" in second and "Which rung" not in second
@@ -235,3 +235,47 @@ def test_a_grid_order_hang_says_it_has_no_order_to_draw():
     t = next(t for t in view["tests"] if t["finding"] and t["explained_here"])
     assert t["finding"]["map"] is None
     assert "No map of the grid order: the shuffled run hung" in render.render_test(t, "text")
+
+
+def _code_lines(view) -> set[str]:
+    """Every line of the report's code blocks (commands, snippets, block maps): kept
+    whole, to paste, whatever their width."""
+    code = set()
+    for t in view["tests"]:
+        for text in (t["command"], t["snippet"], *[fv["map"]["text"] for fv in (t["finding"], *t["also_explained"])
+                                                   if fv and fv["map"]]):
+            code |= {line.strip() for line in (text or "").splitlines()}
+    return code
+
+
+def test_the_terminal_report_ends_with_the_score_and_the_problems_within_80_columns():
+    a = spec.find("matmul")
+    visible = [c.name for c in a.cases if c.visible]
+    view = render.report_view(_report([_wrong(c) for c in visible], probes=True))
+    out = render.render_report(view, "text")
+    lines = out.splitlines()
+    # The last screen of an 80 x 24 terminal: the score, each problem, the counts.
+    last = "\n".join(lines[-23:])
+    assert f"{a.title}: 15 / 18" in last and "Problems found: 1" in last
+    assert "  1. Wrong result [wrong-result]: cost 3 points in tests 1.1, 2.1. Fix: check\n" in last
+    assert "16 tests, as Gradescope lists them: 2 failed, 14 passed." in " ".join(last.split())
+    assert lines[-23:].count("=" * 79) == 1
+    # Prose wraps at 79 columns; only code (to paste as is) may be wider.
+    code = _code_lines(view)
+    assert [line for line in lines if len(line) > 79 and line.strip().removeprefix("reproduce: ") not in code] == []
+
+
+def test_checks_that_keep_their_points_say_why_in_one_line_and_are_counted_apart():
+    a = spec.find("matmul")
+    case = a.probe_cases[0]
+    revisit = Finding.make("output-block-revisit", "tpu-interpret", "revisited", case=case, check="grid-order")
+    view = render.report_view(_report([_wrong(case, "tpu-interpret"), revisit], probes=True))
+    order = next(t for t in view["tests"] if t["probe"] == "grid-order")
+    assert (order["state"], order["badge"], order["snippet"]) == ("same", "SAME BUG", None)
+    md = render.render_test(order, "md")
+    assert md == ("Same bug, not charged again: this check found problem 1, Output block revisited "
+                  "[output-block-revisit], which already cost points in test 1.2.\n")
+    text = " ".join(render.render_report(view, "text").split())
+    assert ("[SAME BUG] P6 Grid order: shuffled parallel axes, two cores (1/1): problem 1 again (charged "
+            "in 1.2), not charged again") in text
+    assert "[PASS] P6" not in text and view["listing"]["same"] == 1

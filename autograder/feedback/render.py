@@ -7,7 +7,8 @@ missing field fails loudly instead of printing nothing. Imports no JAX.
 from __future__ import annotations
 
 import re
-from dataclasses import replace
+import textwrap
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -20,7 +21,7 @@ from ..grading.plan import Run
 from ..grading.problems import Problem, key_of, summarize
 from ..grading.scoring import TestResult, same_bug, symptom_of
 from ..speed import grade as speed_grade
-from . import blockmaps, chip_observed, escaping, repro
+from . import blockmaps, chip_observed, escaping, fixes, repro
 
 FORMATS = ("text", "md", "html")
 TEMPLATES = Path(__file__).resolve().parents[1] / "templates"
@@ -38,7 +39,20 @@ _HIDDEN_MESSAGES = {
 }
 
 
+# Said once, before the first test number or term: GLOSSARY.md (written into the
+# handout kit by ``handout``) explains each.
+GLOSSARY = ("Test numbers: n.1, n.2 = case n on each rung; P = probe checks; S = speed estimate; T = TPU "
+            "timing; C = instructor checks. GLOSSARY.md in your handout explains every term of this report.")
+
 _STATES = {"passed": "passed", "failed": "failed", "not-run": "not run in this grading"}
+
+
+def wrap(text: str, width: int = 79, indent: str = "") -> str:
+    """Each line of ``text`` filled to ``width`` columns, continuation lines indented
+    by ``indent`` (counted in the width: nothing passes column ``width``); words
+    longer than a line (a path, a command) are kept whole."""
+    return "\n".join(textwrap.fill(line, width, subsequent_indent=indent, break_long_words=False,
+                                   break_on_hyphens=False) or line for line in str(text).split("\n"))
 
 
 @lru_cache(maxsize=None)
@@ -54,7 +68,7 @@ def _env(fmt: str) -> jinja2.Environment:
     # Gradescope's html output is sanitized by rules it does not publish, so a
     # results.json gets the text map in every format (see README, "Block maps").
     env.globals["inline_svg"] = False
-    env.filters.update(plain=escaping.plain, md_inline=escaping.md_inline, md_line=escaping.md_line,
+    env.filters.update(wrap=wrap, plain=escaping.plain, md_inline=escaping.md_inline, md_line=escaping.md_line,
                        md_fence=escaping.md_fence, num=figures.num, pct=figures.pct,
                        points=figures.points)
     return env
@@ -109,7 +123,18 @@ class Redacted(dict):
         raise KeyError(key)
 
 
-def _finding_view(f: Finding, visible: bool) -> dict[str, Any]:
+@dataclass(frozen=True)
+class Context:
+    """What a finding's text is filled from beyond the finding: the assignment (its
+    numerics hint, its names of dimensions), where the student's pallas_calls are,
+    and how the student starts the grader (the reproduce command)."""
+    assignment: Any = None
+    kernels: tuple = ()
+    how: repro.Invocation = repro.KIT
+    problem_fixes: dict = field(default_factory=dict)   # problem key -> its fixes.Fix
+
+
+def _finding_view(f: Finding, visible: bool, ctx: Context | None = None) -> dict[str, Any]:
     facts = f.facts()
     if "mismatches" in facts and "total" in facts:
         share = facts["mismatches"] / max(facts["total"], 1)
@@ -122,9 +147,15 @@ def _finding_view(f: Finding, visible: bool) -> dict[str, Any]:
                                        + (f" ({problem.replace('-', ' ')})" if problem else ""))
     else:
         message = f.message
+    ctx = ctx or Context()
+    fix = fixes.fix(f, ctx.assignment, visible=visible, kernels=ctx.kernels)
     return {"id": f.id, "title": f.kind.title, "summary": f.kind.summary, "rung": f.rung,
             "rung_label": RUNGS[f.rung], "message": message, "facts": facts, "visible": visible,
-            "check": f.check, "map": None, "map_note": "", "fix": fix_line(f)}
+            "check": f.check, "map": None, "map_note": "", "fix": fix.text,
+            # The fix in this finding's own terms (its template's general "Fix:" then stays out),
+            # else where the construct is, beside the general one.
+            "fix_here": fix.text if fix.specific else "", "where": fixes.where(f, ctx.kernels),
+            "fix_line": fix_line(f)}
 
 
 def _shown_run(t: TestResult, plan) -> Run | None:
@@ -138,8 +169,15 @@ def _shown_run(t: TestResult, plan) -> Run | None:
 
 
 def _inputs_text(assignment, case) -> str:
+    """Each input's dtype and shape, and its scale where it is not the usual one
+    (a case that scales its inputs to provoke an overflow says so here)."""
+    scale = dict(case.scale)
+
+    def scaled(i) -> str:
+        factor = float(scale.get(i.name, i.scale))
+        return f" scaled by {factor:g}" if factor != 1.0 else ""
     return ", ".join(
-        f"{i.name}: {assignment.dtype_of(i.dtype, case)}{list(assignment.shape(i.shape, case))}"
+        f"{i.name}: {assignment.dtype_of(i.dtype, case)}{list(assignment.shape(i.shape, case))}{scaled(i)}"
         if i.kind == "array" else f"{i.name} = {dict(case.params)[i.name]!r}"
         for i in assignment.inputs)
 
@@ -148,7 +186,7 @@ def _problem_line(p: Problem) -> dict[str, Any]:
     return {"number": p.number, "id": p.id, "title": p.title, "explained_in": p.explained_in}
 
 
-def _placement(t: TestResult, problems: dict, assignment, maps: dict) -> dict[str, Any]:
+def _placement(t: TestResult, problems: dict, ctx: Context, maps: dict) -> dict[str, Any]:
     """Which findings this test explains in full, and which it only points to:
     each problem is explained once, where the student first meets it (with its
     block map, when it has one)."""
@@ -169,7 +207,7 @@ def _placement(t: TestResult, problems: dict, assignment, maps: dict) -> dict[st
         "points_to": next((_problem_line(p) for first, p in pointers if first), None),
         "problem": _problem_line(problems[key_of(t.finding)]) if t.finding and key_of(t.finding) in problems
         else None,
-        "also_explained": [_with_map(_finding_view(f, _shows(f, assignment)), f, t, problems, maps)
+        "also_explained": [_with_map(_finding_view(f, _shows(f, ctx.assignment), ctx), f, t, problems, maps)
                            for first, f in here if not first],
         "also": [_problem_line(p) for first, p in pointers if not first],
     }
@@ -188,9 +226,27 @@ def _with_map(view: dict, f: Finding, t: TestResult, problems: dict, maps: dict)
     return view
 
 
+# How a test reads, beside Gradescope's green or red: a check that keeps its points
+# because its bug was charged elsewhere, or that never ran, says so.
+BADGES = {"pass": "PASS", "fail": "FAIL", "same": "SAME BUG", "not-run": "NOT RUN"}
+
+
+def test_state(t: TestResult) -> str:
+    """pass, fail, same (found a bug already charged in another test: not charged
+    again) or not-run (could not run: stopped by a bug charged elsewhere, or by
+    the grader's own limits; not charged)."""
+    if not t.passed:
+        return "fail"
+    if t.finding is not None and t.charged_in:
+        stopped = any(f.problem == "check-not-run" for f in t.others) or t.finding.facts().get("not_run")
+        return "not-run" if stopped else "same"
+    return "not-run" if t.note else "pass"
+
+
 def test_view(t: TestResult, plan, uploaded_as: str | None, problems: dict | None = None,
-              maps: dict | None = None) -> dict[str, Any]:
+              maps: dict | None = None, ctx: Context | None = None) -> dict[str, Any]:
     assignment = plan.assignment
+    ctx = ctx or Context(assignment)
     run = _shown_run(t, plan)
     case = run.draw.case if run is not None and not run.draw.abstract else t.case
     visible = case.visible if t.probe is not None else t.case.visible
@@ -198,31 +254,38 @@ def test_view(t: TestResult, plan, uploaded_as: str | None, problems: dict | Non
     # A secret case's test never shows a reproduction, whichever case its finding came from.
     shows = (f is not None and f.case is not None and _shows(f, assignment)
              and (t.probe is not None or t.case.visible))
+    state = test_state(t)
     view = {
         "number": t.number, "name": t.name, "passed": t.passed, "score": t.score,
         "max_score": t.max_score, "rung": t.rung, "rung_label": RUNGS[t.rung],
+        "state": state, "badge": BADGES[state],
         "visible": visible, "shown_to_student": t.visibility,
         "case": {"name": case.name if visible else None, "dtype": case.dtype if visible else None,
                  "seed": (run.draw.seed if run is not None else [case.seed]) if visible else None,
                  "inputs": _inputs_text(assignment, case) if visible else None},
-        "finding": _finding_view(f, _shows(f, assignment)) if f else None,
+        "finding": _finding_view(f, _shows(f, assignment), ctx) if f else None,
         "wide": bool(f and f.case is None),
         "ladder": [{"rung": r, "state": _STATES[st]} for r, st in t.ladder],
-        "snippet": _snippet(t, run, plan) if shows else None,
+        # A check that keeps its points says so in one line: no evidence, snippet or command.
+        "snippet": _snippet(t, run, plan) if shows and state == "fail" else None,
         # The grader's --case/--rung replays correctness runs only: a probe's
         # failure is reproduced by its snippet (its interpreter parameters).
-        "command": (repro.command(assignment, t.case, t.rung, uploaded_as, plan.run_key)
+        "command": (ctx.how.command(assignment, t.case, t.rung, uploaded_as, plan.run_key)
                     if shows and t.probe is None and t.rung in ("generic", "tpu-interpret") else None),
         "probe": t.probe,
         "charged_in": t.charged_in,
+        # Kept from running by the case's own failing test (not settled by a static fact).
+        "blocked": any(o.problem == "check-not-run" for o in t.others),
+        "charged_problem": None,
         "gated_by": t.gated_by,
         "note": t.note,
     }
-    view.update(_placement(t, problems or {}, assignment, maps or {}))
+    view.update(_placement(t, problems or {}, ctx, maps or {}))
     if f is not None and view["finding"] is not None and view["explained_here"]:
         _with_map(view["finding"], f, t, problems or {}, maps or {})
-    for fv in filter(None, (view["finding"], *view["also_explained"])):
-        fv["hint"] = assignment.numerics_hint if fv["id"] == "numerics" else ""
+        fix = ctx.problem_fixes.get(key_of(f))
+        if fix is not None and fix.specific:
+            view["finding"]["fix_here"] = fix.text
     return view
 
 
@@ -292,41 +355,121 @@ def view_map(f: Finding, assignment) -> tuple[dict | None, str]:
     return (_map_view(m, ""), "") if m is not None else (None, "")
 
 
-def problems_view(problems: tuple[Problem, ...], assignment) -> list[dict[str, Any]]:
-    return [{"number": p.number, "id": p.id, "title": p.title, "fix": fix_line(p.finding),
-             "points": p.points, "cost": list(p.cost), "seen": list(p.seen),
-             "explained_in": p.explained_in,
-             "message": _finding_view(p.finding, _shows(p.finding, assignment))["message"]}
-            for p in problems]
+def problem_fix(p: Problem, findings, ctx: Context) -> fixes.Fix:
+    """A problem's fix line from every finding of it (the static scan's first: it
+    knows the whole grid), in the student's terms where its case may be shown."""
+    a = ctx.assignment
+    same = [p.finding] + [f for f in findings if key_of(f) == p.key and f is not p.finding]
+    return fixes.best(same, a, shows=lambda f: _shows(f, a), kernels=ctx.kernels)
 
 
-def report_view(report) -> dict[str, Any]:
+def problems_view(problems: tuple[Problem, ...], assignment, ctx: Context | None = None,
+                  findings=()) -> list[dict[str, Any]]:
+    ctx = ctx or Context(assignment)
+    out = []
+    for p in problems:
+        fv = _finding_view(p.finding, _shows(p.finding, assignment), ctx)
+        out.append({"number": p.number, "id": p.id, "title": p.title, "fix": problem_fix(p, findings, ctx).text,
+                    "points": p.points, "cost": list(p.cost), "seen": list(p.seen),
+                    "explained_in": p.explained_in, "message": fv["message"]})
+    return out
+
+
+def speed_tests(report) -> list[dict[str, Any]]:
+    """The tests the speed stage adds to results.json: the estimate (S1) when the
+    grading has one, and the TPU timing (T1) only where points wait on it (an
+    unscored timing that has not run is no test: it would show green while it
+    says "not run"; ``merge`` adds T1 once the TPU stage has run)."""
+    spec, g = report.assignment.speed, report.speed
+    if spec is None or not report.plan.speed_runs():
+        return []
+    out = []
+    if g is not None:
+        passed = g.score >= g.max_score
+        out.append({"number": "S1", "visibility": g.visibility, "passed": passed,
+                    "state": "not-scored" if g.max_score <= 0 else "pass" if passed else "fail"})
+    if spec.tpu_points > 0:
+        out.append({"number": "T1", "visibility": spec.visibility, "passed": False, "state": "not-run"})
+    return out
+
+
+def listing(report) -> dict[str, int]:
+    """The tests results.json lists as the student sees them now, counted the way
+    Gradescope shows them (failed in red, passed in green) and, among the green,
+    what each is: clean, the same bug not charged again, not run, not scored."""
+    entries = [(t.visibility, t.passed, test_state(t)) for t in report.tests]
+    entries += [(e["visibility"], e["passed"], e["state"]) for e in speed_tests(report)]
+    suite = report.custom
+    entries += [(c.visibility, c.passed, "pass" if c.passed else "fail")
+                for c in (suite.checks if suite else ())]
+    shown = [(passed, state) for visibility, passed, state in entries if visibility == "visible"]
+    green = [state for passed, state in shown if passed]
+    return {"count": len(shown), "failed": len(shown) - len(green), "passed": len(green),
+            "clean": green.count("pass"), "same": green.count("same"), "not_run": green.count("not-run"),
+            "not_scored": green.count("not-scored"), "later": len(entries) - len(shown)}
+
+
+def _charged_problem(t: TestResult, tests, keyed: dict) -> dict[str, Any] | None:
+    """The problem a check that keeps its points found again (or was stopped by):
+    the one its bug was charged under, in the test it names."""
+    charged = next((x for x in tests if x.number == t.charged_in and x.finding is not None), None)
+    p = keyed.get(key_of(charged.finding)) if charged is not None else None
+    return _problem_line(p) if p is not None else None
+
+
+def speed_line(g) -> str:
+    """The speed estimate in one line (the end of the terminal report; S1 while a
+    correctness test fails): the full estimate helps once the kernel is right."""
+    v = speed_grade.view(g)
+    if v is None or not v["sizes"]:
+        return ""
+    sz = v["sizes"][0]
+    if sz["ms"] is None:
+        return f"Speed estimate (TPU {v['chip']}): none at {sz['dims']}: {sz['problem']}."
+    relative = f", {sz['relative']:.2f}x the instructor solution's speed" if sz["relative"] is not None else ""
+    points = (f"{figures.points(v['score'])}/{figures.points(v['max_score'])} points" if v["scored"]
+              else "not scored")
+    gate = f"; {v['gate']}" if v["scored"] and v["gate"] else ""
+    later = "" if v["correct"] else "; the full estimate is shown once every correctness test passes"
+    return (f"Speed estimate: {sz['ms']:.3f} ms on a TPU {v['chip']} at {sz['dims']} (from the schedule, "
+            f"not a measurement{relative}; {points}{gate}){later}.")
+
+
+def report_view(report, how: repro.Invocation = repro.KIT) -> dict[str, Any]:
+    """``how``: how the student starts the grader where they read this (the kit's
+    command for Gradescope's feedback; a local grading's own invocation)."""
     a = report.assignment
     problems = summarize(report.tests, lambda f: _shows(f, a))
     keyed = {p.key: p for p in problems}
+    ctx = Context(a, report.kernels, how)
+    # The test that explains a problem gives the problem's own fix line.
+    ctx = replace(ctx, problem_fixes={p.key: problem_fix(p, report.findings, ctx) for p in problems})
     maps: dict = {p.key: problem_map(p, report) for p in problems if p.id in blockmaps.SPATIAL}
     # Findings that are another view of a problem's bug, not problems of their own.
     maps.update({f: view_map(f, a) for f in report.findings if key_of(f) not in keyed})
-    listed = [t for t in report.tests if t.visibility == "visible"]
-    later = len(report.tests) - len(listed)
     # A check that keeps its points names the ID the bug was charged under there.
     charged_ids = {t.number: t.finding.id for t in report.tests if t.finding is not None}
+    speed = speed_grade.view(report.speed) if report.speed and report.speed.visibility == "visible" else None
     return {
         "title": a.title, "slug": a.slug, "score": report.score, "max_score": report.max_score,
         "uploaded_as": report.uploaded_as, "seconds": round(report.seconds, 1),
         # A note already says the file was graded under the handout's name.
         "renamed": bool(report.uploaded_as) and any(f"Graded {report.uploaded_as} as" in n for n in report.notes),
         "jax_version": report.jax_version,
-        "problems": problems_view(problems, a),
-        "wide": [_finding_view(f, True) for f in report.wide_findings],
-        "tests": [{**test_view(t, report.plan, report.uploaded_as, keyed, maps),
-                   "charged_as": charged_ids.get(t.charged_in)} for t in report.tests],
-        "passed": sum(t.passed for t in listed), "count": len(listed), "later": later,
+        "problems": problems_view(problems, a, ctx, report.findings),
+        "wide": [_finding_view(f, True, ctx) for f in report.wide_findings],
+        "tests": [{**test_view(t, report.plan, report.uploaded_as, keyed, maps, ctx),
+                   "charged_as": charged_ids.get(t.charged_in),
+                   "charged_problem": _charged_problem(t, report.tests, keyed)} for t in report.tests],
+        "listing": listing(report),
         "secret_cases": sum(1 for c in report.plan.cases if not c.visible),
         "student_output": report.student_output,   # already a capped tail (sandbox.Tail)
         "notes": list(report.notes),
+        "glossary": GLOSSARY,
         "custom": custom_view(report),
-        "speed": speed_grade.view(report.speed) if report.speed and report.speed.visibility == "visible" else None,
+        "speed": speed,
+        "speed_line": speed_line(report.speed) if speed else "",
+        "correct": all(t.passed for t in report.tests if t.probe is None),
     }
 
 

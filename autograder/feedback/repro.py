@@ -5,6 +5,10 @@ Only for visible cases: a hidden case's shapes and seed are never shown.
 from __future__ import annotations
 
 import math
+import os
+import shlex
+import shutil
+from dataclasses import dataclass
 
 from ..grading import inputs
 from ..pallas_surface.release import TARGET_DEVICE_KIND
@@ -19,12 +23,53 @@ def interpret_source(rung: str, params: dict | None = None) -> str:
     return f"pltpu.InterpretParams({args})"
 
 
+@dataclass(frozen=True)
+class Invocation:
+    """How the student starts the grader where they are, so the reproduce command
+    works pasted there: the program, the file as they named it, and the
+    assignments folder they gave (if any)."""
+    program: str                      # "python -m autograder", "pallas-autograder", ".venv/bin/pallas-autograder"
+    submission: str | None = None     # None: the uploaded file's name (Gradescope: the student's own copy)
+    assignments: str | None = None    # --assignments DIR, as given
+
+    def command(self, assignment: Assignment, case: Case, rung: str, uploaded_as: str | None,
+                run_key: int | None = None) -> str:
+        target = self.submission or shlex.quote(uploaded_as or assignment.entry_file)
+        folder = f" --assignments {shlex.quote(self.assignments)}" if self.assignments else ""
+        key = f" --run-key {run_key}" if run_key is not None else ""
+        return (f"{self.program} grade {target} -a {assignment.slug}{folder} "
+                f"--case {shlex.quote(case.name)} --rung {rung}{key}")
+
+
+# What the handout kit runs (its README and notebook say so, in the kit's folder):
+# the command a student reading Gradescope's feedback pastes there.
+KIT = Invocation("python -m autograder")
+
+
+def invoked(argv0: str, executable: str, submission: str, assignments: str | None = None) -> Invocation:
+    """The invocation of this process: ``python -m autograder`` (the kit, or any
+    install) names the interpreter, ``pallas-autograder`` the script, each by
+    the bare name where PATH finds this very program, else by its path."""
+    if os.path.basename(argv0) == "__main__.py":
+        program = f"{_named(executable, ('python', 'python3'))} -m autograder"
+    else:
+        program = _named(argv0, ("pallas-autograder",))
+    return Invocation(program, shlex.quote(submission), assignments)
+
+
+def _named(path: str, names: tuple[str, ...]) -> str:
+    here = os.path.abspath(path)
+    for name in names:
+        found = shutil.which(name)
+        if found and os.path.abspath(found) == here:
+            return name
+    relative = os.path.relpath(here)
+    return shlex.quote(relative if not relative.startswith("..") else here)
+
+
 def command(assignment: Assignment, case: Case, rung: str, uploaded_as: str | None,
-            run_key: int | None = None) -> str:
-    target = uploaded_as or assignment.entry_file
-    key = f" --run-key {run_key}" if run_key is not None else ""
-    return (f"pallas-autograder grade {target} --assignment {assignment.slug} "
-            f"--case {case.name} --rung {rung}{key}")
+            run_key: int | None = None, how: Invocation = KIT) -> str:
+    return how.command(assignment, case, rung, uploaded_as, run_key)
 
 
 def _atol(assignment: Assignment, case: Case, tol=None) -> float:
@@ -63,12 +108,12 @@ def snippet(assignment: Assignment, case: Case, rung: str, params: dict | None =
         lines += [f"{', '.join(arrays)} = "
                   f"{', '.join(f'np.asarray({a}, dtype=np.float64)' for a in arrays)}",
                   f"expected = {assignment.snippet_reference}",
-                  f"allowed = {_atol(assignment, case, tol)!r} + {tol.rtol!r} "
-                  "* np.abs(expected)  # the grader's tolerance for this case",
+                  "# the grader's tolerance for this case:",
+                  f"allowed = {_atol(assignment, case, tol)!r} + {tol.rtol!r} * np.abs(expected)",
                   "err = np.abs(out - expected)",
-                  'print("wrong elements:", int((~(err <= allowed)).sum()), "of", err.size, "first at:", '
-                  'np.argwhere(~(err <= allowed))[:1].tolist(), "max abs error:", np.nanmax(err), '
-                  '"NaNs:", int(np.isnan(out).sum()))']
+                  'print("wrong elements:", int((~(err <= allowed)).sum()), "of", err.size,',
+                  '      "first at:", np.argwhere(~(err <= allowed))[:1].tolist(),',
+                  '      "max abs error:", np.nanmax(err), "NaNs:", int(np.isnan(out).sum()))']
     return "\n".join(lines)
 
 

@@ -40,19 +40,22 @@ def _custom_entries(report, fmt: str) -> list[dict]:
 
 def _speed_entry(report, fmt: str) -> list[dict]:
     """The speed estimate (S1, 0 points unless the spec scores it) and the TPU
-    stage's "not run" (T1), in a grading that planned the estimate. Nothing
-    traced (a submission error) and no points at stake: neither."""
+    stage's "not run" (T1, only where points wait on it), as ``render.speed_tests``
+    lists them. While a correctness test fails, S1 says its estimate in one line."""
     spec, g = report.assignment.speed, report.speed
-    if spec is None or not report.plan.speed_runs() or (g is None and spec.tpu_points <= 0):
-        return []
     out = []
-    if g is not None:
-        scored = "" if g.max_score > 0 else ", not scored"
-        out.append(test_entry(name=f"Speed estimate (TPU {g.chip}, from the schedule{scored})", number="S1",
-                              score=g.score, max_score=g.max_score,
-                              output=render.render_speed(speed_grade.view(g), fmt), output_format=fmt,
-                              tags=[], visibility=g.visibility))
-    return out + [tpu_timing.entry(spec, None, None, None, fmt)]
+    for t in render.speed_tests(report):
+        if t["number"] == "S1":
+            scored = "" if g.max_score > 0 else ", not scored"
+            view = speed_grade.view(g)
+            output = (render.render_speed(view, fmt) if view["correct"]
+                      else render.render("speed.j2", fmt, speed=view, line=render.speed_line(g)))
+            out.append(test_entry(name=f"Speed estimate (TPU {g.chip}, from the schedule{scored})", number="S1",
+                                  score=g.score, max_score=g.max_score, output=output, output_format=fmt,
+                                  tags=[], visibility=g.visibility))
+        else:
+            out.append(tpu_timing.entry(spec, None, None, None, fmt))
+    return out
 
 
 def results_document(report, fmt: str = "md", view: dict | None = None) -> dict:

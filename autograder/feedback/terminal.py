@@ -27,6 +27,8 @@ def colour(text: str) -> str:
     """PASS and FAIL marks at the start of a line, and the score line, in colour."""
     text = re.sub(r"(?m)^\[PASS\]", f"{GREEN}[PASS]{RESET}", text)
     text = re.sub(r"(?m)^\[FAIL\]", f"{RED}[FAIL]{RESET}", text)
+    # The score again, under the rule that opens the report's last screen.
+    text = re.sub(r"(?m)^(={79}\n\n?)(.+)$", lambda m: f"{m.group(1)}{BOLD}{m.group(2)}{RESET}", text)
     first, nl, rest = text.partition("\n")
     return f"{BOLD}{first}{RESET}{nl}{rest}"
 
@@ -45,7 +47,7 @@ class Progress:
             return
         elapsed = time.monotonic() - self.t0
         count = f" ({done}/{total} runs)" if total else ""
-        line = f"grading: {what}{count}, {elapsed:.0f} s"[:118]
+        line = f"grading: {what}{count}, {elapsed:.0f} s"[:79]     # one line of an 80-column terminal
         self.stream.write("\r" + line.ljust(self.width))
         self.stream.flush()
         self.width = len(line)

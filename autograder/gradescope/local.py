@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 from .. import spec
-from ..feedback import render, results, results_format, terminal
+from ..feedback import render, repro, results, results_format, terminal
 from ..grading import calibration, grade
 from ..isolation.sandbox import GraderFailure
 from ..pallas_surface import release
@@ -63,7 +63,10 @@ def run(args: argparse.Namespace) -> int:
 
     def produce() -> dict:
         graded["report"] = report = grade.grade(assignment, args.submission, options)
-        graded["view"] = view = render.report_view(report)
+        # The reproduce commands as this student starts the grader, here.
+        how = repro.invoked(sys.argv[0], sys.executable, str(args.submission),
+                            str(args.assignments) if args.assignments else None)
+        graded["view"] = view = render.report_view(report, how)
         return results.results_document(report, "html" if args.format == "html" else "md", view)
 
     try:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 import signal
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -281,3 +281,52 @@ def _judge_output(assignment: Assignment, run: Run, outcome: Outcome, reference:
     else:
         msg = f"{c.mismatches} of {c.total} outputs are wrong (max error {num(c.max_abs_error)})"
     return Finding.make("wrong-result", run.rung, msg, **where, **c.evidence())
+
+
+def input_scales(assignment: Assignment, case) -> dict[str, float]:
+    """Each array input's scale on ``case`` (the case's own, else the input's)."""
+    own = dict(case.scale)
+    return {i.name: float(own.get(i.name, i.scale)) for i in assignment.inputs if i.kind == "array"}
+
+
+def scaled_up(assignment: Assignment, case, other) -> bool:
+    """``case`` draws no input smaller than ``other`` does and at least one larger:
+    the same data, only bigger."""
+    mine, theirs = input_scales(assignment, case), input_scales(assignment, other)
+    return all(mine[k] >= theirs[k] for k in mine) and any(mine[k] > theirs[k] for k in mine)
+
+
+def overflows(plan, findings: list[Finding]) -> list[Finding]:
+    """A correctness test's NaN or Inf is an overflow, a numerics problem, when
+    the kernel gets every case of the same dtype with smaller inputs right on
+    the same rung (and there is one): the comparison alone reads NaN beside
+    far-off finite outputs as a logic error, but the same kernel on smaller
+    values is right, so the values' size broke it (exp of a large logit, a sum
+    that grows past the dtype's range). Memory the kernel never wrote, or padding
+    carried into valid rows, has its own finding on the test and is left alone."""
+    a = plan.assignment
+    failing = {(f.case, f.rung) for f in findings if f.check == "correctness" and f.case is not None}
+    out = []
+    for f in findings:
+        alone = sum(1 for g in findings if g.check == "correctness" and (g.case, g.rung) == (f.case, f.rung)) == 1
+        facts = f.facts() if f.id == "wrong-result" and f.check == "correctness" and alone else {}
+        if not facts.get("nonfinite") or f.problem or facts.get("padding_read"):
+            out.append(f)
+            continue
+        case = a.case(f.case)
+        smaller = [c for c in plan.cases if c.dtype == case.dtype and plan.test_run(c.name, f.rung) is not None
+                   and scaled_up(a, case, c)]
+        right = [c for c in smaller if (c.name, f.rung) not in failing]
+        if not right or len(right) < len(smaller):      # every smaller case right, and one at least
+            out.append(f)
+            continue
+        base, scales = right[0], input_scales(a, case)
+        grown = ", ".join(f"{k} scaled by {v:g}" for k, v in scales.items() if v > input_scales(a, base)[k])
+        named = f"case {base.name}" if base.visible else "a case with smaller inputs"
+        message = (f"{facts['nonfinite']} of {facts['total']} outputs are NaN or Inf where the reference is "
+                   f"finite ({facts['mismatches']} wrong in all): an intermediate overflows at this case's "
+                   f"input scale ({grown}); the same kernel is right on {named}, of the same dtype with "
+                   "smaller inputs")
+        out.append(replace(f.with_facts(overflow=True, scaled=grown, right_on=base.name if base.visible else None),
+                           id="numerics", message=message))
+    return out

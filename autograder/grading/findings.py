@@ -6,7 +6,7 @@ templates and in the README, so they never change once published.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Mapping
 
 # The ladder of rungs, in the order a kernel climbs it.
@@ -140,6 +140,10 @@ class Finding:
     def facts(self) -> dict[str, Any]:
         """Evidence as plain nested dicts/lists for templates and JSON."""
         return _thaw(self.evidence)
+
+    def with_facts(self, **more: Any) -> "Finding":
+        """This finding with more (or replaced) evidence."""
+        return replace(self, evidence=_freeze({**self.facts(), **more}))
 
     @property
     def problem(self) -> str | None:

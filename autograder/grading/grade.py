@@ -7,6 +7,7 @@ imports no JAX; the reference is float64 numpy run here, in the parent.
 """
 from __future__ import annotations
 
+import json
 import os
 import secrets
 import shutil
@@ -30,6 +31,7 @@ from . import (
     probes,
     scoring,
     secrecy,
+    sources,
     submission,
     tracing,
     unconfirmed,
@@ -276,6 +278,22 @@ def _kept_programs(plan: Plan, traces: dict) -> dict[str, str]:
     return out
 
 
+def _kernel_sources(plan: Plan, traces: dict, loc: submission.Located | None) -> tuple[sources.KernelSource, ...]:
+    """Where the graded program's pallas_calls are in the student's files (the first
+    correctness case's program: every test grades the same kernel, or says it does not)."""
+    first = plan.correctness()[0] if plan.correctness() else None
+    trace = traces.get(first.draw.signature) if first is not None else None
+    if trace is None or trace.program is None or loc is None:
+        return ()
+
+    def where(file: str, line: int) -> str:
+        return loc.where(line) if file == loc.module_file.name else f"{file}:{line}"
+    try:
+        return sources.of_program(json.loads(trace.program.read_text(encoding="utf-8")), where)
+    except (OSError, ValueError, TypeError, KeyError):
+        return ()     # a program the faces already read; nothing to name is no failure
+
+
 def _checks_folder(plan: Plan, workdir: Path) -> str | None:
     """The assignment's Python files (the checks and what they import), where
     only the grader's child can read them: never beside student code."""
@@ -314,11 +332,13 @@ def _diagnose(plan: Plan, ex: execution.Execution, store: DrawStore,
             if cause is not None and cause.id == "wrong-result":
                 # A logic error whose NaN the padding put there: "numerics" would say
                 # overflow; the same comparison's evidence, as the logic error it is.
-                if f.id == "numerics":
-                    findings[-1] = replace(f, id="wrong-result", message=f"{f.message}; {cause.message}")
+                message = f"{f.message}; {cause.message}" if f.id == "numerics" else f.message
+                findings[-1] = replace(f.with_facts(padding_read=True), id="wrong-result", message=message)
             elif cause is not None:
                 findings.append(cause)
     findings = unwritten.same_padding(findings)
+    # NaN or Inf that only larger inputs bring: an overflow, whatever the finite outputs say.
+    findings = diagnosis.overflows(plan, findings)
     starter = diagnosis.starter_untouched(findings, plan.assignment, loc)
     if starter is not None:
         findings = [starter] + [f for f in findings if f.check != "correctness"]
@@ -344,6 +364,7 @@ def _report(start: _Start, findings: list[Finding], check_notes: list, loc: subm
             leftovers_killed=ex.leftovers_killed, outcomes=ex.outcomes, startup_s=ex.startup_s,
             custom=ex.custom, fingerprint=kernels.fingerprint() if kernels else "",
             speed=_speed(plan, ex.outcomes, tests, solution_speed or {}, kernels),
-            programs=_kept_programs(plan, traces or {}) if keep_programs else {})
+            programs=_kept_programs(plan, traces or {}) if keep_programs else {},
+            kernels=_kernel_sources(plan, traces or {}, loc))
     return Report(plan.assignment, str(start.submission), plan, tuple(tests), tuple(findings),
                   loc.uploaded_as if loc else None, time.monotonic() - start.t0, **common)

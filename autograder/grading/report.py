@@ -12,6 +12,7 @@ from .custom_checks import CheckSuite
 from .findings import Finding
 from .plan import Plan, Run
 from .scoring import TestResult
+from .sources import KernelSource
 
 
 @dataclass(frozen=True)
@@ -37,6 +38,7 @@ class Report:
     fingerprint: str = ""              # the graded program's structure (TA review)
     speed: SpeedGrade | None = None    # the TPU time estimate ([speed])
     programs: dict[str, str] = field(default_factory=dict)  # speed size -> its checked program (kept)
+    kernels: tuple[KernelSource, ...] = ()   # where the graded program's pallas_calls are (fix lines name them)
 
     @property
     def run_key(self) -> int:

@@ -2,7 +2,8 @@
 
 DIR/
   <entry>.py          the starter, generated from solutions/<slug>.py
-  README.md           the assignment's handout
+  README.md           the assignment's handout (its commands as the kit runs them)
+  GLOSSARY.md         what the feedback's numbers and words mean
   <slug>.ipynb        a Jupyter/Colab notebook (see ``notebook``)
   requirements.txt    the grader's pinned dependencies, on the course's JAX release
   autograder/         the grader itself (so `python -m autograder grade` works here)
@@ -21,6 +22,7 @@ import tempfile
 from pathlib import Path
 
 from .. import spec
+from ..feedback import glossary
 from ..pallas_surface import release
 from ..spec import Assignment
 from . import checkout, notebook, public_spec, starter
@@ -74,11 +76,29 @@ def _write_into(assignment: Assignment, sol: Path, out: Path) -> None:
     readme = readme_path.read_text(encoding="utf-8") if readme_path.is_file() else f"# {assignment.title}\n"
     out.chmod(0o755)
     (out / assignment.entry_file).write_text(text, encoding="utf-8")
-    (out / "README.md").write_text(readme, encoding="utf-8")
+    (out / "README.md").write_text(kit_readme(readme, assignment), encoding="utf-8")
+    (out / glossary.FILE).write_text(glossary.text(assignment), encoding="utf-8")
     public = public_spec.write(assignment, out / "assignments" / assignment.slug)
     notebook.write(notebook.build(public, readme, text), out / f"{assignment.slug}.ipynb")
     (out / "requirements.txt").write_text(_requirements(assignment.jax), encoding="utf-8")
     _copy_package(out / "autograder")
+
+
+# The kit has no console script: the grader runs as a module, in the kit's folder.
+KIT_COMMAND = "python -m autograder"
+
+
+def kit_readme(readme: str, assignment: Assignment) -> str:
+    """The handout's README as the kit runs it: the `pallas-autograder` commands it
+    names as `python -m autograder` (the kit has no console script, and a pasted
+    command must work there), and how to grade locally, with the glossary."""
+    readme = readme.replace("pallas-autograder ", f"{KIT_COMMAND} ")
+    return (readme.rstrip("\n") + "\n\n## Grading locally with this kit\n\n"
+            f"In this folder, after `pip install -r requirements.txt`: `{KIT_COMMAND} grade "
+            f"{assignment.entry_file} -a {assignment.slug}`. It gives the feedback Gradescope gives, on the visible "
+            "cases; every reproduce command in the feedback (yours, or Gradescope's) works pasted here. "
+            f"[{glossary.FILE}]({glossary.FILE}) explains the feedback's numbers and words (test numbers, run "
+            "keys, seeds, rungs, poisoning, the roofline floor).\n")
 
 
 def _requirements(jax: str) -> str:
@@ -150,7 +170,10 @@ def leaks(assignment: Assignment, folder: Path) -> list[str]:
     secret = secrets_of(assignment)
     for path in sorted(p for p in folder.rglob("*") if p.is_file()):
         text = path.read_text(encoding="utf-8", errors="replace")
-        data = path.suffix in (".toml", ".json", ".ipynb", ".md") or path.name == assignment.entry_file
+        # GLOSSARY.md is the grader's own text (test numbers, visible case names): its small
+        # numbers are no data, like the package's code; names and shapes are still looked for.
+        data = (path.suffix in (".toml", ".json", ".ipynb", ".md") and path.name != glossary.FILE) \
+            or path.name == assignment.entry_file
         # A notebook's numbers that mean data are in its cells; its metadata is the format's
         # own ("Python 3" in the kernelspec would read as a secret seed 3).
         numbers = _cells_text(text) if path.suffix == ".ipynb" else text
@@ -182,6 +205,6 @@ def run(args) -> int:
     except (HandoutError, starter.StarterError, spec.SpecError, RuntimeError, OSError) as e:
         args.parser.exit(1, f"pallas-autograder handout: {e}\n")
     print(f"wrote {len(files)} files to {args.output}: {assignment.entry_file} (the starter), README.md, "
-          f"{assignment.slug}.ipynb, and the local grader (python -m autograder grade "
+          f"{glossary.FILE}, {assignment.slug}.ipynb, and the local grader ({KIT_COMMAND} grade "
           f"{assignment.entry_file} -a {assignment.slug}, run in that folder)")
     return 0

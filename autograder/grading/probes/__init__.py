@@ -287,5 +287,6 @@ def _why(o: Outcome, visible: bool = True) -> str:
 
 def _as_check(f: Finding, r: ProbeResults, reason: str) -> Finding:
     """A static finding that settled this check, said as this check's outcome."""
+    # not_run: the check itself never ran (the feedback says "not run", not "passed").
     return Finding(f.id, f.rung, reason or f.message, case=r.case.name, check=r.probe.name,
-                   evidence=f.evidence, run=f.run)
+                   evidence=f.evidence, run=f.run).with_facts(not_run=True)

@@ -1,0 +1,190 @@
+"""The one-line fix of a problem, in the student's own terms: the axis, the
+operand, the block and the semantics the finding's facts name, and the line of
+the student's file where the construct is. Where the facts may not be shown (a
+secret case's finding) or say too little, the catalogue's general line
+(``findings.fix_line``). Plain text; imports no JAX.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from ..grading.findings import Finding, fix_line
+from ..grading.sources import KernelSource
+
+# Findings about how the kernel is called (grid, block specs, semantics, scratch): the
+# pl.pallas_call's line is where the fix goes. The others are about what the body computes.
+_CALL = ("out-of-bounds", "output-block-revisit", "grid-order-dependence", "compile-reject", "vmem-overflow",
+         "inconsistent-kernel")
+_BODY = ("numerics", "wrong-result", "uninitialized-memory", "padding-dependence", "data-race", "dma-protocol")
+
+
+def _about_the_call(f: Finding) -> bool:
+    """Blocks the grid never visits are the grid's doing (the pallas_call), whatever the ID."""
+    x = f.facts()
+    return f.id in _CALL or bool(x.get("unwritten_count")) or f.problem == "unwritten-blocks"
+
+
+@dataclass(frozen=True)
+class Fix:
+    text: str                 # the line, with where the construct is when known
+    specific: bool            # in the finding's own terms (or the assignment's hint), not the general line
+
+
+def fix(f: Finding, assignment=None, *, visible: bool = True, kernels: tuple[KernelSource, ...] = ()) -> Fix:
+    """``visible``: the finding's facts may be shown; ``assignment``: for its
+    ``numerics_hint`` and the handout's names of dimensions; ``kernels``: where
+    the pallas_calls are."""
+    specific = _specific(f, _dims(f, assignment)) if visible else None
+    if f.id == "numerics" and assignment is not None and assignment.numerics_hint:
+        specific = assignment.numerics_hint.rstrip(".")
+    text = specific or fix_line(f)
+    at = where(f, kernels)
+    return Fix(f"{text} ({at})" if at else text, specific is not None)
+
+
+def best(findings: list[Finding], assignment=None, *, shows=lambda f: True,
+         kernels: tuple[KernelSource, ...] = ()) -> Fix:
+    """The fix of one problem from every finding of it: the first that can be said
+    in the student's terms, the static analysis's first (it knows the whole grid
+    and every block), else the general line of the first finding."""
+    ordered = sorted(findings, key=lambda f: f.rung != "static")
+    chosen = next((f for f in ordered if shows(f) and _specific(f, _dims(f, assignment))), None)
+    if chosen is not None:
+        return fix(chosen, assignment, visible=True, kernels=kernels)
+    # No fact may be shown: the general line, at the place the static scan points to (a
+    # file's line is no secret), else the first finding's.
+    general = fix(findings[0], assignment, visible=shows(findings[0]), kernels=())
+    at = where(ordered[0], kernels) or where(findings[0], kernels)
+    return Fix(f"{general.text} ({at})" if at else general.text, general.specific)
+
+
+def where(f: Finding, kernels: tuple[KernelSource, ...]) -> str:
+    """'in the pl.pallas_call at add.py:14' or 'in kernel, add.py:9-12'; '' when unknown
+    or when there are several calls and the finding does not say which."""
+    if len(kernels) != 1:
+        return ""
+    k = kernels[0]
+    if _about_the_call(f):
+        return f"in the pl.pallas_call at {k.call}"
+    if f.id in _BODY and k.body and k.lines:
+        return f"in {k.body}, {k.lines}"
+    return ""
+
+
+def _tuple(values) -> str:
+    return "(" + ", ".join(str(v) for v in values) + ("," if len(values) == 1 else "") + ")"
+
+
+def _semantics(values) -> str:
+    return "(" + ", ".join(f'"{v}"' for v in values) + ("," if len(values) == 1 else "") + ")"
+
+
+def _specific(f: Finding, dims: dict) -> str | None:
+    x = f.facts()
+    try:
+        if f.id == "output-block-revisit":
+            return _revisit(x)
+        if f.id == "out-of-bounds":
+            return _out_of_bounds(x, dims, f.case)
+        if f.id == "uninitialized-memory" and x.get("unwritten_count"):
+            blocks = math.prod(x["block_grid"]) if x.get("block_grid") else None
+            of = f" of the {blocks}" if blocks else ""
+            return (f"the grid never visits {x['unwritten_count']}{of} blocks of {x['operand']} (e.g. block "
+                    f"{_tuple(x['unwritten_blocks'][0])}): make the grid cover every output block")
+        if f.id == "vmem-overflow":
+            mib = 2 ** 20
+            return (f"the blocks and scratch need {x['bytes'] / mib:.1f} MiB of VMEM at the real problem size, "
+                    f"over the {x['limit_bytes'] / mib:.0f} MiB of a {x['chip']}: use fixed block sizes "
+                    "(e.g. 128-512 per dimension) and tile the large dimensions with the grid")
+        if f.id == "wrong-result" and x.get("first_mismatches") and f.case:
+            first = ", ".join(str(i) for i in x["first_mismatches"][0])
+            return (f"check the kernel's formula and index maps against the reference on case {f.case}; "
+                    f"its first wrong output is at [{first}]")
+    except (KeyError, IndexError, TypeError, ValueError):
+        return None     # facts of another shape than these lines read: the general line
+    return None
+
+
+def _revisit(x: dict[str, Any]) -> str | None:
+    sem = list(x.get("dimension_semantics") or [])
+    grid = list(x.get("grid") or [])
+    if not sem or len(sem) != len(grid):
+        return None
+    last = len(grid) - 1
+    if x.get("kind") == "parallel-shared":
+        axis = int(x["axis"])
+    else:
+        writers = [tuple(p) for p in x.get("writers") or x.get("grid_points") or []]
+        varying = [a for a in range(len(grid)) if len({p[a] for p in writers}) > 1]
+        if len(varying) != 1:
+            return None
+        axis = varying[0]
+    fixed = ["parallel" if a != axis and s == "parallel" else "arbitrary" if a == axis else s
+             for a, s in enumerate(sem)]
+    if axis == last:
+        return (f'grid axis {axis} is already last: mark it "arbitrary", '
+                f"dimension_semantics={_semantics(fixed)}")
+    order = [a for a in range(len(grid)) if a != axis] + [axis]
+    moved = [fixed[a] for a in order]
+    mark = ('(it is "arbitrary" already)' if sem[axis] == "arbitrary" and moved == [sem[a] for a in order]
+            else f'and mark it "arbitrary": dimension_semantics={_semantics(moved)},')
+    return (f"make grid axis {axis} (the output block stays the same along it) the last grid axis "
+            f"{mark} with the grid's order {_tuple(order)} of the axes and the index maps' arguments "
+            "reordered to match")
+
+
+def _out_of_bounds(x: dict[str, Any], dims: dict, case: str | None) -> str | None:
+    w = x.get("window") if isinstance(x.get("window"), dict) else x
+    shape, block, point = w.get("array_shape"), w.get("block_index"), w.get("grid_point")
+    if not shape or not block or point is None:
+        return None
+    sizes = x.get("block_shape") or [hi - lo for lo, hi in w["element_range"]]
+    axis = next((d for d, (n, b, i) in enumerate(zip(shape, sizes, block)) if i < 0 or i * b >= n), None)
+    if axis is None:
+        return None
+    n, b, i = shape[axis], sizes[axis], block[axis]
+    count = -(-n // b)
+    operand = dims.get("name") or w.get("operand", "an operand")
+    dim = dims.get(axis)
+    size = dim or str(n)
+    along = f"along {dim}" if dim else f"along its axis {axis}"
+    grid = x.get("grid") or []
+    steps = [g for g in range(len(grid)) if point[g] == i and grid[g] > count]
+    if i >= 0 and len(steps) == 1:
+        g = steps[0]
+        on = f" on case {case}" if case else ""
+        return (f"grid axis {g} runs {grid[g]} steps{on}, but {operand} has pl.cdiv({size}, {b}) = {count} "
+                f"blocks {along}: make that axis pl.cdiv({size}, {b}) long")
+    return (f"grid point {_tuple(point)} asks {operand} for block {i} {along}, which has pl.cdiv({size}, {b}) = "
+            f"{count} blocks (0 to {count - 1}): keep that index map below {count}")
+
+
+def _dims(f: Finding, assignment) -> dict[int, str]:
+    """The handout's name of each axis of the array a finding is about (axis ->
+    "N"), when its shape on the finding's case is an input's or the output's and
+    every array of that shape names the axis alike; {} otherwise."""
+    if assignment is None or f.case is None:
+        return {}
+    x = f.facts()
+    w = x.get("window") if isinstance(x.get("window"), dict) else x
+    shape = tuple(w.get("array_shape") or ())
+    try:
+        case = assignment.case(f.case)
+    except KeyError:
+        return {}
+    arrays = [i for i in assignment.inputs if i.kind == "array"]
+    named = [i.shape for i in arrays] + [assignment.output.shape]
+    matches = [n for n in named if assignment.shape(n, case) == shape]
+    if not matches or any(n != matches[0] for n in matches):
+        return {}
+    dims: dict = dict(enumerate(matches[0]))
+    # "input k" of the pallas_call is the function's k-th argument when the shapes agree.
+    operand = str(w.get("operand", ""))
+    k = int(operand[6:]) if operand.startswith("input ") and operand[6:].isdigit() else None
+    if k is not None and k < len(arrays) and assignment.shape(arrays[k].shape, case) == shape:
+        dims["name"] = arrays[k].name
+    elif operand == "output 0":
+        dims["name"] = "the output"
+    return dims

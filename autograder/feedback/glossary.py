@@ -1,0 +1,61 @@
+"""GLOSSARY.md: what each number and word of the feedback means, for one
+assignment (its cases, rungs, probe checks), written into the handout kit.
+The feedback names it where those terms first appear (``render.GLOSSARY``).
+Nothing secret: a secret case is listed by number only. Imports no JAX."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import jinja2
+
+from ..grading.findings import CATALOGUE, RUNGS
+from ..spec import PROBES, Assignment
+
+FILE = "GLOSSARY.md"
+TEMPLATES = Path(__file__).resolve().parents[1] / "templates"
+
+RUNG_NOTES = {
+    "static": ": reads your traced kernel without running it: every index map at every grid point, the "
+              "TPU lowering's rules, VMEM at the real problem size, where the work is done.",
+    "generic": ": runs your kernel's real arithmetic one grid point at a time, in row-major order, with no "
+               "memory model (a block outside an array is clamped, a DMA is a plain copy).",
+    "tpu-interpret": ": simulates a TPU's memory (buffers, DMAs, semaphores), checks every block against "
+                     "its array, shuffles the axes marked parallel and can run two cores; the grader also "
+                     "turns on its race detector.",
+    "tpu": ": the Mosaic compiler and the chip, the only rung that can refuse a kernel or time it; your own "
+           "grading never runs here.",
+}
+PROBE_NOTES = {
+    "index-maps": "evaluates every index map at every grid point: blocks outside an array, output blocks "
+                  "never written, or written again after other blocks.",
+    "compile": "lowers your kernel for a TPU on the CPU (Pallas's TPU lowering): block tiling, dtypes and "
+               "operations the compiler would refuse.",
+    "vmem": "adds up the kernel's VMEM (each pipelined block twice, scratch, pl.run_scoped buffers) at the "
+            "real problem size, against the chip's.",
+    "structure": "finds where the work is done: in the pl.pallas_call, not in jax.numpy around it.",
+    "poisoning": "memory poisoning (below) in TPU interpret mode.",
+    "grid-order": "reruns in TPU interpret mode with the parallel axes shuffled (by seed) and on two "
+                  "simulated cores: a result that changes depends on the grid order.",
+    "races": "TPU interpret mode's race detector on two cores, and both DMA execution modes: conflicting "
+             "accesses, missing or misplaced DMA waits.",
+    "numerics": "reruns with stress inputs (large values, long reductions, bfloat16): precision loss or "
+                "overflow that the graded cases do not reach.",
+}
+
+
+def text(assignment: Assignment, names: dict[str, str | None] | None = None) -> str:
+    """The glossary of ``assignment``. ``names``: the case names that may be shown
+    (a secret case's is None); by default every case's visibility decides."""
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), undefined=jinja2.StrictUndefined,
+                             autoescape=False, trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
+    names = names or {c.name: (c.name if c.visible else None) for c in assignment.cases}
+    return env.get_template("glossary.md.j2").render(
+        title=assignment.title, slug=assignment.slug, entry=assignment.entry_file,
+        cases=len(assignment.cases), case_names=[names.get(c.name) for c in assignment.cases],
+        rungs=list(assignment.rungs), rung_labels=RUNGS, rung_notes=RUNG_NOTES,
+        probes=[(p.name, PROBES[p.name].title) for p in assignment.probes], probe_notes=PROBE_NOTES,
+        speed=assignment.speed.chip if assignment.speed is not None else "",
+        checks=assignment.checks is not None, kinds=list(CATALOGUE.values()),
+        # An example seed from a visible case (a secret case's seed is never shown).
+        seed=next((c.seed for c in assignment.cases if c.visible), 101), seed_case=next(
+            (c.name for c in assignment.cases if c.visible), "small"))
