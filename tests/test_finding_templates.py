@@ -89,6 +89,7 @@ def test_a_probe_run_that_hung_or_raised_renders_for_a_visible_and_a_secret_case
         for visible in (True, False):
             f = Finding.make(fid, "tpu-interpret", "LEAK-message", case="secret-case", check="races", problem=problem,
                              limit_s=10.0, type="ValueError", phase="run", variant="v")
-            out = render.render("findings/_probe_run_broke.j2", fmt, fd=render._finding_view(f, visible))
+            out = " ".join(render.render("findings/_probe_run_broke.j2", fmt,
+                                         fd=render._finding_view(f, visible)).split())   # text wraps prose
             assert ("did not finish within 10 s" if problem == "probe-run-hung" else "raised ValueError") in out
             assert "LEAK" not in out

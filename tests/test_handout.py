@@ -88,7 +88,7 @@ def test_new_then_check_passes_end_to_end(tmp_path):
                   "solution full marks on 4 run keys"):
         assert claim in proc.stdout
     assert "full marks on every one of 4 run keys" in proc.stdout
-    assert "10 of 10 hold" in proc.stdout
+    assert "11 of 11 hold" in proc.stdout
     assert "estimated (not measured: --estimate-container)" in proc.stdout
     # A solution that is wrong: build's self-test grades it from the zip and refuses.
     solution = tmp_path / "solutions" / "relu.py"

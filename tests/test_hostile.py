@@ -193,12 +193,11 @@ EXPECT = {
     "platform_in_kernel.py": Expect(PROBED - 4, ("wrong-result",), assignment="add_probed"),
     "platform_in_index_map.py": Expect(PROBED - 4, ("out-of-bounds",), assignment="add_probed"),
     # A document of allowed names and odd structure, at the secret case only: refused there
-    # by the schema's grammar, never a crash of the parent's analyses.
-    "odd_document_secret_case.py": Expect(PROBED - 6, ("unsupported", "nothing-to-check"),
-                                          assignment="add_probed"),
+    # by the schema's grammar, never a crash of the parent's analyses. The secret case's
+    # tests are charged; every check ran on the visible case and vouches from there.
+    "odd_document_secret_case.py": Expect(PROBED - 2, ("unsupported",), assignment="add_probed"),
     # A primitive off the allow-list at the secret size only: no crash, and never named.
-    "secret_only_primitive.py": Expect(PROBED - 6, ("unsupported", "nothing-to-check"), assignment="add_probed",
-                                       never=("fft",)),
+    "secret_only_primitive.py": Expect(PROBED - 2, ("unsupported",), assignment="add_probed", never=("fft",)),
     "forged_line_number.py": Expect(0.0, ("unsupported", "nothing-to-check"), assignment="add_probed"),
     "trojan_source_names": Expect(0.0, ("file-missing",), never=("\u202e", "\u200b", "\u2066")),
 }
@@ -340,7 +339,8 @@ def test_attack_is_contained(name, gradescope_install, tmp_path):
     assert os.listdir(root / "results") == ["results.json"]
     assert doc["tests"] and not doc["tests"][0]["name"].startswith("Autograder error"), \
         proc.stderr[-3000:]
-    assert doc["score"] == pytest.approx(expect.score), (doc["score"], _problems(doc))
+    assert doc["score"] == pytest.approx(expect.score), \
+        (doc["score"], _problems(doc), [(t["name"], t["score"], t.get("tags")) for t in doc["tests"]])
     assert set(expect.problems) <= _problems(doc), _problems(doc)
     assert expect.says in doc["output"]
     for text in expect.never:

@@ -168,7 +168,7 @@ def test_check_measures_the_grading_in_gradescopes_default_container(tmp_path):
         pytest.skip(f"no emulated container here: {container.available()}")
     folder = trimmed_add(tmp_path / "assignments", '[[cases]]\nname = "small"\ndims = { M = 16, N = 256 }\n'
                          'seed = 101\npoints = 2\n')
-    (tmp_path / "solutions").mkdir()
+    (tmp_path / "solutions").mkdir(exist_ok=True)
     shutil.copy(REPO / "solutions" / "add.py", tmp_path / "solutions" / "add.py")
     row = check._container_row(spec.load(folder))
     assert row.ok and row.detail.startswith("measured: ") and "at 0.5 CPU, peak" in row.detail, row
@@ -188,7 +188,7 @@ def test_check_refuses_a_solution_that_loses_a_point_on_some_run_keys(tmp_path):
     shutil.rmtree(folder / "corpus", ignore_errors=True)
     (folder / "corpus").mkdir()
     (folder / "corpus" / "expectations.toml").write_text("[files]\n")
-    (tmp_path / "solutions").mkdir()
+    (tmp_path / "solutions").mkdir(exist_ok=True)
     (tmp_path / "solutions" / "add.py").write_text(
         (REPO / "solutions" / "add.py").read_text().replace(
             "o_ref[...] = x_ref[...] + y_ref[...]",
@@ -214,7 +214,7 @@ def test_check_refuses_a_speed_size_the_solutions_vmem_does_not_fit(tmp_path):
     from autograder.instructor import check
     folder = tmp_path / "assignments" / "dma_scale"
     shutil.copytree(REPO / "assignments" / "dma_scale", folder, ignore=shutil.ignore_patterns("corpus"))
-    (tmp_path / "solutions").mkdir()
+    (tmp_path / "solutions").mkdir(exist_ok=True)
     shutil.copy(REPO / "solutions" / "dma_scale.py", tmp_path / "solutions" / "dma_scale.py")
     text = (folder / "spec.toml").read_text()
     assert 'dims = { M = 1024, N = 1024 }' in text

@@ -42,11 +42,11 @@ def test_a_tests_fill_reruns_follow_its_wrong_output_only():
                  test_failed=lambda run, o: run == bad)
     ran = _drain(s, lambda r: Outcome("ok", output=np.zeros(1)))
     fills = [r for r in ran if r.probe == planning.UNWRITTEN]
-    # Two fills, then the second with the first in the padding only, on the generic
+    # Two fills, then the first with the second in the padding only, on the generic
     # interpreter, on the failing test's own draw.
     assert len(fills) == 3 and all(r.draw == bad.draw and r.rung == "generic" and r.fill for r in fills)
     assert fills[0].fill != fills[1].fill and fills[0].pad_fill is None is fills[1].pad_fill
-    assert (fills[2].fill, fills[2].pad_fill) == (fills[1].fill, fills[0].fill)
+    assert (fills[2].fill, fills[2].pad_fill) == (fills[0].fill, fills[1].fill)
     assert planning.unwritten_runs(plan, bad) == tuple(fills)
 
 

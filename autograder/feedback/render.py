@@ -240,7 +240,7 @@ def test_state(t: TestResult) -> str:
     if t.finding is not None and t.charged_in:
         stopped = any(f.problem == "check-not-run" for f in t.others) or t.finding.facts().get("not_run")
         return "not-run" if stopped else "same"
-    return "not-run" if t.note else "pass"
+    return "not-run" if t.note and not t.note_ran else "pass"
 
 
 def test_view(t: TestResult, plan, uploaded_as: str | None, problems: dict | None = None,

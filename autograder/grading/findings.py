@@ -223,7 +223,15 @@ def fix_line(f: Finding) -> str:
         return SUBMISSION_FIXES.get(f.problem or "", FIXES["submission-error"])
     if f.id == "compile-reject":
         return COMPILE_FIXES.get(f.facts().get("rule_id") or "", FIXES[f.id])
+    if f.id == "padding-dependence" and f.problem == "input-padding":
+        return INPUT_PADDING_FIX
     return FIXES[f.id]
+
+
+# Padding past the end of an input, summed by a reduction along that axis (a K block in a
+# matmul): the output's edge blocks are whole, so "mask edge blocks" would not say where.
+INPUT_PADDING_FIX = ("mask the padding of an input's partial block before the reduction sums it, or use a "
+                     "block size that divides that axis")
 
 
 @dataclass(frozen=True)
@@ -233,3 +241,4 @@ class CheckNote:
     probe: str
     case: str
     text: str
+    ran: bool = False        # the check ran and found what costs nothing (not: it could not run)

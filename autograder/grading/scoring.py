@@ -31,6 +31,7 @@ class TestResult:
     charged_in: str | None = None           # the test that already charged this finding's ID
     run: Run | None = None                  # the correctness test's run (its seed, its case)
     note: str = ""                          # a check that could not run, through no fault of the student's
+    note_ran: bool = False                  # ... or that ran and found what costs nothing (every note says so)
     gated_by: str | None = None             # the check whose failure took this test's points
 
     @property
@@ -73,6 +74,12 @@ SAME_BUG = {"output-block-revisit": ("grid-order-dependence", "data-race"),
             # id is 0) is read unwritten wherever that point has not run first: in another
             # order, or on the other core. The order check sees that same unwritten read.
             "uninitialized-memory": ("grid-order-dependence",)}
+
+# Another view of a bug only on the very case and rung whose own test that bug broke:
+# a reduction axis marked parallel runs out of order there, so steps read the
+# accumulator before the step that zeroes it, and the fills change what they read.
+# (On another case, or beside a revisit elsewhere, unwritten memory is its own bug.)
+SAME_BUG_ON_CASE = {"output-block-revisit": ("uninitialized-memory",)}
 
 # What a correctness test's own comparison says when another finding explains
 # its failure: the symptom, never a problem of its own.
@@ -144,7 +151,10 @@ def _already(main: Finding | None, charged: dict[str, str], tests: list[TestResu
         return test.number if test is not None else None
     if main.id == "submission-error" or main.problem == "nothing-to-check":
         return None   # a check that could not run, or had no kernel to examine, earns nothing
-    return charged.get(main.id)
+    own = next((t for t in tests if t.probe is None and t.case.name == main.case and t.rung == main.rung
+                and not t.passed and t.finding is not None
+                and main.id in SAME_BUG_ON_CASE.get(t.finding.id, ())), None)
+    return own.number if own is not None else charged.get(main.id)
 
 
 def blocking_test(main: Finding, tests: list[TestResult]) -> TestResult | None:
@@ -196,7 +206,8 @@ def score(plan: Plan, findings: list[Finding], notes: list[CheckNote] = ()) -> l
         if main is not None and already is None and main.problem != "nothing-to-check":
             charged[main.id] = f"P{pi}"
         case = plan.assignment.case(main.case) if main is not None and main.case else first_case
-        note = "; ".join(dict.fromkeys(n.text for n in notes if n.probe == name)) if main is None else ""
+        mine = [n for n in notes if n.probe == name] if main is None else []
+        note = "; ".join(dict.fromkeys(n.text for n in mine))
         shown = main
         if already and main.problem == "check-not-run":
             # The check never got to run: it shows the root cause that stopped it, not a
@@ -206,7 +217,8 @@ def score(plan: Plan, findings: list[Finding], notes: list[CheckNote] = ()) -> l
             number=f"P{pi}", name=PROBES[name].title, case=case, rung=PROBES[name].rung,
             max_score=rubric.points, score=rubric.points if (main is None or already) else 0.0,
             finding=shown, others=tuple(f for f in hits if f is not shown), probe=name,
-            visibility=rubric.visibility, charged_in=already, note=note))
+            visibility=rubric.visibility, charged_in=already, note=note,
+            note_ran=bool(mine) and all(n.ran for n in mine)))
     return _gated(plan, tests)
 
 

@@ -1,4 +1,5 @@
-"""Static findings no rung confirms: a note, not a charge (pure data; no JAX).
+"""Static findings no rung confirms, and writes that agree: a note, not a charge
+(pure data; no JAX).
 
 The index-map scan reads a kernel's grid and index maps and claims what the
 kernel will do when it runs: an output block written from both sides of a
@@ -10,6 +11,10 @@ and no such check found anything, no rung confirms the claim (a softmax whose
 two parallel halves both compute its only row block writes the same values
 twice, which the chip computes right): the check passes with a note that says
 what the scan saw and why it costs nothing.
+
+The race detector's two writes of one output block are the same claim, run: when
+that run's output is right, every test on the case passes and no other check
+found anything there, the values written agree and the race costs nothing either.
 
 Charged whatever the runs show: a block or DMA outside its array (TPU
 interpret mode raises, the chip halts: measured), an output block revisited
@@ -35,22 +40,37 @@ def settle(plan: Plan, findings: list[Finding]) -> tuple[list[Finding], list[Che
     notes: list[CheckNote] = []
     for f in findings:
         if _unconfirmed(f, findings):
-            notes.append(CheckNote(f.check, f.case, _note(plan, f)))
+            notes.append(CheckNote(f.check, f.case, _note(plan, f), ran=True))
         else:
             kept.append(f)
     return kept, notes
 
 
 def _unconfirmed(f: Finding, findings: list[Finding]) -> bool:
+    if _agreeing_writes(f, findings):
+        return True
     if f.check != STATIC_CHECK or f.id not in CLAIMS or f.case is None or f.facts().get("stops_tpu_interpret"):
         return False
     return not any(_confirms(other, f) for other in findings)
 
 
+def _agreeing_writes(f: Finding, findings: list[Finding]) -> bool:
+    """The race detector's two writes of one output block, on a case where that
+    run is right, every test passes and no other check found anything: the same
+    values written twice (the scan's claim about the same block, run)."""
+    if f.id != "data-race" or f.check != "races" or not f.facts().get("writes_agree") or f.case is None:
+        return False
+    return not any(o is not f and o.case == f.case and o.check in RUNNING and o.problem != "check-not-run"
+                   for o in findings)
+
+
 def _confirms(other: Finding, claim: Finding) -> bool:
     """A finding from a run on the claim's case (not the scan's own finding
-    carried by a check it settled, nor a check that could not run)."""
+    carried by a check it settled, nor a check that could not run, nor two
+    writes of the same values)."""
     if other is claim or other.case != claim.case or other.check not in RUNNING:
+        return False
+    if other.id == "data-race" and other.facts().get("writes_agree"):
         return False
     return other.problem != "check-not-run" and other.facts().get("variant") != STATIC_CHECK
 
@@ -58,6 +78,11 @@ def _confirms(other: Finding, claim: Finding) -> bool:
 def _note(plan: Plan, f: Finding) -> str:
     case = plan.assignment.case(f.case)
     where = f"on case {case.name}" if case.visible else "on a secret case"
+    if f.id == "data-race":
+        return (f"{where} the race detector saw two cores write the same output block; that run's output is "
+                "right and so is every other run on that case: the writes agree (the same values written "
+                "twice); keep each output block to one grid point if its values could ever differ; a race "
+                "no rung shows a difference for costs nothing")
     saw = f.message if case.visible else {
         "output-block-revisit": "an output block is written from both sides of an axis marked \"parallel\"",
         "uninitialized-memory": "some output blocks are never visited by the grid"}[f.id]

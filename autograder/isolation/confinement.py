@@ -49,9 +49,15 @@ PR_SET_CHILD_SUBREAPER = 36
 # The grader's own package root: the child imports the same autograder as the
 # grader (a checkout, a Gradescope source folder, or site-packages), whichever
 # way it was installed. -I keeps the environment, user site and working
-# directory out of sys.path.
+# directory out of sys.path. The package is loaded from its own folder by path:
+# a Gradescope source folder is closed to listing (0o711, see below), and
+# Python's path finder, unable to list it, would silently fall back to whatever
+# copy site-packages holds (an older install, after a checkout's edits).
 PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
-_BOOT = ("import runpy, sys; sys.path.insert(0, sys.argv[1]); sys.argv = sys.argv[2:]; "
+_BOOT = ("import importlib.util, runpy, sys; r = sys.argv[1] + '/autograder'; "
+         "s = importlib.util.spec_from_file_location('autograder', r + '/__init__.py', "
+         "submodule_search_locations=[r]); m = importlib.util.module_from_spec(s); "
+         "sys.modules['autograder'] = m; s.loader.exec_module(m); sys.argv = sys.argv[2:]; "
          "runpy.run_module(sys.argv[0], run_name='__main__', alter_sys=True)")
 
 

@@ -49,6 +49,8 @@ import numpy as np
 
 from . import release
 
+DECADES = (-12.0, 30.0)      # the magnitudes' span of every fill the tests and probes see, as powers of ten
+
 
 @dataclass(frozen=True)
 class Fill:
@@ -57,7 +59,7 @@ class Fill:
     ``default_rng([*seed, k])``, k counting the buffers of the run in the
     order the program fills them (one program fills in one order, so two
     runs with one seed hold the same values). Each value has a random sign and
-    a magnitude spread over ``DECADES`` (clipped to the dtype's range), times
+    a magnitude spread over ``decades`` (clipped to the dtype's range), times
     ``scale``; unless ``finite``, about one in eight is NaN and one in sixteen
     infinite. ``scale`` a power of two keeps a value exact: a rerun with the
     same seed and another scale shows which elements hold the fill itself."""
@@ -65,17 +67,20 @@ class Fill:
     scale: float = 1.0
     finite: bool = False
     positive: bool = False          # every value positive before the scale (no random sign)
+    decades: tuple[float, float] = DECADES
 
     @classmethod
     def of(cls, spec: dict) -> "Fill":
         seed = tuple(int(w) for w in spec["seed"])
         if not seed or any(w < 0 or w >= 2 ** 32 for w in seed):
             raise ValueError(f"fill seed: must be 32-bit words; got {spec['seed']!r}")
+        lo, hi = (float(d) for d in spec.get("decades", DECADES))
+        if not lo <= hi:
+            raise ValueError(f"fill decades: must be (low, high) with low <= high; got {spec['decades']!r}")
         return cls(seed, float(spec.get("scale", 1.0)), bool(spec.get("finite", False)),
-                   bool(spec.get("positive", False)))
+                   bool(spec.get("positive", False)), (lo, hi))
 
 
-DECADES = (-12.0, 30.0)      # the magnitudes' span, as powers of ten
 NAN_SHARE, INF_SHARE = 1 / 8, 1 / 16
 
 _FILL: list = [None]            # the current fill: None (the interpreter's own), a float, or a Fill
@@ -98,8 +103,8 @@ def fill_values(fill: Fill, k: int, shape: tuple[int, ...], dtype) -> np.ndarray
     n = int(np.prod(shape, dtype=np.int64))
     info = jnp.finfo(dtype)
     # Well inside the dtype's normal range, so that a power-of-two scale stays exact.
-    lo = max(DECADES[0], float(np.log10(info.tiny)) + 3)
-    hi = min(DECADES[1], float(np.log10(info.max)) - 3)
+    lo = max(fill.decades[0], float(np.log10(info.tiny)) + 3)
+    hi = min(fill.decades[1], float(np.log10(info.max)) - 3)
     sign = np.where(rng.random(n) < 0.5, -1.0, 1.0) if not fill.positive else np.ones(n)
     values = sign * 10.0 ** rng.uniform(lo, hi, n)
     if not fill.finite:
@@ -390,6 +395,8 @@ class _Reports(logging.Handler):
         self.lines: list[str] = []
 
     def emit(self, record: logging.LogRecord) -> None:
+        if record.name == release.CALLBACK_ERROR_LOGGER:
+            return
         try:
             self.lines.append(record.getMessage())
         except (TypeError, ValueError):   # a malformed log call is not the grader's error

@@ -131,6 +131,10 @@ RACE_FLAG_PATH = ("races", "races_found")
 # A kernel that ends with a semaphore still signalled makes the interpreter
 # print a line with this fragment (capitalised either way).
 SEMAPHORE_MARK = "emaphore"
+# A host callback that raised is logged by JAX ("jax.io_callback failed", at ERROR)
+# before the exception reaches the caller: TPU interpret mode's out-of-bounds check
+# raises in one. The exception is the finding; the log line is no output of the student's.
+CALLBACK_ERROR_LOGGER = "jax._src.callback"
 
 # -- where the interpreters take "uninitialized" values from ------------------
 # (module, attribute): the generic interpreter's outputs, scratch and padding

@@ -101,11 +101,11 @@ def judge(plan: Plan, outcomes: Mapping[Run, Outcome], references: Mapping[Draw,
         ran = any(decided and not any(f.problem == "check-not-run" for f in found)
                   for _case, found, _notes, decided in judged)
         for case, found, case_notes, _decided_here in judged:
-            blocked = [f for f in found if f.problem == "check-not-run"]
+            blocked = [f for f in found if f.problem == "check-not-run" or f.facts().get("refused")]
             if blocked and ran:
                 found = [f for f in found if f not in blocked]
                 case_notes = case_notes + [CheckNote(name, case.name, "not run on a case whose own test fails "
-                                                     "(charged there); it ran on the others")]
+                                                     "(charged there); it ran on the others", ran=True)]
             findings += found
             notes += case_notes
     return findings, notes
@@ -251,8 +251,9 @@ def _not_run(r: ProbeResults) -> tuple[list[Finding], str]:
     already charges it. Otherwise the student is not charged: a note says why."""
     outcomes = [o for _run, o in _deciding(r) if o is not None]
     if any(o.status == "error" and o.error_type == REFUSED for o in outcomes):
+        # (refused: the case's own tests fail on the same program, charged there.)
         return [r.finding("not-a-kernel", "there is no kernel the grader can run for this check to "
-                          "examine: it earns nothing", problem="nothing-to-check")], ""
+                          "examine: it earns nothing", problem="nothing-to-check", refused=True)], ""
     settled = next((o for o in outcomes if o.status == "settled" and o.settled_by), None)
     if settled is not None:
         return [_as_check(settled.settled_by, r, settled.reason)], ""

@@ -77,12 +77,21 @@ def _race(r: ProbeResults) -> Finding | None:
         if o is not None and (o.races_found or RACE_MARK in o.captured):
             report = _race_report(o.captured)
             accesses = _accesses(report)
+            placed = _placed(r, accesses)
+            # The pipeline writing one output block back from both cores (the index-map
+            # scan's parallel-shared revisit, run), in a run that is right anyway: the same
+            # values written twice, which no rung tells from one write (grading.unconfirmed
+            # settles it). A DMA the kernel starts itself is its own claim: always charged.
+            agree = len(accesses) == 2 and accesses[0]["buffer"] == accesses[1]["buffer"] \
+                and "hbm" in accesses[0]["buffer"] \
+                and all(a["access"] == "write" and a["where"] == "pallas_call" for a in accesses) \
+                and r.passes(o, r.runs.get(variant)) is True
             return r.finding("data-race", f"the race detector found conflicting accesses "
                              f"({cores} core{'s' if cores > 1 else ''} simulated)",
                              variant=variant, report=report, cores=cores, accesses=accesses,
                              interpret_params={"detect_races": True, "num_cores_or_threads": cores,
                                                **r.runs[variant].params_dict, **RACE_PARAMS},
-                             switch=RACE_SWITCH, behaviour=RACE_BEHAVIOUR, **_placed(r, accesses))
+                             switch=RACE_SWITCH, behaviour=RACE_BEHAVIOUR, writes_agree=agree, **placed)
     return None
 
 
