@@ -410,6 +410,31 @@ def test_a_seed_read_at_run_time_records_the_order_a_fixed_seed_does():
         assert [p[0][0] for p in runtime] == fixed and sorted(fixed) == list(range(8))
 
 
+def test_a_raising_callback_is_logged_by_the_logger_the_capture_leaves_out():
+    # TPU interpret mode raises an out-of-bounds block in a host callback, which JAX logs
+    # ("jax.io_callback failed") before the error reaches the caller: the capture drops
+    # that logger's records (release.CALLBACK_ERROR_LOGGER), so the student's output holds none.
+    import logging
+    x, y = _xy()
+    traced = rung.trace(lambda a, b: _add(a, b, extra_steps=1), [x, y])
+    seen: list[str] = []
+
+    class Names(logging.Handler):
+        def emit(self, record):
+            seen.append(record.name)
+    names = Names(logging.ERROR)
+    logging.getLogger().addHandler(names)
+    try:
+        with hooks.capture() as got:
+            with pytest.raises(WRAPPED):
+                rung.run(traced, [x, y], "tpu-interpret")
+    finally:
+        logging.getLogger().removeHandler(names)
+        rung.reset_state()
+    assert release.CALLBACK_ERROR_LOGGER in seen
+    assert "io_callback failed" not in got.text
+
+
 def test_race_flag_and_report():
     x = jnp.ones((16, 128), jnp.float32)
 
@@ -436,6 +461,9 @@ def test_race_flag_and_report():
     accesses = [m.groupdict() for m in release.RACE_ACCESS.finditer(got.text)]
     assert len(accesses) >= 2 and {a["access"] for a in accesses} <= {"read", "write"}
     assert all(release.SLICE.findall(a["slices"]) for a in accesses)
+    # The pipeline's own write-back of the shared output block names no source line, only
+    # the call (races.writes_agree tells it from a DMA the kernel starts by that).
+    assert any(a["access"] == "write" and a["where"].strip() == "pallas_call" for a in accesses)
 
 
 def test_cross_lowering_rejects_misaligned_blocks_even_with_interpret_true():

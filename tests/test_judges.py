@@ -362,3 +362,29 @@ def test_a_scan_claim_no_run_confirms_is_a_note_and_one_a_run_confirms_is_charge
     for confirming in (wrong, race):
         assert unconfirmed.settle(plan, [shared(secret), confirming]) == ([shared(secret), confirming], [])
     assert unconfirmed.settle(plan, [shared(secret), elsewhere])[0] == [elsewhere]
+
+
+def test_two_cores_writing_one_output_block_in_a_right_run_is_a_note_unless_a_run_differs():
+    # The race detector's report of the pipeline writing one block from both cores, in a
+    # run whose output is right (races.writes_agree): the scan's claim, run. A note while no
+    # other run on the case finds anything; charged beside a failing test there, and a race
+    # whose writes do not agree (or a DMA's) is charged whatever else the case shows.
+    from autograder.grading import unconfirmed
+    from autograder.grading.findings import Finding
+    a = spec.find("softmax")
+    plan = planning.build(a, a.cases, a.rungs, 7, planners=PLANNERS)
+    secret = next(c.name for c in a.cases if not c.visible)
+
+    def race(agree):
+        return Finding.make("data-race", "tpu-interpret", "a race", case=secret, check="races", writes_agree=agree)
+    kept, notes = unconfirmed.settle(plan, [race(True)])
+    assert kept == [] and [(n.probe, n.case, n.ran) for n in notes] == [("races", secret, True)]
+    assert notes[0].text.startswith("on a secret case the race detector saw two cores write the same output block")
+    assert unconfirmed.settle(plan, [race(False)]) == ([race(False)], [])
+    wrong = Finding.make("wrong-result", "tpu-interpret", "3 of 5 wrong", case=secret)
+    assert unconfirmed.settle(plan, [race(True), wrong]) == ([race(True), wrong], [])
+    # Two agreeing-writes reports confirm neither the other nor the scan's claim.
+    shared = Finding.make("output-block-revisit", "static", "shared", case=secret, check="index-maps",
+                          kind="parallel-shared", variant="index-maps")
+    kept, notes = unconfirmed.settle(plan, [shared, race(True)])
+    assert kept == [] and [n.probe for n in notes] == ["index-maps", "races"]

@@ -47,30 +47,23 @@ def settle(plan: Plan, findings: list[Finding]) -> tuple[list[Finding], list[Che
 
 
 def _unconfirmed(f: Finding, findings: list[Finding]) -> bool:
-    if _agreeing_writes(f, findings):
-        return True
-    if f.check != STATIC_CHECK or f.id not in CLAIMS or f.case is None or f.facts().get("stops_tpu_interpret"):
-        return False
-    return not any(_confirms(other, f) for other in findings)
+    return f.case is not None and _claim(f) and not any(_confirms(other, f) for other in findings)
 
 
-def _agreeing_writes(f: Finding, findings: list[Finding]) -> bool:
-    """The race detector's two writes of one output block, on a case where that
-    run is right, every test passes and no other check found anything: the same
-    values written twice (the scan's claim about the same block, run)."""
-    if f.id != "data-race" or f.check != "races" or not f.facts().get("writes_agree") or f.case is None:
-        return False
-    return not any(o is not f and o.case == f.case and o.check in RUNNING and o.problem != "check-not-run"
-                   for o in findings)
+def _claim(f: Finding) -> bool:
+    """A finding about a run that only another run's finding can confirm: the
+    scan's claims (unless TPU interpret mode stops on them), and the race
+    detector's two writes of one output block in a run that is right."""
+    if f.check == STATIC_CHECK:
+        return f.id in CLAIMS and not f.facts().get("stops_tpu_interpret")
+    return f.id == "data-race" and f.check == "races" and bool(f.facts().get("writes_agree"))
 
 
 def _confirms(other: Finding, claim: Finding) -> bool:
     """A finding from a run on the claim's case (not the scan's own finding
-    carried by a check it settled, nor a check that could not run, nor two
-    writes of the same values)."""
-    if other is claim or other.case != claim.case or other.check not in RUNNING:
-        return False
-    if other.id == "data-race" and other.facts().get("writes_agree"):
+    carried by a check it settled, nor a check that could not run, nor another
+    claim)."""
+    if other is claim or other.case != claim.case or other.check not in RUNNING or _claim(other):
         return False
     return other.problem != "check-not-run" and other.facts().get("variant") != STATIC_CHECK
 
