@@ -6,11 +6,16 @@ On a CPU machine with the JAX release of the TPU host (a v5e image: jax 0.10.2):
 
 grades every assignment's export (its corpus, and for add two kernels that halt
 and hang the chip at the speed size) into review sites, so that nothing is
-graded on the TPU host. Then on the TPU host, the whole check (under 9 minutes
-on a v5e):
+graded on the TPU host. Then on the TPU host, the chip check (the tests marked
+``tpu`` and `speed` on all five assignments; under 9 minutes on a v5e):
 
-    python3 benchmarks/chip_check.py run -o OUT [--prepared .chip] [--phases env,tests,speed,points,outcomes]
-                                         [--points blind|all|fit,heldout,blind] [--budget-s 540] [--device tpu|cpu]
+    python3 benchmarks/chip_check.py run -o OUT [--prepared .chip] [--budget-s 520] [--device tpu|cpu]
+
+and what the chip does with every corpus kernel (docs/chip-outcomes.md) and
+the estimate's device-time points (docs/speed-validation.md), each its own call:
+
+    python3 benchmarks/chip_check.py run -o OUT --phases env,outcomes
+    python3 benchmarks/chip_check.py run -o OUT --phases env,points [--points blind|all|fit,heldout,blind]
 
 Every phase runs its chip work in chip workers (``autograder.tpu.worker``: one
 process holds the chip; a kernel that halts the core or hangs is that job's
@@ -194,16 +199,20 @@ def phase_speed(prepared: Path, out: Path, deadline: float, device: str = "tpu",
             runs[slug] = {"skipped": "the run's budget was spent"}
             continue
         t0 = time.monotonic()
+        # A compile that takes 30 s is a kernel the compiler chokes on (matmul's whole-array
+        # blocks at 8192^3 ran past 60 s on a v5e); a right one compiles in under 12 s there.
         cmd = [sys.executable, "-m", "autograder", "speed", str(prepared / "exports" / slug), "-a", slug,
                "--assignments", str(REPO / "assignments"), "-o", str(out / f"speed-{slug}"),
-               "--review", str(prepared / "sites" / slug), "--call-timeout", "15", "--compile-timeout", "60",
+               "--review", str(prepared / "sites" / slug), "--call-timeout", "15", "--compile-timeout", "30",
                "--max-seconds", "4", "--device", device]
         log(" ".join(cmd[2:]))
-        try:
-            proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=left)
-            code, text = proc.returncode, proc.stdout + proc.stderr
-        except subprocess.TimeoutExpired as e:
-            code, text = "timeout", str(e.stdout or "") + str(e.stderr or "")
+        logfile = out / f"speed-{slug}.log"
+        with logfile.open("w") as sink:     # the whole progress, as it comes (a cut run keeps it)
+            try:
+                code = subprocess.run(cmd, cwd=REPO, stdout=sink, stderr=subprocess.STDOUT, timeout=left).returncode
+            except subprocess.TimeoutExpired:
+                code = "timeout"
+        text = logfile.read_text(errors="replace")
         runs[slug] = {"returncode": code, "seconds": round(time.monotonic() - t0, 1), "tail": text[-4000:]}
         log(f"speed {slug}: exit {code} in {runs[slug]['seconds']} s")
         _save(out, "speed-runs.json", runs)
@@ -219,7 +228,8 @@ def main() -> int:
     rp = sub.add_parser("run", help="on a TPU host: every phase, writing JSON to OUT")
     rp.add_argument("-o", "--output", type=Path, required=True)
     rp.add_argument("--prepared", type=Path, default=REPO / ".chip", help="what `prepare` made")
-    rp.add_argument("--phases", default="tests,speed,outcomes,points")
+    rp.add_argument("--phases", default="env,tests,speed", help="the chip check: env,tests,speed; also "
+                    "outcomes, points, numerics")
     rp.add_argument("--points", default="blind", help="which points: all, or roles (fit, fit2, heldout, blind)")
     rp.add_argument("--device", choices=("tpu", "cpu"), default="tpu")
     rp.add_argument("--slugs", default=",".join(chip_points.SLUGS), help="the assignments the speed phase times")
@@ -242,7 +252,9 @@ def run(args) -> int:
     t0 = time.monotonic()
     deadline = t0 + args.budget_s
     r = Runner(args.device, Limits(open_s=120.0, compile_s=120.0, call_s=args.call_s, job_s=300.0))
-    summary: dict = {"device": args.device, "phases": {}, "started": time.strftime("%Y-%m-%d %H:%M:%S %Z")}
+    from benchmarks.chip import inputs
+    summary: dict = {"device": args.device, "phases": {}, "started": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
+                     "inputs": inputs.digests(), "argv": sys.argv[1:]}
     try:
         for phase in args.phases.split(","):
             p0 = time.monotonic()
@@ -260,6 +272,8 @@ def run(args) -> int:
             elif phase == "outcomes":
                 phase_outcomes(r, args.output, deadline)
             summary["phases"][phase] = round(time.monotonic() - p0, 1)
+            summary["wall_s"] = round(time.monotonic() - t0, 1)
+            _save(args.output, "summary.json", summary)     # a run killed at its limit keeps what it did
     finally:
         r.close()
         summary["opens_s"] = r.opens

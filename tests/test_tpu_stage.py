@@ -243,14 +243,50 @@ def test_replayed_or_cached_outputs_are_caught_by_the_recheck(small_add, behavio
     assert all(s.mismatched for s in r.sizes)
 
 
-def test_inputs_differ_on_every_call_and_between_submissions(small_add):
+def test_inputs_differ_on_every_call_are_shared_by_one_runs_kernels_and_change_with_the_run(small_add):
     ctx = _ctx(small_add, Script(compute=_honest(small_add)))
     k = stage.kernel(small_add, "s1", b"{}", {"M": 64, "N": 256}, "float32")
     c = ctx.device.compile(k)
-    seeds = {stage.seed(ctx.secret, sub, "s1", "timed", i) for sub in ("a", "b") for i in range(50)}
-    assert len(seeds) == 100 and all(0 <= s < 2 ** 32 for s in seeds)   # what jax.random.key keeps
-    x0, x1 = (ctx.device.inputs(c, stage.seed(ctx.secret, "a", "s1", "timed", i)) for i in (0, 1))
+    seeds = {stage.timed_seed(ctx, "s1", i) for i in range(50)}
+    assert len(seeds) == 50 and all(0 <= s < 2 ** 32 for s in seeds)   # what jax.random.key keeps
+    x0, x1 = (ctx.device.inputs(c, stage.timed_seed(ctx, "s1", i)) for i in (0, 1))
     assert not np.array_equal(x0[0], x1[0])
+    other_run = replace(ctx, secret=ctx.secret + 1)
+    assert not seeds & {stage.timed_seed(other_run, "s1", i) for i in range(50)}
+
+
+def test_a_runs_kernels_share_the_timed_calls_references_and_each_is_still_checked(small_add):
+    """Call i's inputs are the same in every kernel of a run, so its float64 reference is
+    computed once (matmul's 8192^3 costs 8 s each on a v5e host); a kernel that replays
+    its first output after an honest one is still caught."""
+    computed = []
+
+    def counted(*args):
+        computed.append(1)
+        return np.asarray(_honest(small_add)(*args), np.float64)
+    script = Script(compute=_honest(small_add), times=(2e-2, 2.02e-2, 1.98e-2), profiled=(1.9e-2,))
+    ctx = replace(_ctx(small_add, script), reference=counted)
+    first = [stage.run(ctx, f"k{j}", PROGRAMS) for j in range(4)]
+    assert all(r.status == "timed" for r in first)
+    checked = {(s.size, i) for r in first for s in r.sizes for i in s.checked}
+    assert len(computed) == len(checked) == ctx.references.misses
+    assert ctx.references.hits == sum(len(s.checked) for r in first for s in r.sizes) - len(checked) > 0
+    cheat = replace(ctx, device=FakeDevice(replace(script, behaviour="replay")))
+    r = stage.run(cheat, "replays", PROGRAMS)
+    assert r.status == "held" and all(s.mismatched for s in r.sizes)
+
+
+def test_references_keep_the_most_recently_used_within_their_bytes():
+    refs = stage.References(max_bytes=3 * 8 * 100)
+    made = []
+
+    def make(n):
+        return lambda: made.append(n) or np.full(100, float(n))
+    for n in (1, 2, 3, 1, 4):          # 1 used again before 4 arrives: 2 goes first
+        refs.get((n,), make(n))
+    refs.get((1,), make(1))
+    refs.get((2,), make(2))
+    assert made == [1, 2, 3, 4, 2] and (refs.hits, refs.misses) == (2, 5)
 
 
 @pytest.mark.parametrize("primitives,relative,status", [

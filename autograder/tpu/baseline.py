@@ -4,7 +4,8 @@ and timed again after the students to see that the machine did not drift.
 A solution the chip refuses, that diverges, that is held (noisy, or any other
 gate) or that has no device time from the profiler is no baseline: the run
 stops with the reason, before any student is compared with it. Its second
-timing, on fresh inputs, is compared size by size with the first; a change
+timing (on the run's inputs, as every kernel's) is compared size by size
+with the first; a change
 beyond ``DRIFT`` is reported in speed.json and on the terminal (the chip's
 clock, thermal state or a neighbour changed while the class was timed).
 """
