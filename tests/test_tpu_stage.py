@@ -269,6 +269,10 @@ def test_a_runs_kernels_share_the_timed_calls_references_and_each_is_still_check
     first = [stage.run(ctx, f"k{j}", PROGRAMS) for j in range(4)]
     assert all(r.status == "timed" for r in first)
     checked = {(s.size, i) for r in first for s in r.sizes for i in s.checked}
+    # The same secret calls in every kernel (each its own choice of the one checked element-wise).
+    assert all({tuple(sorted(s.checked)) for r in first for s in r.sizes if s.size == size}
+               == {stage.checked_calls(ctx, size)} for size in ("s1", "s2"))
+    assert all(0 <= i < ctx.rule.min_calls for _size, i in checked) and len(checked) == 2 * ctx.rule.sample
     assert len(computed) == len(checked) == ctx.references.misses
     assert ctx.references.hits == sum(len(s.checked) for r in first for s in r.sizes) - len(checked) > 0
     cheat = replace(ctx, device=FakeDevice(replace(script, behaviour="replay")))

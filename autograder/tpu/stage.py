@@ -14,14 +14,17 @@ replaying, caching, a lucky run or a wrong answer at the timed size cannot help.
    ``timing.measure``'s rule holds, all under one profiler trace that gives
    each of those calls' device time. Every timed output is digested on the
    device (a secret random projection); after the run three calls are checked
-   against the reference of their own inputs: one of them, chosen secretly
-   before the run, element by element (its output kept), the others, chosen
-   after the run, through their digests. The calls checked are the calls timed.
-   Call i at a size gets the same secret inputs in every kernel of one run
-   (``References``): their float64 references are computed once per run, not
-   once per kernel (at matmul's 8192^3, 8 s each on a v5e host). Nothing a
-   kernel does reaches another's run, so sharing secret inputs gives nothing away;
-   which calls are checked, and the digests' projection, stay each kernel's own.
+   against the reference of their own inputs: one of them element by element
+   (its output kept), the others through their digests. The calls checked are
+   calls timed, and secret: the run draws three call indices among the first
+   ``min_calls`` (certain to happen) per size, the same for every kernel, and
+   each kernel's own secret draw, before its run, says which of the three is
+   checked element by element. Call i at a size gets the same secret inputs in
+   every kernel of one run (``References``), so the float64 references of the
+   three are computed once per run, not three times per kernel (at matmul's
+   8192^3, 6-8 s each on a v5e host). Nothing a kernel does reaches another's
+   run, and none sees the secret, so sharing gives nothing away: a kernel that
+   is wrong on some of its calls is caught as often as with its own draw.
 3. Anomaly gates hold a result for review instead of ranking it: faster than
    the roofline floor, more than 10x the solution, noisy, a timed output that
    does not match its inputs, or timed on another clock than the solution.
@@ -166,6 +169,14 @@ def seed(secret: int, *words: Any) -> int:
     import hashlib
     text = [int.from_bytes(hashlib.sha256(str(w).encode()).digest()[:8], "little") for w in words]
     return int(np.random.SeedSequence([secret, *text]).generate_state(1, np.uint32)[0]) % 2 ** SEED_BITS
+
+
+def checked_calls(ctx: Context, size: str) -> tuple[int, ...]:
+    """The timed calls checked at ``size`` in every kernel of the run: ``rule.sample`` secret
+    indices among the first ``rule.min_calls`` (their references are computed once a run)."""
+    n = max(ctx.rule.min_calls, 1)
+    rng = np.random.default_rng(seed(ctx.secret, size, "checked"))
+    return tuple(sorted(int(i) for i in rng.choice(n, min(max(ctx.rule.sample, 1), n), replace=False)))
 
 
 def timed_seed(ctx: Context, size: str, i: int) -> int:
@@ -347,8 +358,9 @@ def timed_loop(ctx: Context, sub: str, compiled: Compiled, size: str) -> Loop:
         ctx.progress(phase="call", size=size, warmup=w)
         dev.run(compiled, dev.inputs(compiled, seed(ctx.secret, sub, size, "warmup", w)))
     key = seed(ctx.secret, sub, size, "digest")
-    # Chosen before the run (its output must be kept), among calls certain to happen; secret like every seed.
-    kept = int(np.random.default_rng(seed(ctx.secret, sub, size, "kept")).integers(0, max(rule.min_calls, 1)))
+    # Chosen before the run (its output must be kept), among the run's checked calls; secret like every seed.
+    pool = checked_calls(ctx, size)
+    kept = pool[int(np.random.default_rng(seed(ctx.secret, sub, size, "kept")).integers(0, len(pool)))]
     digests: list[np.ndarray] = []
     output: list = []
 
@@ -380,12 +392,10 @@ def _clock(sub: str, size: str, loop: Loop) -> tuple[float, float, str, str]:
 def check_calls(ctx: Context, sub: str, compiled: Compiled, size: str, dims: dict, dtype: str,
                 loop: Loop) -> tuple[tuple[int, ...], tuple[int, ...]]:
     """(calls checked, calls whose outputs miss their own inputs' reference):
-    the kept call element by element, others chosen now through their digests."""
-    dev, a, rule = ctx.device, ctx.assignment, ctx.rule
+    the kept call element by element, the run's other checked calls through their digests."""
+    dev, a = ctx.device, ctx.assignment
     key, red, nb = seed(ctx.secret, sub, size, "digest"), _reduction(a, dims), a.numerics_bound
-    picker = np.random.default_rng(seed(ctx.secret, sub, size, "sample"))   # chosen after the run
-    others = [i for i in range(len(loop.digests)) if i != loop.kept]
-    picks = [int(i) for i in picker.choice(others, min(max(rule.sample - 1, 0), len(others)), replace=False)]
+    picks = [i for i in checked_calls(ctx, size) if i != loop.kept and i < len(loop.digests)]
     bad = []
     for i in [loop.kept, *sorted(picks)]:
         ctx.progress(phase="host", size=size, what=f"checking timed call {i}")

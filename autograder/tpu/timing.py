@@ -22,7 +22,7 @@ class Rule:
     max_calls: int = 2000
     max_total_s: float = 20.0
     warmup: int = 3
-    sample: int = 3                 # timed outputs checked: one element-wise (chosen before), the rest by digest
+    sample: int = 3                 # timed outputs checked (the same calls in every kernel of a run; stage)
 
     def noisy(self, stopped: str, rse: float) -> bool:
         """Stopped at the cap with the error still above the target (a kernel
