@@ -450,3 +450,44 @@ def test_a_correct_kernel_the_model_cannot_estimate_says_so_everywhere(tmp_path)
     assert "none at M=64, N=256: the kernel body uses 'cumsum'" in " ".join(proc.stdout.split())
     assert doc["leaderboard"] == [{"name": "Estimated TPU v5e time (ms)", "value": "no estimate", "order": "asc"}]
     assert doc["extra_data"]["speed_estimate"]["sizes"]["s1"]["status"] == "no estimate"
+
+
+@pytest.mark.jax
+def test_a_kernel_launched_from_a_loop_outside_it_gets_no_estimate_and_why():
+    """On a v5e, add's kernel_per_row_block (a fori_loop launching 512 row-block calls) ran in
+    1.11 ms: one call's estimate (7 us) was 99 % off, and 512 of them (3.6 ms) 225 % off. The model
+    times one call, so a call inside a loop or branch outside the kernels gets no estimate."""
+    import importlib.util
+
+    import jax
+    import jax.numpy as jnp
+    path = corpus("add") / "kernel_per_row_block.py"
+    loaded = importlib.util.spec_from_file_location("kernel_per_row_block", path)
+    module = importlib.util.module_from_spec(loaded)
+    loaded.loader.exec_module(module)
+    x = jax.ShapeDtypeStruct((4096, 4096), jnp.float32)
+    s = _schedule(module.add, [x, x])
+    assert [c.problem.split(",")[0] for c in s.calls] == [
+        "the pallas_call runs inside a loop (`lax.fori_loop` or `lax.scan`) outside the kernel"]
+    with pytest.raises(speed.NoEstimate, match="the model times one call, not how many run"):
+        speed.estimate(s)
+
+
+@pytest.mark.jax
+def test_a_jax_debug_print_outside_the_kernel_costs_what_a_v5e_measured():
+    """add's debug_prints ran in 5.09 and 5.71 ms on a v5e (chip calls A and F), the same kernel without
+    its prints in 3.39 ms: the jax.debug.print outside the kernel (a host callback), not the
+    pl.debug_print inside it (fit2/print-copy: nothing measurable)."""
+    import importlib.util
+
+    import jax
+    import jax.numpy as jnp
+    loaded = importlib.util.spec_from_file_location("debug_prints", corpus("add") / "debug_prints.py")
+    module = importlib.util.module_from_spec(loaded)
+    loaded.loader.exec_module(module)
+    x = jax.ShapeDtypeStruct((4096, 4096), jnp.float32)
+    s = _schedule(module.add, [x, x])
+    e = speed.estimate(s)
+    assert s.host_prints == 1 and e.host_print_seconds == speed.FITTED.host_print_s
+    assert 5.09e-3 * 0.9 <= e.seconds <= 5.71e-3 * 1.1
+    assert "jax.debug.print outside the kernel 2.000 ms" in speed.text(e)

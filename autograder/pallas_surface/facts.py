@@ -234,6 +234,7 @@ class Schedule:
     calls: tuple[CostCall, ...]
     chip: Chip
     pallas_calls: int
+    host_prints: int = 0             # jax.debug.print outside every kernel (a host callback each call)
 
 
 Facts = Union[IndexMaps, Compile, Vmem, Structure, Schedule]

@@ -73,6 +73,10 @@ class Fitted:
     eup_per_cycle: float = 1.317            # EUP operations (exp, log, tanh, reciprocal) per lane slot per cycle
     reduce_wait_cycles: float = 118.1      # waiting for a lane reduction's result inside a loop iteration
     call_s: float = 0.465e-6                # a pallas_call's fixed device cost
+    # A jax.debug.print outside the kernels: a host callback the device waits for. Fitted to add's
+    # debug_prints on a v5e (5.09 ms in chip call A, 5.71 ms in call F, against 3.41 ms for the same
+    # kernel without it; pl.debug_print inside a kernel cost nothing measurable: fit2/print-copy).
+    host_print_s: float = 2.0e-3
 
 
 FITTED = Fitted()
@@ -104,6 +108,7 @@ class Estimate:
     percent_of_bandwidth: float = 0.0     # HBM bytes moved / time, against the chip's bandwidth
     flops_by_rate: dict[str, float] = field(default_factory=dict)   # matrix-unit flops by rate class
     data_dependent: bool = False          # the schedule read scalar-prefetch data (the inputs drawn)
+    host_print_seconds: float = 0.0       # jax.debug.print outside the kernels (Fitted.host_print_s each)
 
     def to_json(self) -> dict:
         return {"status": "estimated", **asdict(self)}
@@ -279,7 +284,7 @@ def estimate(schedule: Schedule, fitted: Fitted = FITTED) -> Estimate:
     steps = sum(p.steps for p in parts)
     # A kernel that skips blocks never reads all of an input: its own traffic bounds it then.
     floor = floor_seconds(chip, min(minimum, moved), flops)
-    seconds = max(sum(p.seconds for p in parts), floor)
+    seconds = max(sum(p.seconds for p in parts), floor) + schedule.host_prints * fitted.host_print_s
     limited = _sum(p.limited for p in parts)
     bound: Bound = max(("compute", "memory", "per-step overhead"), key=lambda b: limited[b])
     units = _sum(p.units for p in parts)
@@ -290,7 +295,7 @@ def estimate(schedule: Schedule, fitted: Fitted = FITTED) -> Estimate:
     return Estimate(seconds, bound, moved, minimum, total, steps, chip.chip, pct, floor,
                     _advice(parts, bound, chip, units, fitted), sum(units.values()), sum(p.memory for p in parts),
                     sum(p.overhead for p in parts), bw_pct, flops,
-                    any(c.data_dependent for c in schedule.calls))
+                    any(c.data_dependent for c in schedule.calls), schedule.host_prints * fitted.host_print_s)
 
 
 def _advice(parts: list[_Part], bound: Bound, chip: Chip, units: dict[str, float], fitted: Fitted) -> str:
@@ -369,7 +374,9 @@ def text(e: Estimate) -> str:
         f"Grid steps: {e.grid_steps:,}; matrix-unit work {e.flops / 1e9:,.2f} GFLOP{rates}; roofline floor "
         f"{_ms(e.floor_seconds)}.",
         f"Where the time goes: compute {_ms(e.compute_seconds)}, memory {_ms(e.memory_seconds)}, per-step "
-        f"overhead {_ms(e.overhead_seconds)}.",
+        f"overhead {_ms(e.overhead_seconds)}"
+        + (f", jax.debug.print outside the kernel {_ms(e.host_print_seconds)} (the device waits for the host)"
+           if e.host_print_seconds else "") + ".",
         f"What would help most: {e.advice}."]
     if e.data_dependent:
         lines.append("This schedule depends on the kernel's scalar-prefetch data (the inputs drawn for this "

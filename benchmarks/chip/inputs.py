@@ -18,7 +18,10 @@ GROUPS: dict[str, tuple[str, ...]] = {
     "the TPU stage (autograder/tpu)": ("autograder/tpu/*.py",),
     "the chip's own words (pallas_surface)": ("autograder/pallas_surface/*.py",),
     "the speed model (autograder/speed)": ("autograder/speed/*.py",),
-    "the chip check (benchmarks/chip_check.py, benchmarks/chip)": ("benchmarks/chip_check.py", "benchmarks/chip/*.py"),
+    # What runs on the chip (the report, the estimates and the validation run on a CPU machine).
+    "the chip check (benchmarks/chip_check.py, benchmarks/chip)": (
+        "benchmarks/chip_check.py", "benchmarks/chip/jobs.py", "benchmarks/chip/points.py",
+        "benchmarks/chip/kernels.py"),
     "the halt and hang fixtures (tests/tpu_fixtures)": ("tests/tpu_fixtures/*.py",),
     **{f"assignment {slug}": (f"assignments/{slug}/spec.toml", f"assignments/{slug}/reference.py",
                               f"solutions/{slug}.py", f"assignments/{slug}/corpus/*") for slug in SLUGS},

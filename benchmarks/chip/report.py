@@ -312,7 +312,25 @@ def chip_outcomes(runs: list[Path], commands: list[str]) -> str:
                 lines.append(f"| {name} | {grader} | not run on a chip yet (added after the chip run) | |")
         lines.append("")
     lines += ["## In all", ""] + [f"- {k}: {v}" for k, v in sorted(counts.items())] + [""]
+    lines += _notebooks(runs)
     return "\n".join(lines) + "\n"
+
+
+def _notebooks(runs: list[Path]) -> list[str]:
+    """A handout notebook's last cell run on the chip (``notebook-SLUG.log``): what a student sees."""
+    logs = {p.stem: p for run in runs for p in sorted(run.glob("notebook-*.log"))}
+    if not logs:
+        return []
+    lines = ["## A student's notebook on the chip", "",
+             "The last cell of a handout notebook (`pallas-autograder handout SLUG`), run on the TPU host as "
+             "Jupyter would run it (`notebook_last_cell.py` in its call's folder), over the add solution and over "
+             "a matmul kernel the TPU compiler refuses. Its output, as printed (the host's own warnings left out):",
+             ""]
+    for path in logs.values():
+        text = path.read_text(errors="replace").split("--- its output ---", 1)[-1]
+        keep = [line for line in text.strip().splitlines() if "warn" not in line.lower()]
+        lines += [f"{path.parent.name}/{path.name}:", "", *[f"    {line[:400]}" for line in keep], ""]
+    return lines
 
 
 def points_median(row: dict) -> float | None:
