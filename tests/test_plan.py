@@ -101,8 +101,14 @@ def test_every_check_runs_on_every_graded_case_visible_and_secret_whatever_the_r
         plan = planning.build(a, a.cases, a.rungs, key, planners=PLANNERS)
         for probe in ("index-maps", "compile", "structure", "poisoning", "grid-order", "races"):
             assert plan.probe_cases(probe) == a.cases, (probe, key)
-            assert all(set(plan.probe_runs(probe, c.name)) == set(plan.probe_runs(probe, a.cases[0].name))
-                       for c in a.cases), probe
+            if probe != "grid-order":
+                assert all(set(plan.probe_runs(probe, c.name)) == set(plan.probe_runs(probe, a.cases[0].name))
+                           for c in a.cases), probe
+        # Grid order: every seed on one core and two on the probe case; on every other case,
+        # visible or secret, the first seed on two cores (the races probe's two-core run too).
+        first = next(c.name for c in a.cases if c.name in a.probe_cases)
+        assert set(plan.probe_runs("grid-order", first)) == {"seed-1", "seed-1-2cores", "seed-2", "seed-2-2cores"}
+        assert all(set(plan.probe_runs("grid-order", c.name)) == {"seed-1-2cores"} for c in a.cases if c.name != first)
     # The numerics stress inputs are inputs of their own, built on one case.
     m = spec.find("matmul")
     plan = planning.build(m, m.cases, m.rungs, 1, planners=PLANNERS)

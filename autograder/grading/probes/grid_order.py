@@ -12,8 +12,26 @@ from .races import RACES_2CORES
 
 
 def plan_grid_order(assignment, case, rubric, run_key) -> tuple[Variant, ...]:
+    """Every seed, on one core and two, on the probe case (the spec's first ``probe_cases``
+    name, else its first case); on every other graded case, visible or secret, the first
+    seed on two cores, which is also the races probe's two-core run. Why not every seed on
+    every case: in the emulated Gradescope container this probe's four runs on each of
+    matmul's four cases were 16 of its 40 s; an order bug shows under any shuffle, and
+    the case a kernel is wrong on is still run shuffled."""
+    seeds = tuple(rubric.settings or vocabulary.DEFAULT_SEEDS)
+    if not _probe_case(assignment, case):
+        return tuple(v for v in _variants(assignment, seeds[:1]) if v.name.endswith("-2cores"))
+    return _variants(assignment, seeds)
+
+
+def _probe_case(assignment, case) -> bool:
+    named = [c.name for c in assignment.cases if c.name in assignment.probe_cases]
+    return case.name == (named or [assignment.cases[0].name])[0]
+
+
+def _variants(assignment, seeds) -> tuple[Variant, ...]:
     out = []
-    for seed in rubric.settings or vocabulary.DEFAULT_SEEDS:
+    for seed in seeds:
         out.append(Variant(f"seed-{seed}", "tpu-interpret", record=True,
                            params=(("random_seed", seed),)))
         two = Variant(f"seed-{seed}-2cores", "tpu-interpret", record=True,
