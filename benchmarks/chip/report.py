@@ -130,6 +130,11 @@ def tpu_runs(runs: list[Path], commands: list[str]) -> str:
             test = f"; tests marked `tpu`: exit {tests['returncode']} (`{last.strip()}`)"
         lines.append(f"- {run.name}: started {summary.get('started', '?')}, {summary.get('wall_s', '?')} s in all; "
                      f"by phase: {', '.join(f'{k} {v} s' for k, v in summary.get('phases', {}).items())}{test}.")
+    checks = [r.name for r in runs if "speed" in ((_load([r], "summary.json") or {}).get("phases") or {})]
+    if checks:
+        lines.append(f"The tables below are the last run with a `speed` phase that timed each assignment "
+                     f"({', '.join(sorted({str(p.parent.parent.name) for p, _d in docs.values()}))}); the "
+                     f"runs with one: {', '.join(checks)}.")
     lines.append("")
     lines += _summary_table(runs, docs)
     for slug in SLUGS:
