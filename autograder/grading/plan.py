@@ -241,7 +241,8 @@ def _variant_draw(b: _Builder, case: Case, v: Variant) -> tuple[Draw, Stress | N
 
 
 def numerics_case(a: Assignment, cases: tuple[Case, ...]) -> list[Case]:
-    """The case the numerics stress inputs are built on: the first of the spec's
+    """The probe case: the one the numerics stress inputs are built on, and the one
+    grid order runs every seed on (``probes.grid_order``): the first of the spec's
     ``probe_cases`` graded here (the first case graded when none is)."""
     named = [c for c in cases if c.name in a.probe_cases]
     return (named or list(cases))[:1]

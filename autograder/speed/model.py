@@ -284,7 +284,8 @@ def estimate(schedule: Schedule, fitted: Fitted = FITTED) -> Estimate:
     steps = sum(p.steps for p in parts)
     # A kernel that skips blocks never reads all of an input: its own traffic bounds it then.
     floor = floor_seconds(chip, min(minimum, moved), flops)
-    seconds = max(sum(p.seconds for p in parts), floor) + schedule.host_prints * fitted.host_print_s
+    prints = schedule.host_prints * fitted.host_print_s
+    seconds = max(sum(p.seconds for p in parts), floor) + prints
     limited = _sum(p.limited for p in parts)
     bound: Bound = max(("compute", "memory", "per-step overhead"), key=lambda b: limited[b])
     units = _sum(p.units for p in parts)
@@ -295,7 +296,7 @@ def estimate(schedule: Schedule, fitted: Fitted = FITTED) -> Estimate:
     return Estimate(seconds, bound, moved, minimum, total, steps, chip.chip, pct, floor,
                     _advice(parts, bound, chip, units, fitted), sum(units.values()), sum(p.memory for p in parts),
                     sum(p.overhead for p in parts), bw_pct, flops,
-                    any(c.data_dependent for c in schedule.calls), schedule.host_prints * fitted.host_print_s)
+                    any(c.data_dependent for c in schedule.calls), prints)
 
 
 def _advice(parts: list[_Part], bound: Bound, chip: Chip, units: dict[str, float], fitted: Fitted) -> str:

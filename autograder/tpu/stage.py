@@ -31,6 +31,7 @@ replaying, caching, a lucky run or a wrong answer at the timed size cannot help.
 """
 from __future__ import annotations
 
+import functools
 import math
 import sys
 from collections import OrderedDict
@@ -112,26 +113,6 @@ def from_json(d: dict) -> StageResult:
                        dict(d.get("evidence") or {}))
 
 
-@dataclass(frozen=True)
-class Context:
-    """Everything the stage needs besides the kernel's programs."""
-    assignment: Assignment
-    device: Device
-    info: DeviceInfo
-    reference: Callable[..., np.ndarray]
-    interpret: Callable[[bytes, list, list], np.ndarray]   # (program, args, dtypes) -> interpreters' output
-    secret: int
-    rule: timing.Rule = timing.Rule()
-    solution: dict[str, SizeTime] = field(default_factory=dict)   # size -> the solution's timing there
-    flops: dict[str, float] = field(default_factory=dict)         # size -> the work's flops (floor)
-    evidence_dir: Path | None = None   # where a divergence's inputs and both outputs are kept
-    # Told what the stage is doing (a chip worker relays it to the parent, which
-    # gives each phase its own silence limit and prints progress): phase "compile",
-    # "call" (the chip), "host" (references and interpreters on the host), with details.
-    progress: Callable[..., None] = field(default=lambda **_: None, compare=False)
-    references: References = field(default_factory=lambda: References(), compare=False)
-
-
 class References:
     """The float64 references of the timed calls' inputs, by (size, call,
     rounded), kept for every kernel of one run (same secret): call i's inputs
@@ -153,6 +134,26 @@ class References:
         while len(self._kept) > 1 and sum(v.nbytes for v in self._kept.values()) > self.max_bytes:
             self._kept.popitem(last=False)
         return value
+
+
+@dataclass(frozen=True)
+class Context:
+    """Everything the stage needs besides the kernel's programs."""
+    assignment: Assignment
+    device: Device
+    info: DeviceInfo
+    reference: Callable[..., np.ndarray]
+    interpret: Callable[[bytes, list, list], np.ndarray]   # (program, args, dtypes) -> interpreters' output
+    secret: int
+    rule: timing.Rule = timing.Rule()
+    solution: dict[str, SizeTime] = field(default_factory=dict)   # size -> the solution's timing there
+    flops: dict[str, float] = field(default_factory=dict)         # size -> the work's flops (floor)
+    evidence_dir: Path | None = None   # where a divergence's inputs and both outputs are kept
+    # Told what the stage is doing (a chip worker relays it to the parent, which
+    # gives each phase its own silence limit and prints progress): phase "compile",
+    # "call" (the chip), "host" (references and interpreters on the host), with details.
+    progress: Callable[..., None] = field(default=lambda **_: None, compare=False)
+    references: References = field(default_factory=References, compare=False)
 
 
 @dataclass(frozen=True)
@@ -227,12 +228,7 @@ def expectations(ctx: Context, args: list | Callable[[], list], dtype: str, comp
         tol = _replace(tol, rtol=tol.rtol + extra)
         what += (f" (relative tolerance {tol.rtol:.2g}: {', '.join(used)} on a TPU {ctx.info.chip} were measured "
                  f"up to {extra / ALLOWANCE:.2g} off float64, {MEASURED_WITH})")
-    fetched: list = []
-
-    def values() -> list:
-        if not fetched:
-            fetched.append(args() if callable(args) else args)
-        return fetched[0]
+    values = functools.cache(args) if callable(args) else lambda: args
 
     def reference(rounded: bool) -> np.ndarray:
         def make() -> np.ndarray:

@@ -6,7 +6,7 @@ from dataclasses import replace
 
 from ...spec import vocabulary
 from ..findings import Finding
-from ..plan import Variant
+from ..plan import Variant, numerics_case
 from .base import Probe, ProbeResults
 from .races import RACES_2CORES
 
@@ -25,8 +25,7 @@ def plan_grid_order(assignment, case, rubric, run_key) -> tuple[Variant, ...]:
 
 
 def _probe_case(assignment, case) -> bool:
-    named = [c.name for c in assignment.cases if c.name in assignment.probe_cases]
-    return case.name == (named or [assignment.cases[0].name])[0]
+    return case.name == numerics_case(assignment, assignment.cases)[0].name
 
 
 def _variants(assignment, seeds) -> tuple[Variant, ...]:
