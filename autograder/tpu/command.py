@@ -218,7 +218,7 @@ class Progress:
 
     def __call__(self, phase: dict) -> None:
         what = phase.get("phase", "")
-        key = f"{what} {phase.get('size') or phase.get('kernel') or ''}".strip()
+        key = f"{what} {phase.get('size') or phase.get('kernel') or ''} {phase.get('what', '')}".strip()
         now = time.monotonic()
         if key == self.last and now - self.t < 5.0:
             return
