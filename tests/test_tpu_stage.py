@@ -1038,3 +1038,29 @@ def test_on_chip_without_a_tpu_says_so_and_that_the_grade_never_needs_one():
     proc = run_cli("on-chip", str(REPO / "solutions" / "add.py"), "-a", "add")
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.startswith("No TPU here") and "The grade never needs one." in proc.stdout
+
+
+def test_a_timed_output_checked_a_slice_at_a_time_says_what_compare_says(monkeypatch):
+    """The stage's sliced check (matmul's 8192^2 outputs) says what ``compare(...).ok``
+    says, where the one wrong element sits in any slice, NaN and Inf included, and
+    its norms are numpy's."""
+    import math
+
+    from autograder.grading.compare import compare
+    from autograder.spec import Tolerance
+    tol = Tolerance(rtol=1e-5, atol=1e-5)
+    monkeypatch.setattr(stage, "CHUNK", 7)          # many slices, the last one short
+    ref = np.random.default_rng(3).standard_normal((6, 9))
+    near = (ref + 1e-7).astype(np.float32)
+    assert stage.within(near, ref, tol, 1) and compare(near, ref, tol, 1, 0.05).ok
+    for flat in (0, 6, 7, 31, 53):
+        for bad in (1.0, np.nan, np.inf):
+            out = near.copy().reshape(-1)
+            out[flat] += bad
+            out = out.reshape(ref.shape)
+            assert stage.within(out, ref, tol, 1) is False
+            assert compare(out, ref, tol, 1, 0.05).ok is False
+    err, size = stage.norms(near, ref)
+    assert math.isclose(err, float(np.linalg.norm(near.astype(np.float64) - ref)), rel_tol=1e-12)
+    assert math.isclose(size, float(np.linalg.norm(ref)), rel_tol=1e-12)
+    assert stage.within(near[:5], ref, tol, 1) is False      # another shape is never within

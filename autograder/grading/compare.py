@@ -56,34 +56,6 @@ def _errors(out: np.ndarray, ref: np.ndarray, tol: Tolerance, reduction_length: 
     return out64, ref64, atol, err, ~good
 
 
-# Elements per slice of ``within`` and ``norms``: 16 MB of float64 a temporary.
-CHUNK = 1 << 21
-
-
-def within(out: np.ndarray, ref: np.ndarray, tol: Tolerance, reduction_length: int) -> bool:
-    """``compare(...).ok`` without the statistics, a slice at a time. The TPU
-    stage checks whole timed outputs (matmul's 8192 x 8192): compare's twenty
-    whole-array temporaries took about 10 s of the v5e host per kernel."""
-    if np.shape(out) != np.shape(ref):
-        return False
-    o, r = np.asarray(out).reshape(-1), np.asarray(ref).reshape(-1)
-    return not any(_errors(o[s:s + CHUNK], r[s:s + CHUNK], tol, reduction_length)[4].any()
-                   for s in range(0, o.size, CHUNK))
-
-
-def norms(out: np.ndarray, ref: np.ndarray) -> tuple[float, float]:
-    """(|out - ref|, |ref|), Euclidean over every element, a slice at a time."""
-    o, r = np.asarray(out).reshape(-1), np.asarray(ref).reshape(-1)
-    err = total = 0.0
-    with np.errstate(invalid="ignore", over="ignore"):
-        for s in range(0, o.size, CHUNK):
-            r64 = r[s:s + CHUNK].astype(np.float64)
-            d = o[s:s + CHUNK].astype(np.float64) - r64
-            err += float(d @ d)
-            total += float(r64 @ r64)
-    return math.sqrt(err), math.sqrt(total)
-
-
 def mismatches(out: np.ndarray, ref: np.ndarray, tol: Tolerance, reduction_length: int) -> np.ndarray:
     """The elements ``compare`` counts as wrong (a mask of the output's shape)."""
     return _errors(out, ref, tol, reduction_length)[4]

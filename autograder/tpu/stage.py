@@ -42,7 +42,7 @@ from typing import Any, Callable, Literal
 
 import numpy as np
 
-from ..grading.compare import CHUNK, compare, norms, within
+from ..grading.compare import compare, mismatches
 from ..grading.inputs import numpy_dtype, round_to
 from ..spec import Assignment, Tolerance
 from ..speed.grade import geometric_mean
@@ -329,6 +329,33 @@ def digest_ok(digest: np.ndarray, e: Expected, key: int, red: int, numerics_boun
     flat = _rows(e.reference)
     bound = digest_bound(e.reference, key, e.tolerance, red, numerics_bound)
     return bool(np.all(np.abs(np.asarray(digest, np.float64) - flat @ projection(key, flat.shape[-1])) <= bound))
+
+
+# Elements per slice of ``within`` and ``norms``: 16 MB of float64 a temporary.
+CHUNK = 1 << 21
+
+
+def within(out: np.ndarray, ref: np.ndarray, tol: Tolerance, red: int) -> bool:
+    """``compare(...).ok`` without its statistics, a slice at a time: at
+    matmul's 8192 x 8192 compare's whole-array temporaries took about 10 s of
+    the v5e host per kernel (chip call G)."""
+    if np.shape(out) != np.shape(ref):
+        return False
+    o, r = np.asarray(out).reshape(-1), np.asarray(ref).reshape(-1)
+    return not any(mismatches(o[s:s + CHUNK], r[s:s + CHUNK], tol, red).any() for s in range(0, o.size, CHUNK))
+
+
+def norms(out: np.ndarray, ref: np.ndarray) -> tuple[float, float]:
+    """(|out - ref|, |ref|), Euclidean over every element, a slice at a time."""
+    o, r = np.asarray(out).reshape(-1), np.asarray(ref).reshape(-1)
+    err = total = 0.0
+    with np.errstate(invalid="ignore", over="ignore"):
+        for s in range(0, o.size, CHUNK):
+            r64 = r[s:s + CHUNK].astype(np.float64)
+            d = o[s:s + CHUNK].astype(np.float64) - r64
+            err += float(d @ d)
+            total += float(r64 @ r64)
+    return math.sqrt(err), math.sqrt(total)
 
 
 def close(out: np.ndarray, e: Expected, red: int, numerics_bound: float) -> bool:
