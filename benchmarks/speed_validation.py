@@ -55,6 +55,7 @@ not built around.
 """
 
 CLASS_RUN = REPO / "docs" / "chip-data" / "callF"
+REPEAT_RUN = REPO / "docs" / "chip-data" / "callH"     # the chip check again, same kernels, later that day
 CLASS = """## Every kernel the chip check timed (chip call F)
 
 The chip check's `speed` phase (docs/tpu-runs.md) timed every solution and clean
@@ -144,6 +145,7 @@ def main() -> int:
     rs = validation.rows(facts)
     text = (f"{INTRO}\n## Summary\n\n{report(rs)}\n\n## Points\n\n{validation.markdown(rs)}\n"
             f"## Kernels the chip refused\n\n{refused_rows(facts)}\n{CLASS}\n{class_estimates.table(CLASS_RUN)}"
+            f"{class_estimates.repeat(CLASS_RUN, REPEAT_RUN)}"
             f"{NOTES}")
     print(text)
     if not args.no_write:

@@ -135,6 +135,35 @@ def table(run: Path) -> str:
     return "\n".join(lines + [""] + summary) + "\n"
 
 
+def _device_times(run: Path) -> dict[tuple, float]:
+    """(assignment, kernel, size) -> the chip's device time, every kernel a run's `speed` timed."""
+    out = {}
+    for slug in SLUGS:
+        doc_path = run / f"speed-{slug}" / "speed.json"
+        if doc_path.is_file():
+            doc = json.loads(doc_path.read_text())
+            for r in [{"submission": "solution", **doc["solution"]}] + doc["results"]:
+                for s in r.get("sizes") or () if r.get("status") in ("timed", "held") else ():
+                    out[(slug, r["submission"], s["size"])] = s["median_s"]
+    return out
+
+
+def repeat(first: Path, again: Path) -> str:
+    """How far a later chip check's device times are from an earlier one's, kernel by kernel
+    (the chip's own repeatability: the estimate cannot be closer than this)."""
+    a, b = _device_times(first), _device_times(again)
+    both = sorted(set(a) & set(b))
+    if not both:
+        return ""
+    diffs = [abs(b[k] / a[k] - 1) for k in both]
+    worst = both[max(range(len(both)), key=diffs.__getitem__)]
+    def call(run: Path) -> str:
+        return run.name.replace("call", "call ")
+    return (f"- the same kernels timed again in chip {call(again)} ({len(both)} of them, the same sizes): "
+            f"device times median {statistics.median(diffs):.2%} from {call(first)}'s, at most "
+            f"{max(diffs):.1%} ({worst[0]} {worst[1]}).\n")
+
+
 def main(argv: list[str]) -> int:
     if argv[:1] == ["extract"]:
         return extract(Path(argv[1]), Path(argv[2]))
