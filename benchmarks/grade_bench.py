@@ -31,7 +31,7 @@ REPO = HERE.parent
 sys.path.insert(0, str(REPO))
 from autograder.isolation import container  # noqa: E402
 
-SOLUTIONS = ("add", "matmul", "softmax", "dma_scale")
+SOLUTIONS = ("add", "matmul", "softmax", "dma_scale", "flash_attention")
 RUN_KEY = 12345
 
 
