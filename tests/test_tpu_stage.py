@@ -620,7 +620,9 @@ def test_speed_on_the_cpu_device_end_to_end(tmp_path):
     assert got["slow"]["status"] == "held" and [h.split(":")[0] for h in got["slow"]["holds"]] == ["slow"]
     # Held: right on the interpreters, wrong at the speed size; the calls timed are the calls checked.
     wrong = got["wrong-at-speed"]
-    assert wrong["status"] == "held" and [h.split(":")[0] for h in wrong["holds"]] == ["output-check"]
+    # (A loaded machine may add "noisy": a CPU stand-in's timing spread, not what this checks.)
+    holds = [h.split(":")[0] for h in wrong["holds"]]
+    assert wrong["status"] == "held" and holds[0] == "output-check" and set(holds[1:]) <= {"noisy"}
     assert wrong["sizes"][0]["mismatched"] == wrong["sizes"][0]["checked"]     # element-wise and digests
     # Ranked: timed, faster than the solution, every point, on the leaderboard labelled as not a TPU's.
     good = got["good"]
