@@ -8,7 +8,7 @@ trace. This measures the two apart, for the stage's profiler options and
 for variants, and the two ways of reading (every event's stats, or only the
 "XLA Modules" line of the device planes).
 
-Run on the chip's host (plain JAX and libtpu, nothing of the project's):
+Run on the chip's host (plain JAX and libtpu; of the project's, only the chip points' kernels):
 
     python3 benchmarks/chip/profile_trace.py -o OUT/profile.json
 
@@ -21,8 +21,10 @@ from __future__ import annotations
 import argparse
 import glob
 import json
+import sys
 import tempfile
 import time
+from pathlib import Path
 
 SIZE = 8192
 CALLS = 10
@@ -30,37 +32,12 @@ BLOCK = 128
 
 
 def _matmul():
-    """The matmul solution's kernel, compiled: (128, 128) tiles, K innermost."""
+    """The matmul solution's tiling (the chip points' builder): (128, 128) tiles, K innermost."""
     import jax
-    import jax.numpy as jnp
-    from jax.experimental import pallas as pl
-    from jax.experimental.pallas import tpu as pltpu
-
-    def kernel(x_ref, y_ref, o_ref, acc_ref):
-        k = pl.program_id(2)
-
-        @pl.when(k == 0)
-        def _zero():
-            acc_ref[...] = jnp.zeros_like(acc_ref)
-        acc_ref[...] += jnp.dot(x_ref[...], y_ref[...], preferred_element_type=jnp.float32)
-
-        @pl.when(k == pl.num_programs(2) - 1)
-        def _store():
-            o_ref[...] = acc_ref[...]
-
-    def matmul(x, y):
-        m, kk = x.shape
-        n = y.shape[1]
-        return pl.pallas_call(
-            kernel, out_shape=jax.ShapeDtypeStruct((m, n), jnp.float32),
-            grid=(m // BLOCK, n // BLOCK, kk // BLOCK),
-            in_specs=[pl.BlockSpec((BLOCK, BLOCK), lambda i, j, k: (i, k)),
-                      pl.BlockSpec((BLOCK, BLOCK), lambda i, j, k: (k, j))],
-            out_specs=pl.BlockSpec((BLOCK, BLOCK), lambda i, j, k: (i, j)),
-            scratch_shapes=[pltpu.VMEM((BLOCK, BLOCK), jnp.float32)],
-            compiler_params=pltpu.CompilerParams(dimension_semantics=("parallel", "parallel", "arbitrary")),
-        )(x, y)
-    return jax.jit(matmul, donate_argnums=())
+    sys.path[:0] = [str(Path(__file__).resolve().parent.parent.parent)]
+    from benchmarks.chip import kernels
+    fn, _inputs = kernels.matmul(SIZE, SIZE, SIZE, BLOCK, BLOCK, BLOCK)
+    return jax.jit(fn)
 
 
 def _options(variant: dict):
