@@ -85,33 +85,37 @@ def now(run: Path) -> int:
     return 0
 
 
-def rows(run: Path) -> list[dict]:
-    shown = json.loads((run / "estimates.json").read_text())
-    today = run / "estimates-now.json"
-    est = json.loads(today.read_text()) if today.is_file() else shown
-    out = []
+def _timed(run: Path):
+    """(assignment, kernel, size row) for every kernel a run's `speed` timed at a size, the solution first."""
     for slug in SLUGS:
         doc_path = run / f"speed-{slug}" / "speed.json"
         if not doc_path.is_file():
             continue
         doc = json.loads(doc_path.read_text())
-        results = [{"submission": "solution", **doc["solution"]}] + doc["results"]
-        for r in results:
-            if r.get("status") not in ("timed", "held") or not r.get("sizes"):
-                continue
-            for s in r["sizes"]:
-                e = (est.get(slug, {}).get(r["submission"]) or {}).get(s["size"]) or {}
-                chip = s["median_s"]
-                was = (shown.get(slug, {}).get(r["submission"]) or {}).get(s["size"]) or {}
-                row = {"slug": slug, "kernel": r["submission"], "size": s["size"], "chip_s": chip,
-                       "estimate_s": e.get("seconds") if e.get("status") == "estimated" else None,
-                       "shown_s": was.get("seconds") if was.get("status") == "estimated" else None,
-                       "why": e.get("why") or e.get("status") or "no estimate in its grading",
-                       "blind": r["submission"] in NEW.get(slug, set()) - SEEN,
-                       "new": r["submission"] in NEW.get(slug, set())}
-                if row["estimate_s"]:
-                    row["error"] = row["estimate_s"] / chip - 1
-                out.append(row)
+        for r in [{"submission": "solution", **doc["solution"]}] + doc["results"]:
+            if r.get("status") in ("timed", "held"):
+                for s in r.get("sizes") or ():
+                    yield slug, r["submission"], s
+
+
+def rows(run: Path) -> list[dict]:
+    shown = json.loads((run / "estimates.json").read_text())
+    today = run / "estimates-now.json"
+    est = json.loads(today.read_text()) if today.is_file() else shown
+    out = []
+    for slug, kernel, s in _timed(run):
+        e = (est.get(slug, {}).get(kernel) or {}).get(s["size"]) or {}
+        chip = s["median_s"]
+        was = (shown.get(slug, {}).get(kernel) or {}).get(s["size"]) or {}
+        row = {"slug": slug, "kernel": kernel, "size": s["size"], "chip_s": chip,
+               "estimate_s": e.get("seconds") if e.get("status") == "estimated" else None,
+               "shown_s": was.get("seconds") if was.get("status") == "estimated" else None,
+               "why": e.get("why") or e.get("status") or "no estimate in its grading",
+               "blind": kernel in NEW.get(slug, set()) - SEEN,
+               "new": kernel in NEW.get(slug, set())}
+        if row["estimate_s"]:
+            row["error"] = row["estimate_s"] / chip - 1
+        out.append(row)
     return out
 
 
@@ -135,28 +139,16 @@ def table(run: Path) -> str:
     return "\n".join(lines + [""] + summary) + "\n"
 
 
-def _device_times(run: Path) -> dict[tuple, float]:
-    """(assignment, kernel, size) -> the chip's device time, every kernel a run's `speed` timed."""
-    out = {}
-    for slug in SLUGS:
-        doc_path = run / f"speed-{slug}" / "speed.json"
-        if doc_path.is_file():
-            doc = json.loads(doc_path.read_text())
-            for r in [{"submission": "solution", **doc["solution"]}] + doc["results"]:
-                for s in r.get("sizes") or () if r.get("status") in ("timed", "held") else ():
-                    out[(slug, r["submission"], s["size"])] = s["median_s"]
-    return out
-
-
 def repeat(first: Path, again: Path) -> str:
     """How far a later chip check's device times are from an earlier one's, kernel by kernel
     (the chip's own repeatability: the estimate cannot be closer than this)."""
-    a, b = _device_times(first), _device_times(again)
+    a, b = ({(slug, kernel, s["size"]): s["median_s"] for slug, kernel, s in _timed(run)} for run in (first, again))
     both = sorted(set(a) & set(b))
     if not both:
         return ""
     diffs = [abs(b[k] / a[k] - 1) for k in both]
     worst = both[max(range(len(both)), key=diffs.__getitem__)]
+
     def call(run: Path) -> str:
         return run.name.replace("call", "call ")
     return (f"- the same kernels timed again in chip {call(again)} ({len(both)} of them, the same sizes): "
