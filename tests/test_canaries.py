@@ -720,6 +720,76 @@ def test_the_compiler_options_change_no_output_bit(slug, monkeypatch):
             np.testing.assert_array_equal(f, d, err_msg=f"{slug} on {which} {params}")
 
 
+def test_host_callbacks_get_numpy_and_jax_still_copies_them():
+    """release.IO_CALLBACK: JAX's own impl copies every argument into a jax.Array
+    before calling back (the cost the hook takes away); with the hook a callback
+    gets XLA's numpy arrays, and what it returns comes back as before."""
+    import inspect
+
+    from jax.experimental import io_callback
+    mod, name = hooks._target(release.IO_CALLBACK)
+    original = hooks._ORIGINAL[(mod, name)]
+    assert getattr(mod, name) is not original
+    keywords = [p for p, v in inspect.signature(original).parameters.items() if v.kind is v.KEYWORD_ONLY]
+    assert keywords == ["result_avals", "callback", "sharding", "ordered"]
+    assert "device_put(args" in inspect.getsource(original)
+    got = []
+
+    def callback(v):
+        got.append((type(v), v.flags.writeable))
+        return v + 1
+    out = jax.jit(lambda v: io_callback(callback, jax.ShapeDtypeStruct(v.shape, v.dtype), v))(jnp.arange(3.0))
+    assert got == [(np.ndarray, False)] and np.asarray(out).tolist() == [1.0, 2.0, 3.0]
+
+
+def _racy(a):
+    """Both cores write output block 0 (the race test's kernel)."""
+    def kernel(x_ref, o_ref):
+        o_ref[...] = x_ref[...]
+    return pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct((8, 128), a.dtype), grid=(2,),
+                          in_specs=[pl.BlockSpec((8, 128), lambda i: (i, 0))],
+                          out_specs=pl.BlockSpec((8, 128), lambda i: (0, 0)),
+                          compiler_params=pltpu.CompilerParams(dimension_semantics=("parallel",)))(a)
+
+
+@pytest.mark.parametrize("slug", ["add", "matmul", "softmax", "flash_attention", None])
+def test_host_callbacks_change_no_output_bit_and_no_race(slug, monkeypatch):
+    """The hook (numpy arrays to the callbacks, release.IO_CALLBACK) against JAX's own
+    impl: every output bit and the race flag the same, on one core and on two with the
+    race detector, and with eager DMAs (``None``: a kernel whose cores race)."""
+    races = {"detect_races": True, **hooks.race_params()}
+    if slug is None:
+        x = jnp.asarray(np.random.default_rng(2).standard_normal((16, 128)), jnp.float32)
+        traced, args = rung.trace(_racy, [x]), [x]
+    else:
+        traced, args = _solution(slug)
+    mod, name = hooks._target(release.IO_CALLBACK)
+    for params in (races, {"num_cores_or_threads": 2, "random_seed": 1, **races}, {"dma_execution_mode": "eager"}):
+        seen = []
+        for impl in (getattr(mod, name), hooks._ORIGINAL[(mod, name)]):
+            with monkeypatch.context() as m:
+                m.setattr(mod, name, impl)
+                with hooks.capture():
+                    try:
+                        out = [np.asarray(x) for x in jax.tree.leaves(rung.run(traced, args, "tpu-interpret", params))]
+                    except WRAPPED as e:
+                        out = [rung.unwrap_error(e)]
+                seen.append((out, hooks.races_found()))
+            rung.reset_state()
+        (fast, fast_race), (plain, plain_race) = seen
+        assert fast_race == plain_race, params
+        racing = slug is None and params.get("num_cores_or_threads") == 2
+        assert fast_race == racing, params
+        if racing:
+            continue        # which core writes the shared block last is the threads' timing
+        assert len(fast) == len(plain) > 0
+        for f, p in zip(fast, plain):
+            if isinstance(f, tuple):
+                assert f == p
+            else:
+                np.testing.assert_array_equal(f, p, err_msg=f"{slug} on {params}")
+
+
 def test_two_core_threads_share_one_program():
     """TPU interpret mode compiles each core's thread at run time (release.THREAD_RUNNER);
     with the hook the two threads compile once, and a second run not at all."""

@@ -52,7 +52,9 @@ def call_sites(traced: Traced, args: Sequence[Any] | None = None) -> list[CallSi
 
     def stub(eqn, invals):
         sites.append(CallSite(eqn, list(invals)))
-        return [jax.numpy.zeros(a.shape, a.dtype) for a in eqn.params["out_avals"]]
+        # numpy's zeros are pages the kernel maps on first touch: at a production size
+        # (an 8192 x 8192 output) jnp.zeros would fill 256 MiB that nothing reads.
+        return [np.zeros(a.shape, a.dtype) for a in eqn.params["out_avals"]]
 
     evaluate(traced.closed.jaxpr, traced.closed.consts, args, None, stub)
     return sites

@@ -17,7 +17,8 @@ With more than one simulated core, each core's thread compiles its part of the
 grid at run time (see ``release.THREAD_RUNNER``); ``install_thread_programs``
 makes the threads share one executable per program, compiled with the
 grader's options, so a two-core run compiles once, and a second run of the
-same executable not at all.
+same executable not at all. And the host callbacks get XLA's numpy arrays as
+they are (``install_host_callbacks``), not copies made jax.Arrays first.
 
 The grid order is read at run time too (``install_runtime_grid_order``): TPU
 interpret mode takes the seed that shuffles its parallel axes from its static
@@ -228,6 +229,30 @@ def install_thread_programs() -> None:
     setattr(mod, name, run_jaxpr)
 
 
+def install_host_callbacks() -> None:
+    """Call the interpreters' host callbacks with the numpy arrays XLA hands
+    over, not copies of them as jax.Arrays (``release.IO_CALLBACK``; idempotent).
+    The callbacks only read their arguments (they are read-only either way) and
+    index, compare or convert them, which numpy does alike; what they return is
+    converted as before. A failing callback is logged as JAX logs it."""
+    mod, name = _target(release.IO_CALLBACK)
+    if (mod, name) in _ORIGINAL:
+        return
+    log = logging.getLogger(mod.__name__)
+
+    def host_callback(*args, result_avals, callback, sharding, ordered, **params):
+        del result_avals, sharding, ordered, params
+        # Whatever a callback builds with jnp stays on the host, as JAX's own impl says.
+        with jax.default_device(jax.local_devices(backend="cpu")[0]):
+            try:
+                return jax.tree.map(np.asarray, callback(*args))
+            except BaseException:
+                log.exception("jax.io_callback failed")
+                raise
+    _ORIGINAL[(mod, name)] = getattr(mod, name)
+    setattr(mod, name, host_callback)
+
+
 _SEED: list[int | None] = [None]       # the current run's grid seed (None: the interpreter's 0)
 _ORDER: list[list | None] = [None]     # where the current run's grid points go
 
@@ -341,6 +366,7 @@ def install() -> None:
     install_thread_programs()
     install_runtime_grid_order()
     install_runtime_params()
+    install_host_callbacks()
 
 
 @contextmanager
