@@ -34,6 +34,16 @@ def _add(x, y, extra_steps=0, interpret=False):
                           in_specs=[spec, spec], out_specs=spec, interpret=interpret)(x, y)
 
 
+def _racy(a):
+    """Both cores write output block 0 (on two cores, a race)."""
+    def kernel(x_ref, o_ref):
+        o_ref[...] = x_ref[...]
+    return pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct((8, 128), a.dtype), grid=(2,),
+                          in_specs=[pl.BlockSpec((8, 128), lambda i: (i, 0))],
+                          out_specs=pl.BlockSpec((8, 128), lambda i: (0, 0)),
+                          compiler_params=pltpu.CompilerParams(dimension_semantics=("parallel",)))(a)
+
+
 def _xy():
     rng = np.random.default_rng(0)
     return (jnp.asarray(rng.standard_normal((16, 256)), jnp.float32),
@@ -239,14 +249,7 @@ def test_the_race_detector_and_the_dma_mode_are_read_at_run_time():
     the plain run, the race detector and the eager DMAs."""
     x = jnp.ones((16, 128), jnp.float32)
 
-    def shared(a):
-        def kernel(x_ref, o_ref):
-            o_ref[...] = x_ref[...]
-        return pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct((8, 128), a.dtype), grid=(2,),
-                              in_specs=[pl.BlockSpec((8, 128), lambda i: (i, 0))],
-                              out_specs=pl.BlockSpec((8, 128), lambda i: (0, 0)),
-                              compiler_params=pltpu.CompilerParams(dimension_semantics=("parallel",)))(a)
-    traced = rung.trace(shared, [x])
+    traced = rung.trace(_racy, [x])
     executables = rung.Executables()
     found = {}
     for label, params, races in (("plain", {"num_cores_or_threads": 2}, False),
@@ -438,15 +441,8 @@ def test_a_raising_callback_is_logged_by_the_logger_the_capture_leaves_out():
 def test_race_flag_and_report():
     x = jnp.ones((16, 128), jnp.float32)
 
-    def shared(a):
-        def kernel(x_ref, o_ref):
-            o_ref[...] = x_ref[...]
-        return pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct((8, 128), a.dtype), grid=(2,),
-                              in_specs=[pl.BlockSpec((8, 128), lambda i: (i, 0))],
-                              out_specs=pl.BlockSpec((8, 128), lambda i: (0, 0)),
-                              compiler_params=pltpu.CompilerParams(dimension_semantics=("parallel",)))(a)
 
-    traced = rung.trace(shared, [x])
+    traced = rung.trace(_racy, [x])
     with hooks.capture() as got:
         try:
             rung.run(traced, [x], "tpu-interpret", {"detect_races": True, "num_cores_or_threads": 2,
@@ -740,16 +736,6 @@ def test_host_callbacks_get_numpy_and_jax_still_copies_them():
         return v + 1
     out = jax.jit(lambda v: io_callback(callback, jax.ShapeDtypeStruct(v.shape, v.dtype), v))(jnp.arange(3.0))
     assert got == [(np.ndarray, False)] and np.asarray(out).tolist() == [1.0, 2.0, 3.0]
-
-
-def _racy(a):
-    """Both cores write output block 0 (the race test's kernel)."""
-    def kernel(x_ref, o_ref):
-        o_ref[...] = x_ref[...]
-    return pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct((8, 128), a.dtype), grid=(2,),
-                          in_specs=[pl.BlockSpec((8, 128), lambda i: (i, 0))],
-                          out_specs=pl.BlockSpec((8, 128), lambda i: (0, 0)),
-                          compiler_params=pltpu.CompilerParams(dimension_semantics=("parallel",)))(a)
 
 
 @pytest.mark.parametrize("slug", ["add", "matmul", "softmax", "flash_attention", None])

@@ -103,6 +103,7 @@ class ChipWorker:
         self._proc: subprocess.Popen | None = None
         self._q: queue.Queue = queue.Queue()
         self._tail: deque = deque(maxlen=200)
+        self._drains: list[threading.Thread] = []
         self._jobs = 0
 
     @property
@@ -116,14 +117,15 @@ class ChipWorker:
         env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root(), env.get("PYTHONPATH", "")) if p)
         if self.platform != "tpu":
             env["JAX_PLATFORMS"] = self.platform       # a rehearsal never takes the chip
-        self._q, self._tail = queue.Queue(), deque(maxlen=200)
+        self._q, self._tail, self._drains = queue.Queue(), deque(maxlen=200), []
         self._proc = subprocess.Popen([sys.executable, "-m", "autograder.tpu.worker", str(write), self.platform],
                                       stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                       text=True, env=env, pass_fds=(write,), start_new_session=True)
         os.close(write)
         threading.Thread(target=_events, args=(read, self._q), daemon=True).start()
         for stream in (self._proc.stderr, self._proc.stdout):
-            threading.Thread(target=_drain, args=(stream, self._tail), daemon=True).start()
+            self._drains.append(threading.Thread(target=_drain, args=(stream, self._tail), daemon=True))
+            self._drains[-1].start()
 
     def open(self, retry_s: float = 60.0) -> dict:
         """Start the worker and wait until it holds the device; its DeviceInfo as a dict.
@@ -205,6 +207,10 @@ class ChipWorker:
             self._proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
             self.kill()
+        # What it printed last (a halt's message, on stderr) may still be in the pipes:
+        # the tail is read once they are drained (a descendant holding them open: 2 s).
+        for drain in self._drains:
+            drain.join(timeout=2.0)
 
     def kill(self) -> None:
         if self._proc is None:
