@@ -36,9 +36,6 @@ class DrawStore(Mapping):
         self.assignment, self.reference_fn, self.in_dir = assignment, reference_fn, in_dir
         self._files: dict[Draw, list[dict]] = {}
         self._refs: dict[Draw, np.ndarray] = {}
-        # A draw's inputs, from writing its files until its reference is made from them
-        # (the same values: drawing them again costs as much as drawing them once).
-        self._made: dict[Draw, list] = {}
 
     def _make(self, draw: Draw):
         return inputs.make(self.assignment, draw.case, draw.seed)
@@ -61,8 +58,7 @@ class DrawStore(Mapping):
 
     def _write(self, draw: Draw) -> list[dict]:
         out = []
-        made = self._made[draw] = self._make(draw)
-        for i, ci in enumerate(made):
+        for i, ci in enumerate(self._make(draw)):
             if ci.kind == "float":
                 out.append({"kind": "float", "value": ci.value})
                 continue
@@ -89,8 +85,7 @@ class DrawStore(Mapping):
             raise KeyError("an abstract draw has no reference")
         if draw in self._refs:
             return self._refs[draw]
-        made = self._made.pop(draw, None) or self._make(draw)
-        args = [ci.array if ci.kind == "array" else ci.value for ci in made]
+        args = [ci.array if ci.kind == "array" else ci.value for ci in self._make(draw)]
         ref = np.asarray(self.reference_fn(*args), dtype=np.float64)
         if keep:
             self._refs[draw] = ref
@@ -100,7 +95,6 @@ class DrawStore(Mapping):
         """Drop these draws' references and input files (a sweep's finished key)."""
         for draw in draws:
             self._refs.pop(draw, None)
-            self._made.pop(draw, None)
             for f in self._files.pop(draw, []):
                 if f.get("file"):
                     Path(f["file"]).unlink(missing_ok=True)
