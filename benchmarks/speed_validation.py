@@ -55,8 +55,8 @@ not built around.
 """
 
 CLASS_RUN = REPO / "docs" / "chip-data" / "callF"
-# The chip check again, same kernels: later that day (H), and on another machine start (I).
-REPEAT_RUNS = tuple(REPO / "docs" / "chip-data" / c for c in ("callH", "callI"))
+# The chip check again, same kernels: later that day (H), and on other machine starts (I, J).
+REPEAT_RUNS = tuple(REPO / "docs" / "chip-data" / c for c in ("callH", "callI", "callJ"))
 CLASS = """## Every kernel the chip check timed (chip call F)
 
 The chip check's `speed` phase (docs/tpu-runs.md) timed every solution and clean
