@@ -203,16 +203,21 @@ def guard_grader() -> None:
         pass
 
 
+def proc_stat(pid: int) -> list[str]:
+    """The fields of /proc/PID/stat after the command name: state, ppid, pgrp,
+    session, ... rss (index 21, in pages). Raises OSError or ValueError."""
+    with open(f"/proc/{pid}/stat", "rb") as f:
+        s = f.read().decode("ascii", "replace")
+    return s[s.rindex(")") + 2:].split()
+
+
 def proc_stats():
-    """(pid, the fields of /proc/PID/stat after the command name) of every process:
-    state, ppid, pgrp, session, ... rss (index 21, in pages)."""
+    """(pid, ``proc_stat(pid)``) of every process."""
     for entry in os.scandir("/proc"):
         if not entry.name.isdigit():
             continue
         try:
-            with open(f"/proc/{entry.name}/stat", "rb") as f:
-                s = f.read().decode("ascii", "replace")
-            yield int(entry.name), s[s.rindex(")") + 2:].split()
+            yield int(entry.name), proc_stat(int(entry.name))
         except (OSError, ValueError):
             continue
 

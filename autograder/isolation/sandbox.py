@@ -38,6 +38,7 @@ from .confinement import (
     kill_leftovers,
     own_child,
     popen_kwargs,
+    proc_stat,
     proc_stats,
     python_command,
     remove_ipc_of,
@@ -144,9 +145,7 @@ def _members_rss_kb(sid: int, pids: frozenset[int]) -> int:
     pages = 0
     for pid in pids:
         try:
-            with open(f"/proc/{pid}/stat", "rb") as f:
-                text = f.read().decode("ascii", "replace")
-            fields = text[text.rindex(")") + 2:].split()
+            fields = proc_stat(pid)
             if int(fields[3]) == sid:
                 pages += int(fields[21])
         except (OSError, ValueError, IndexError):
