@@ -83,9 +83,6 @@ EXPECT = {
     "detached_daemon.py": Expect(FULL),
     "spin_ignoring_sigterm.py": Expect(0.0, ("import-timeout",)),
     "memory_bomb.py": Expect(0.0, ("memory-limit",)),
-    # The sandbox reads the memory of the processes it knows every 0.1 s and looks for
-    # new ones in the session every 0.5 s: a forked leak is found at the next look.
-    "forked_memory_leak.py": Expect(0.0, ("memory-limit",)),
     # The bomb leaves the child's session: the grader kills whatever of the student
     # user leaves it, every half second, so the honest kernel is graded in full.
     "fork_bomb.py": Expect(FULL, root_only=True),
