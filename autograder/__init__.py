@@ -4,7 +4,7 @@ The public surface is small: the finding type and catalogue, spec loading, the
 grade entry point, and ``KernelTestCase`` for an assignment's custom checks
 (imported on first use). Importing this package does not import JAX.
 """
-from .grading.findings import CATALOGUE, RUNGS, Finding
+from .findings import CATALOGUE, RUNGS, Finding
 
 __version__ = "0.1.0"
 

@@ -17,7 +17,7 @@ the estimate's device-time points (docs/speed-validation.md), each its own call:
     python3 benchmarks/chip_check.py run -o OUT --phases env,outcomes
     python3 benchmarks/chip_check.py run -o OUT --phases env,points [--points blind|all|fit,heldout,blind]
 
-Every phase runs its chip work in chip workers (``autograder.tpu.worker``: one
+Every phase runs its chip work in chip workers (``autograder.tpu.chip.worker``: one
 process holds the chip; a kernel that halts the core or hangs is that job's
 outcome, and a fresh worker takes the next) and writes its JSON to OUT as it
 goes, so a run stopped at its budget keeps what it measured:
@@ -50,7 +50,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(REPO)]
 
-from autograder.tpu.chipproc import ChipWorker, Limits, Unavailable  # noqa: E402
+from autograder.tpu.chip.chipproc import ChipWorker, Limits, Unavailable  # noqa: E402
 from benchmarks.chip import points as chip_points  # noqa: E402
 
 PHASES = ("env", "numerics", "points", "outcomes")

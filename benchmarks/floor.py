@@ -39,8 +39,9 @@ def main() -> int:
     t0, c0 = time.perf_counter(), _cpu()
     from autograder import spec
     from autograder.children.grader import _analysis as analyse
-    from autograder.grading import grade, inputs, plan as plan_mod
-    from autograder.pallas_surface import hooks, rung
+    from autograder.grading import grade
+    from autograder.grading.run import inputs, plan as plan_mod
+    from autograder.pallas_surface.rungs import hooks, rung
 
     hooks.install()
     import jax

@@ -28,7 +28,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(REPO), str(REPO / "tests")]
 
-from autograder.grading import likeness  # noqa: E402
+from autograder.grading.identity import likeness  # noqa: E402
 from autograder.review import batch, similar, site  # noqa: E402
 from autograder.review.export import Submission, Submitter  # noqa: E402
 
@@ -41,7 +41,7 @@ def traced_programs(folder: Path) -> list[str]:
     from lookalikes.variants import variant
     from test_near_duplicates import COPIES, DESIGNS, _trace
 
-    from autograder.pallas_surface import hooks
+    from autograder.pallas_surface.rungs import hooks
     hooks.install()
     docs = []
     for design in DESIGNS:

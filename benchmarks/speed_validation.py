@@ -6,7 +6,7 @@ again on the fit points alone and prints them (model.Fitted holds the result).
 The device times are the chip check's (docs/chip-data/, measured on the lent v5e
 by `benchmarks/chip_check.py`); each point's kernel is traced here on CPU, as a
 grading traces a submission, and its schedule counted by the grader's own analysis
-(`autograder/pallas_surface/cost.py`), then timed by the model
+(`autograder/pallas_surface/static/cost.py`), then timed by the model
 (`autograder/speed/model.py`). The schedules are cached in .cache/chip-facts.json
 (about 5 minutes to make from scratch on 2 cores, seconds after). Run it with the
 chip's JAX release (`.venv-jax-0.10.2/bin/python`).
@@ -37,7 +37,7 @@ timed on the lent TPU v5e (jax 0.10.2, libtpu 0.0.42.1) by `benchmarks/chip_chec
 (median of 10 calls after two warm-ups; the raw data and the commands are in
 docs/chip-data/). Each point's kernel is traced on CPU as a grading traces a
 submission, its schedule counted by the grader's own analysis
-(`autograder/pallas_surface/cost.py`, `stepwork.py`) and timed by the model
+(`autograder/pallas_surface/static/cost.py`, `stepwork.py`) and timed by the model
 (`autograder/speed/model.py`).
 
 The model's constants (`model.Fitted`) were fitted to the **fit** points only:

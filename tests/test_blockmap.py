@@ -1,7 +1,7 @@
 """Block-index facts over a whole grid (numpy only, no JAX)."""
 import numpy as np
 
-from autograder.pallas_surface.blockmap import Operand, analyse, grid_points
+from autograder.pallas_surface.static.blockmap import Operand, analyse, grid_points
 
 
 def _op(fn, grid, block, shape, is_output):

@@ -3,9 +3,9 @@ import shutil
 from pathlib import Path
 
 from autograder import spec
-from autograder.grading import calibration, plan as planning
-from autograder.grading.calibration import MARGIN, MIN_RUN_S, Measured, Timing
 from autograder.grading.probes import PLANNERS
+from autograder.grading.run import calibration, plan as planning
+from autograder.grading.run.calibration import MARGIN, MIN_RUN_S, Measured, Timing
 from autograder.pallas_surface.release import INSTALLED
 
 REPO = Path(__file__).resolve().parent.parent

@@ -2,7 +2,7 @@
 
 These run JAX in the test process (the grader's parent never does) and touch
 the same internals as autograder/pallas_surface/ (the facts of this release
-are in autograder/pallas_surface/release.py).
+are in autograder/pallas_surface/release/__init__.py).
 """
 import functools
 
@@ -14,8 +14,10 @@ import jax.numpy as jnp  # noqa: E402
 from jax.experimental import pallas as pl  # noqa: E402
 from jax.experimental.pallas import tpu as pltpu  # noqa: E402
 
-from autograder.grading import diagnosis  # noqa: E402
-from autograder.pallas_surface import analysis, hooks, release, rung  # noqa: E402
+from autograder.grading.judge import diagnosis  # noqa: E402
+from autograder.pallas_surface import release  # noqa: E402
+from autograder.pallas_surface.rungs import hooks, rung  # noqa: E402
+from autograder.pallas_surface.static import analysis  # noqa: E402
 
 pytestmark = [pytest.mark.jax, pytest.mark.releases]
 hooks.install()     # as the child does, before anything is traced
@@ -295,7 +297,7 @@ def _k_past_the_end(x, y):
 def test_the_padding_of_partial_blocks_is_filled_apart_from_outputs_and_scratch(which):
     # Both interpreters pad a partial block with one scalar they ask for with shape (),
     # and start outputs and scratch from arrays of their whole shape: hooks.fill's
-    # padding fill reaches the padding only (grading/unwritten.py tells them apart).
+    # padding fill reaches the padding only (grading/probes/unwritten.py tells them apart).
     x, y = jnp.ones((128, 384), jnp.float32), jnp.ones((384, 128), jnp.float32)
     traced = rung.trace(_k_past_the_end, [x, y])
     executables = rung.Executables()
@@ -681,7 +683,7 @@ def _solution(slug):
     from pathlib import Path
 
     from autograder import spec
-    from autograder.grading import inputs
+    from autograder.grading.run import inputs
     repo = Path(__file__).resolve().parent.parent
     a = spec.find(slug)
     s = importlib.util.spec_from_file_location(f"sol_{slug}", repo / "solutions" / f"{slug}.py")
@@ -826,7 +828,7 @@ def test_platform_dependent_keeps_its_platforms_through_the_rewrite():
 
 
 def test_mosaic_gets_no_precision_for_a_default_float32_dot_and_fp32_for_highest():
-    """The TPU stage's chip precision (pallas_surface/precision.py): Pallas's TPU
+    """The TPU stage's chip precision (pallas_surface/rungs/precision.py): Pallas's TPU
     lowering gives tpu.matmul no precision attribute at DEFAULT (libtpu then
     rounds float32 operands to bfloat16) and contract_precision<fp32> at
     HIGHEST; HIGH it refuses, with what the stage counts as a refusal."""

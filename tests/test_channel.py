@@ -78,7 +78,7 @@ def test_load_errors_are_typed():
 
 
 def test_static_facts_are_decoded_into_typed_objects_and_checked(tmp_path):
-    from autograder.pallas_surface import facts
+    from autograder.pallas_surface.static import facts
     ev = {"status": "ok", "facts": {"pallas_calls": 1, "outside": {"add": 2}, "manual_dma": False,
                                     "kernel_primitives": ["add", "get", "swap"]}}
     o = channel.outcome(ev, tmp_path, None, "structure")

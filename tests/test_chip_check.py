@@ -20,7 +20,7 @@ def test_a_changed_file_changes_its_group_and_only_its_group(tmp_path):
                     shutil.copy(p, dest)
     before = inputs.digests(tmp_path)
     assert before == inputs.digests(REPO) and inputs.changed(before, tmp_path) == []
-    stage = tmp_path / "autograder" / "tpu" / "stage.py"
+    stage = tmp_path / "autograder" / "tpu" / "stage" / "kernel.py"
     stage.write_text(stage.read_text() + "\n# a change\n")
     (tmp_path / "assignments" / "matmul" / "corpus" / "new_kernel.py").write_text("x = 1\n")
     assert inputs.changed(before, tmp_path) == ["the TPU stage (autograder/tpu)", "assignment matmul"]

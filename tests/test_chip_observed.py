@@ -5,7 +5,7 @@ import pytest
 from test_finding_templates import CASES, _finding
 
 from autograder.feedback import chip_observed, render
-from autograder.grading.findings import CATALOGUE, RUNGS
+from autograder.findings import CATALOGUE, RUNGS
 
 
 def test_every_class_a_ladder_can_show_has_a_chip_line_or_says_none_was_asked():

@@ -1,4 +1,4 @@
-"""The chip worker and its parent (autograder/tpu/worker.py, chipproc.py) with real
+"""The chip worker and its parent (autograder/tpu/chip/worker.py, chipproc.py) with real
 processes: every way a job can end on a chip (an answer, an error, a halt of the core,
 a hang, the process dying) is told apart, and the next job gets a working process.
 
@@ -10,8 +10,8 @@ import time
 
 import pytest
 
-from autograder.tpu import chipproc
-from autograder.tpu.chipproc import ChipWorker, Limits
+from autograder.tpu.chip import chipproc
+from autograder.tpu.chip.chipproc import ChipWorker, Limits
 
 pytestmark = pytest.mark.jax
 FAST = Limits(open_s=120.0, compile_s=60.0, call_s=3.0, host_s=20.0, job_s=60.0)

@@ -3,7 +3,7 @@ import math
 
 import numpy as np
 
-from autograder.grading.compare import compare
+from autograder.grading.judge.compare import compare
 from autograder.spec import Tolerance
 
 TOL = Tolerance(rtol=1e-5, atol=1e-5)

@@ -13,7 +13,7 @@ from gradescope_utils.autograder_utils.json_test_runner import JSONTestRunner
 from autograder import spec
 from autograder.children import check_suite
 from autograder.feedback.results_format import validate
-from autograder.grading import custom_checks
+from autograder.grading.run import custom_checks
 
 SUITE = '''
 import unittest

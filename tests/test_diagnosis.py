@@ -5,9 +5,10 @@ import numpy as np
 import pytest
 
 from autograder import spec
-from autograder.grading import diagnosis, plan as planning
+from autograder.grading.judge import diagnosis
 from autograder.grading.probes import PLANNERS
-from autograder.grading.submission import Located
+from autograder.grading.run import plan as planning
+from autograder.grading.run.submission import Located
 from autograder.isolation.outcome import LoadError, Outcome
 
 A = spec.find("matmul")
@@ -132,7 +133,7 @@ ADD_PLAN = planning.build(ADD, ADD.cases, ADD.rungs, 7, planners=PLANNERS)
 
 
 def _add_scan(shape):
-    from autograder.pallas_surface.facts import decode
+    from autograder.pallas_surface.static.facts import decode
     grid = [shape[0] // 8, shape[1] // 128]
     return decode("index-maps", {"calls": [{"grid": grid, "dimension_semantics": ["arbitrary"] * 2, "skipped": [],
                                             "operands": [{"operand": "output 0", "is_output": True,
@@ -142,7 +143,7 @@ def _add_scan(shape):
 
 
 def _unwritten(test, out, fills=None, scan=True):
-    from autograder.grading import unwritten
+    from autograder.grading.probes import unwritten
     ref = np.random.default_rng(1).standard_normal(ADD.output_shape(test.case))
     outcomes = {r: _ok(f(ref)) for r, f in zip(planning.unwritten_runs(ADD_PLAN, test), fills or ())}
     got = out(ref)
@@ -177,7 +178,7 @@ def test_wrong_values_the_fill_does_not_change_are_not_unwritten():
 
 def _partial_scan(shape):
     """Row blocks of 8 over a row count that is no multiple of 8: the last block is partial."""
-    from autograder.pallas_surface.facts import decode
+    from autograder.pallas_surface.static.facts import decode
     grid = [-(-shape[0] // 8), shape[1] // 128]
     return decode("index-maps", {"calls": [{"grid": grid, "dimension_semantics": ["arbitrary"] * 2, "skipped": [],
                                             "operands": [{"operand": "output 0", "is_output": True,
@@ -196,7 +197,7 @@ def _held(run, n=256):
 def _last_row_rerun(test, value_of_fill):
     """The test's output with its last row wrong, and its two fill reruns, where the
     last row is ``value_of_fill(the rerun's fill values)`` (the plan's own fills)."""
-    from autograder.grading import unwritten
+    from autograder.grading.probes import unwritten
     ref = np.random.default_rng(1).standard_normal((20, 256))
     outcomes = {}
     for r in planning.unwritten_runs(ADD_PLAN, test):
@@ -231,7 +232,7 @@ def test_a_partial_block_row_computed_from_its_padding_is_no_unwritten_memory():
 def test_nan_the_fill_does_not_explain_is_left_to_the_comparison():
     # NaN also in a row that no fill changes (an overflow, say): the padding does not
     # explain it, so nothing is said here and the test keeps its own verdict.
-    from autograder.grading import unwritten
+    from autograder.grading.probes import unwritten
     test = ADD_PLAN.test_run(ADD.cases[0].name, "generic")
     ref = np.random.default_rng(1).standard_normal((20, 256))
     outcomes = {}
@@ -247,7 +248,7 @@ def test_nan_the_fill_does_not_explain_is_left_to_the_comparison():
 def _input_partial_scan(shape):
     """A matmul-like call: x's K blocks of 256 over K = 384 stick out along axis 1, y's
     along axis 0; the output's (8, 128) blocks divide it."""
-    from autograder.pallas_surface.facts import decode
+    from autograder.pallas_surface.static.facts import decode
     grid = [shape[0] // 8, shape[1] // 128, 2]
 
     def operand(name, array, block, partial):
@@ -267,7 +268,7 @@ def _k_padding_reruns(test, memory_too=False):
     """A sum over K whose last block is half padding: every output is off by the
     padding's fill squared (times the padded length); with ``memory_too``, by the
     accumulator's unzeroed start as well."""
-    from autograder.grading import unwritten
+    from autograder.grading.probes import unwritten
     ref = np.random.default_rng(1).standard_normal((20, 256))
     outcomes = {}
     for r in planning.unwritten_runs(ADD_PLAN, test):
@@ -313,8 +314,8 @@ def test_nan_in_whole_blocks_with_the_rest_right_is_unwritten_without_reruns():
 def test_the_poisoning_checks_fills_on_an_input_padding_case_are_that_padding():
     # The poisoning check fills padding and memory alike; where the case's own test's
     # reruns told them apart, its "uninitialized-memory" is the same padding (one root cause).
-    from autograder.grading import unwritten
-    from autograder.grading.findings import Finding
+    from autograder.findings import Finding
+    from autograder.grading.probes import unwritten
     own = Finding.make("padding-dependence", "generic", "padding", case="c", problem="input-padding",
                        partial_inputs=[{"operand": "input 0", "axes": [1]}])
     probe = Finding.make("uninitialized-memory", "tpu-interpret", "the output depends on memory the kernel never "

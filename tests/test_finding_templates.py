@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from autograder.feedback import render
-from autograder.grading.findings import CATALOGUE, Finding
+from autograder.findings import CATALOGUE, Finding
 
 TEMPLATES = Path(render.TEMPLATES) / "findings"
 # A plausible value of each evidence field the templates read (the types graders write).

@@ -3,7 +3,7 @@ import dataclasses
 
 import pytest
 
-from autograder.grading.findings import CATALOGUE, PRECEDENCE, Finding, primary
+from autograder.findings import CATALOGUE, PRECEDENCE, Finding, primary
 
 
 def test_catalogue_holds_every_documented_id():

@@ -2,8 +2,8 @@
 semantics a finding's facts name, and the line of the student's file."""
 from autograder import spec
 from autograder.feedback import fixes
-from autograder.grading.findings import Finding, fix_line
-from autograder.grading.sources import KernelSource, of_program
+from autograder.findings import Finding, fix_line
+from autograder.grading.identity.sources import KernelSource, of_program
 
 MATMUL = spec.find("matmul")
 ADD = spec.find("add")

@@ -136,7 +136,7 @@ EXPECT = {
     # folder the student user cannot enter; the source is closed to it.
     "read_checks.py": Expect(FULL, root_only=True, says="Instructor checks: 1 of 1 passed."),
     # One kernel for every check: the tracer is asked once per size, and each size's
-    # program is a claim about that size only (grading/faces.py).
+    # program is a claim about that size only (grading/judge/faces.py).
     "two_faced_probe_case.py": Expect(0.0, ("no-pallas-call", "nothing-to-check"), assignment="add_probed"),
     "two_faced_secret_case.py": Expect(0.0, ("no-pallas-call", "nothing-to-check"), assignment="add_probed"),
     "two_faced_production.py": Expect(PROBED - 1, ("inconsistent-kernel", "another-kernel"),

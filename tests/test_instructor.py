@@ -144,7 +144,7 @@ def test_check_finds_input_data_that_repeats_a_block():
 
     from autograder.instructor import check
     a = spec.find("add")
-    from autograder.pallas_surface.facts import decode
+    from autograder.pallas_surface.static.facts import decode
     op = {"array_shape": [16, 256], "block_shape": [8, 128], "grid": [2, 2], "out_of_bounds": [],
           "out_of_bounds_count": 0, "partial_blocks": [], "partial_count": 0}
     calls = decode("index-maps", {"calls": [{"grid": [2, 2], "dimension_semantics": ["parallel"] * 2, "skipped": [],

@@ -4,10 +4,11 @@ import numpy as np
 import pytest
 
 from autograder import spec
-from autograder.grading import plan as planning, probes
+from autograder.grading import probes
 from autograder.grading.probes import PLANNERS
+from autograder.grading.run import plan as planning
 from autograder.isolation.outcome import Outcome
-from autograder.pallas_surface import facts
+from autograder.pallas_surface.static import facts
 
 RNG = np.random.default_rng(0)
 
@@ -72,7 +73,7 @@ def test_poisoning_output_that_changes_with_the_fill_is_uninitialized_memory():
 
 
 def test_fills_are_drawn_from_the_run_key_element_by_element():
-    from autograder.grading import fills
+    from autograder.grading.run import fills
     one, again, other = fills.poisoning_fills(7), fills.poisoning_fills(7), fills.poisoning_fills(8)
     assert one == again and one != other and len(one) == 1
     test = fills.test_fill(7)
@@ -194,7 +195,7 @@ def test_the_spec_allows_the_glue_it_names_outside_the_kernel_and_never_a_ref():
 def test_a_refused_buffer_count_gets_its_own_rule_and_fix():
     # pl.Buffered(3) on a pallas_call's BlockSpec: the fix names the buffer count,
     # not the block tiling the kernel keeps.
-    from autograder.grading.findings import fix_line
+    from autograder.findings import fix_line
     g = Grading("matmul")
     g.set(g.run("compile", "compile"), facts={
         "ok": False, "message": "Only single (1) and double (2) buffering are supported. Got 3."})
@@ -205,7 +206,7 @@ def test_a_refused_buffer_count_gets_its_own_rule_and_fix():
 
 def test_a_matmul_with_a_16_bit_result_gets_its_own_rule_and_fix():
     # The chip refuses a bf16 x bf16 -> bf16 jnp.dot; the fix is the dot's result type.
-    from autograder.grading.findings import fix_line
+    from autograder.findings import fix_line
     g = Grading("matmul")
     g.set(g.run("compile", "compile"), facts={
         "ok": False, "message": "Pallas encountered an internal verification error. Please file a bug at "
@@ -284,7 +285,7 @@ def test_a_check_blocked_on_one_case_still_vouches_for_the_cases_it_ran_on():
 
 
 def test_a_settled_check_carries_the_settling_finding():
-    from autograder.grading.findings import Finding
+    from autograder.findings import Finding
     g = Grading("add")
     oob = Finding.make("out-of-bounds", "static", "block outside", case=g.case, check="index-maps",
                        stops_tpu_interpret=True)
@@ -317,7 +318,7 @@ def test_every_enabled_probe_plans_runs_on_the_probe_case(slug):
 def test_no_kernel_no_probe_points():
     from dataclasses import replace
 
-    from autograder.grading import scoring
+    from autograder.grading.judge import scoring
     g = Grading("add")
     for run, o in list(g.outcomes.items()):
         g.outcomes[run] = replace(o, traced=True, pallas_calls=0)
@@ -336,8 +337,8 @@ def test_a_scan_claim_no_run_confirms_is_a_note_and_one_a_run_confirms_is_charge
     # The index-map scan says two cores write one output block; every test on that case
     # passes and no running check found anything there: a note, not a charge. A failing
     # test, or a race found on the case, confirms it. Out of bounds is charged regardless.
-    from autograder.grading import unconfirmed
-    from autograder.grading.findings import Finding
+    from autograder.findings import Finding
+    from autograder.grading.judge import unconfirmed
     a = spec.find("softmax")
     plan = planning.build(a, a.cases, a.rungs, 7, planners=PLANNERS)
     secret = next(c.name for c in a.cases if not c.visible)
@@ -369,8 +370,8 @@ def test_two_cores_writing_one_output_block_in_a_right_run_is_a_note_unless_a_ru
     # run whose output is right (races.writes_agree): the scan's claim, run. A note while no
     # other run on the case finds anything; charged beside a failing test there, and a race
     # whose writes do not agree (or a DMA's) is charged whatever else the case shows.
-    from autograder.grading import unconfirmed
-    from autograder.grading.findings import Finding
+    from autograder.findings import Finding
+    from autograder.grading.judge import unconfirmed
     a = spec.find("softmax")
     plan = planning.build(a, a.cases, a.rungs, 7, planners=PLANNERS)
     secret = next(c.name for c in a.cases if not c.visible)

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from lookalikes.variants import variant
 
-from autograder.grading import canonical, likeness
+from autograder.grading.identity import canonical, likeness
 from autograder.review import similar
 
 HERE = Path(__file__).resolve().parent
@@ -229,7 +229,7 @@ def test_simple_integer_identities_meet():
 
 
 def test_a_float_comparison_keeps_its_constant_and_a_broken_document_is_left_as_it_is():
-    from autograder.grading import normal
+    from autograder.grading.identity import normal
     f = {"sa": [[], {"dt": "float32"}, False]}
     b = {"sa": [[], {"dt": "bool"}, False]}
     moved = _last_step(_op("add", [1, {"lit": 1.0, "aval": f}], 6, f), _op("eq", [6, 2], 9, b), n_in=3)
@@ -268,8 +268,9 @@ def _trace(path: Path) -> dict:
     import jax.numpy as jnp
 
     from autograder import spec
-    from autograder.grading import inputs
-    from autograder.pallas_surface import rung, schema, serial
+    from autograder.grading.run import inputs
+    from autograder.pallas_surface.program import schema, serial
+    from autograder.pallas_surface.rungs import rung
     a = spec.find("matmul")
     module_spec = importlib.util.spec_from_file_location(f"lookalike_{path.stem}", path)
     module = importlib.util.module_from_spec(module_spec)
@@ -288,7 +289,7 @@ COPIES = {"renamed": ("rename",), "reordered": ("reorder",), "padded": ("pad",),
 
 @pytest.mark.jax
 def test_a_generated_class_finds_every_planted_pair_and_no_other(tmp_path):
-    from autograder.pallas_surface import hooks
+    from autograder.pallas_surface.rungs import hooks
     hooks.install()
     class_ = {}
     for design in DESIGNS:
@@ -330,7 +331,7 @@ def test_the_matmul_solution_re_spelled_clusters_with_it(tmp_path):
     # Issue 37's two copies of the solution: without @jax.jit and with [:, :] for [...]
     # (0.30 against its source before the normal form), and with a dead
     # lax.cond(False, ...) and k + 1 == n for k == n - 1 (0.57): one program now.
-    from autograder.pallas_surface import hooks
+    from autograder.pallas_surface.rungs import hooks
     hooks.install()
     source = (REPO / "solutions" / "matmul.py").read_text()
     copies = {"source": source, "unjitted": variant(source, "jit", "indexers"),

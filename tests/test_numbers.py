@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 from autograder import spec
-from autograder.grading import canonical, numbers, plan as planning
+from autograder.grading.identity import canonical, numbers
+from autograder.grading.run import plan as planning
 
 REPO = Path(__file__).resolve().parent.parent
 ATTACKS = REPO / "tests" / "hostile" / "attacks"
@@ -46,7 +47,8 @@ def _document(fn, a, case, path):
     import jax
     import jax.numpy as jnp
 
-    from autograder.pallas_surface import rung, schema, serial
+    from autograder.pallas_surface.program import schema, serial
+    from autograder.pallas_surface.rungs import rung
     args, static = [], []
     for i, inp in enumerate(a.inputs):
         if inp.kind == "float":
@@ -61,7 +63,7 @@ def _document(fn, a, case, path):
 def _verdicts(slug, path):
     """Each ungraded size of ``slug`` (production, speed, stress): the departures of
     ``path``'s program there from its graded kernels (None: no graded face)."""
-    from autograder.pallas_surface import hooks
+    from autograder.pallas_surface.rungs import hooks
     hooks.install()
     a = spec.find(slug)
     module_spec = importlib.util.spec_from_file_location(f"numbers_{path.stem}", path)

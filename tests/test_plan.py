@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from autograder import spec
-from autograder.grading import plan as planning
 from autograder.grading.probes import PLANNERS
+from autograder.grading.run import plan as planning
 
 REPO = Path(__file__).resolve().parent.parent
 

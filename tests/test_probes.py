@@ -165,8 +165,8 @@ def test_unmasked_block_max_is_padding_dependence(grade_cli):
 def _charged_once(doc, fid):
     """Every probe keeps its points: the one root cause was charged in a correctness test
     (a check may see it under another ID, one scoring.SAME_BUG names as the same bug)."""
-    from autograder.grading.findings import CATALOGUE
-    from autograder.grading.scoring import SAME_BUG
+    from autograder.findings import CATALOGUE
+    from autograder.grading.judge.scoring import SAME_BUG
     checks = [t for t in doc["tests"] if t["number"].startswith("P")]
     assert all(t["score"] == t["max_score"] and t["status"] == "passed" for t in checks), \
         [(t["name"], t["score"], t["tags"]) for t in checks]

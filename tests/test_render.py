@@ -4,10 +4,11 @@ import pytest
 
 from autograder import spec
 from autograder.feedback import blockmaps, render, results
-from autograder.grading import plan as planning, scoring
-from autograder.grading.findings import CATALOGUE, Finding
+from autograder.findings import CATALOGUE, Finding
 from autograder.grading.grade import Report
+from autograder.grading.judge import scoring
 from autograder.grading.probes import PLANNERS
+from autograder.grading.run import plan as planning
 
 
 def _report(findings, probes=False):

@@ -56,7 +56,7 @@ def test_the_snippet_of_a_correct_kernel_finds_nothing_wrong(tmp_path):
 
     from autograder import spec
     from autograder.feedback import repro
-    from autograder.grading import plan as planning
+    from autograder.grading.run import plan as planning
     a = spec.find("matmul")
     case = a.cases[1]                      # bfloat16: the tolerance matters
     run = planning.build(a, a.cases, a.rungs, 4).test_run(case.name, "tpu-interpret")
@@ -94,7 +94,7 @@ def test_every_corpus_bug_reproduces_with_the_snippet_its_test_shows(tmp_path):
 
     from autograder import spec
     from autograder.feedback import repro
-    from autograder.grading import plan as planning
+    from autograder.grading.run import plan as planning
 
     def one(item):
         slug, name, case_name, rung, expect = item

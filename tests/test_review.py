@@ -390,7 +390,7 @@ def test_a_class_is_regraded_resumed_and_clustered(quick_add, tmp_path):
     index = (out / "index.html").read_text()
     # The two solutions (one with every name changed) are one structural cluster, and the
     # out-of-bounds kernel (the solution without jax.jit and with a grid step more: a
-    # number) is the same structure (grading/normal.py sets the wrapper aside).
+    # number) is the same structure (grading/identity/normal.py sets the wrapper aside).
     cluster = index[index.index('id="clusters"'):index.index('id="submissions"')]
     assert "3 submissions" in cluster and "Ada Lovelace" in cluster and "Alan Turing" in cluster
     assert "&lt;script&gt;window.hacked" in cluster and "<script>window" not in index

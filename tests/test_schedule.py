@@ -2,11 +2,12 @@
 import numpy as np
 
 from autograder import spec
-from autograder.grading import plan as planning, probes
+from autograder.grading import probes
 from autograder.grading.probes import PLANNERS
-from autograder.grading.schedule import Schedule
+from autograder.grading.run import plan as planning
+from autograder.grading.run.schedule import Schedule
 from autograder.isolation.outcome import Outcome
-from autograder.pallas_surface.facts import decode
+from autograder.pallas_surface.static.facts import decode
 
 
 def _schedule(slug="add", settle=None):

@@ -1,9 +1,10 @@
 """Scoring (pure logic, no JAX): which finding explains which failure, and
 charge-once across correctness tests and probe checks."""
 from autograder import spec
-from autograder.grading import plan as planning, scoring
-from autograder.grading.findings import CheckNote, Finding
+from autograder.findings import CheckNote, Finding
+from autograder.grading.judge import scoring
 from autograder.grading.probes import PLANNERS
+from autograder.grading.run import plan as planning
 
 
 def _plan(slug, probes=True):
@@ -182,7 +183,7 @@ def test_a_check_blocked_by_a_submission_error_costs_that_problem_in_the_list():
     # that are no prefix of the grid); the checks that run there cannot run and earn
     # nothing. The problem list charges their points to that one error, so the costs
     # it lists add up to the points lost.
-    from autograder.grading import problems
+    from autograder.grading.judge import problems
     plan = _plan("add")
     a = plan.assignment
     raised = [Finding.make("submission-error", "tpu-interpret", "raised ValueError", case=c.name,

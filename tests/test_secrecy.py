@@ -4,9 +4,10 @@ import pytest
 
 from autograder import spec
 from autograder.feedback import render
-from autograder.grading import plan as planning, scoring, secrecy
-from autograder.grading.findings import Finding
+from autograder.findings import Finding
 from autograder.grading.grade import Report
+from autograder.grading.judge import scoring, secrecy
+from autograder.grading.run import plan as planning
 
 A = spec.find("matmul")
 SECRET = next(c for c in A.cases if not c.visible)

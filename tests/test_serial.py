@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from conftest import corpus
 
-from autograder.pallas_surface import schema
+from autograder.pallas_surface.program import schema
 
 # Every test here also runs on the other JAX release (README, "JAX releases").
 pytestmark = pytest.mark.releases
@@ -138,7 +138,7 @@ def _documents_accepted_are_analysable(base: dict, rounds: int, seed: int) -> in
     (canonical form, likeness) read without an exception. Returns how many it accepted."""
     import random
 
-    from autograder.grading import canonical, likeness
+    from autograder.grading.identity import canonical, likeness
     rng, accepted = random.Random(seed), 0
     for _ in range(rounds):
         doc = json.loads(json.dumps(base))
@@ -184,7 +184,8 @@ def test_every_real_document_the_schema_accepts_is_one_the_parent_can_analyse():
     maps, a kernel body with control flow)."""
     import jax.numpy as jnp
 
-    from autograder.pallas_surface import rung, serial
+    from autograder.pallas_surface.program import serial
+    from autograder.pallas_surface.rungs import rung
     a, fn = _load(REPO / "solutions" / "matmul.py", "matmul")
     x = jnp.ones((256, 384), jnp.float32)
     doc = serial.encode(rung.trace(fn, [x, x.T]), set())
@@ -204,7 +205,7 @@ def test_every_real_document_the_schema_accepts_is_one_the_parent_can_analyse():
      "GridMapping could not be rebuilt"),
 ])
 def test_the_child_refuses_what_the_parent_cannot_see(mutate, needle):
-    from autograder.pallas_surface import rebuild
+    from autograder.pallas_surface.program import rebuild
     doc = _minimal_doc()
     mutate(doc)
     with pytest.raises(schema.Refused, match=needle):
@@ -216,7 +217,7 @@ def test_a_minimal_document_rebuilds_and_runs():
     import jax.numpy as jnp
     import numpy as np
 
-    from autograder.pallas_surface import rebuild
+    from autograder.pallas_surface.program import rebuild
     fn = rebuild.load(_minimal_doc()).function()
     np.testing.assert_array_equal(np.asarray(fn(jnp.asarray([1.0, -2.0], jnp.float32))), [-1.0, 2.0])
 
@@ -250,8 +251,9 @@ def test_every_corpus_kernel_and_solution_round_trips_bit_for_bit():
     import jax.numpy as jnp
     import numpy as np
 
-    from autograder.grading import inputs
-    from autograder.pallas_surface import hooks, rebuild, rung, serial
+    from autograder.grading.run import inputs
+    from autograder.pallas_surface.program import rebuild, serial
+    from autograder.pallas_surface.rungs import hooks, rung
     hooks.install()
     checked = []
     for path, slug in KERNELS:
@@ -330,7 +332,8 @@ def test_outside_a_kernel_data_may_only_be_moved():
     """The structure check's allow-list (pallas_surface.outside), one case per rule."""
     import jax.numpy as jnp
 
-    from autograder.pallas_surface import analysis, rung
+    from autograder.pallas_surface.rungs import rung
+    from autograder.pallas_surface.static import analysis
     _a, add = _load(REPO / "tests" / "hostile" / "honest_add.py", "add")
     x = jnp.ones((16, 256), jnp.float32)
     for name, fn, violations in _outside_cases():
@@ -344,7 +347,8 @@ def test_gather_scatter_window_reductions_and_stop_gradient_round_trip():
     import jax.numpy as jnp
     import numpy as np
 
-    from autograder.pallas_surface import rebuild, rung, serial
+    from autograder.pallas_surface.program import rebuild, serial
+    from autograder.pallas_surface.rungs import rung
 
     def f(x, i):
         window = jax.lax.reduce_window(x, 0.0, jax.lax.add, (1, 2), (1, 1), "SAME")
@@ -366,8 +370,9 @@ def _pl_kernel_doc(name: str = "kernel_two_cores.py"):
     """A pl.kernel corpus kernel traced and encoded, with its traced function and arrays."""
     import jax.numpy as jnp
 
-    from autograder.grading import inputs
-    from autograder.pallas_surface import rung, serial
+    from autograder.grading.run import inputs
+    from autograder.pallas_surface.program import serial
+    from autograder.pallas_surface.rungs import rung
     path = corpus("dma_scale") / name
     a, fn = _load(path, "dma_scale")
     values = inputs.make(a, a.cases[0])
@@ -389,7 +394,8 @@ def test_pl_kernel_round_trips_bit_for_bit(name):
     and every rung (two simulated cores too) gives the same bits as the student's own trace."""
     import numpy as np
 
-    from autograder.pallas_surface import hooks, rebuild, rung
+    from autograder.pallas_surface.program import rebuild
+    from autograder.pallas_surface.rungs import hooks, rung
     hooks.install()
     doc, traced, arrays = _pl_kernel_doc(name)
     assert [e["p"] for e in doc["program"]["jaxpr"]["eqns"]].count("mpmd_map") == 1
@@ -440,7 +446,8 @@ def _mesh(doc: dict) -> list:
      "output types"),
 ])
 def test_malformed_pl_kernel_documents_are_refused(mutate, needle):
-    from autograder.pallas_surface import rebuild, rung
+    from autograder.pallas_surface.program import rebuild
+    from autograder.pallas_surface.rungs import rung
     doc = _pl_kernel_doc()[0]
     mutate(doc)
     with pytest.raises(schema.Refused, match=needle):

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from conftest import REPO, corpus, run_cli, trimmed_add
 
-from autograder.pallas_surface.facts import decode
+from autograder.pallas_surface.static.facts import decode
 from autograder.speed import grade as speed_grade, model as speed
 
 CHIPS = {
@@ -150,7 +150,7 @@ def test_a_speed_draw_carries_the_small_integer_tables_and_only_them(tmp_path):
     """A [speed] size is traced on shapes; its small int32 inputs (index or mask tables a
     data-dependent grid is computed from) come with their values, drawn from the run's seed."""
     from autograder import spec
-    from autograder.grading import draws, inputs, plan
+    from autograder.grading.run import draws, inputs, plan
     folder = trimmed_add(tmp_path, '[[cases]]\nname = "c"\ndims = { M = 64, N = 256 }\ndtype = "float32"\n'
                          'seed = 1\npoints = 1\n')
     text = (folder / "spec.toml").read_text()
@@ -258,7 +258,8 @@ def test_the_sparse_guides_kernels_skip_work_and_read_their_prefetch_data(publis
 # -- the analysis of traced kernels --------------------------------------------------------------
 
 def _schedule(fn, args, chip="v5e"):
-    from autograder.pallas_surface import cost, rung
+    from autograder.pallas_surface.rungs import rung
+    from autograder.pallas_surface.static import cost
     with rung.tpu_target():
         traced = rung.trace(fn, args)
     return decode("speed", cost.speed_facts(traced, chip, args))
@@ -325,7 +326,7 @@ def test_a_grid_of_all_different_steps_is_summarised_in_few_classes_with_its_wor
     import jax
     import jax.numpy as jnp
 
-    from autograder.pallas_surface import cost
+    from autograder.pallas_surface.static import cost
     steps = cost.MAX_CLASSES + 904
     n = np.arange(steps, dtype=np.int32)          # every step loops a different number of times
     args = [n, jax.ShapeDtypeStruct((128 * steps, 128), jnp.bfloat16), jax.ShapeDtypeStruct((128, 128), jnp.bfloat16)]
@@ -340,7 +341,7 @@ def test_a_grid_of_all_different_steps_is_summarised_in_few_classes_with_its_wor
 def test_the_step_classes_sort_only_the_columns_that_vary():
     """cost._unique_rows is np.unique(axis=0) row for row and count for count, with
     constant columns, columns that vary, NaN, and no rows at all."""
-    from autograder.pallas_surface import cost
+    from autograder.pallas_surface.static import cost
     rng = np.random.default_rng(0)
     for _ in range(200):
         table = rng.integers(0, 3, size=(int(rng.integers(0, 40)), int(rng.integers(1, 6)))).astype(float)

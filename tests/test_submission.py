@@ -2,8 +2,8 @@
 import os
 import zipfile
 
-from autograder.grading import submission
-from autograder.grading.findings import Finding
+from autograder.findings import Finding
+from autograder.grading.run import submission
 
 
 def test_symlinks_and_fifos_are_never_followed(tmp_path):

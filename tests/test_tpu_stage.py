@@ -22,9 +22,7 @@ from autograder import spec
 from autograder.feedback import tpu_timing
 from autograder.feedback.results_format import validate
 from autograder.speed import grade as speed_grade
-from autograder.tpu import baseline, results as tpu_results, stage, timing
-from autograder.tpu.command import passed_interpreters
-from autograder.tpu.device import (
+from autograder.tpu.chip.device import (
     ChipReject,
     CompileFailed,
     DeviceInfo,
@@ -35,7 +33,9 @@ from autograder.tpu.device import (
     digest_host,
     projection,
 )
-from autograder.tpu.fake import FakeDevice, Script
+from autograder.tpu.chip.fake import FakeDevice, Script
+from autograder.tpu.command import passed_interpreters
+from autograder.tpu.stage import baseline, kernel as stage, results as tpu_results, timing
 
 SPEED = textwrap.dedent('''
     [speed]
@@ -180,7 +180,7 @@ def test_the_noisy_gate_follows_the_rule_in_use():
 
 def _ctx(a, script, solution=None, rule=None):
     dev = FakeDevice(script)
-    from autograder.grading.draws import load_reference
+    from autograder.grading.run.draws import load_reference
     ref = load_reference(a)
     return stage.Context(a, dev, dev.info(), lambda *x: np.asarray(ref(*x), np.float64),
                          interpret=_no_interpreter, secret=12345, rule=rule or timing.Rule(),
@@ -192,7 +192,7 @@ def _no_interpreter(program, args, dtypes):
 
 
 def _honest(a):
-    from autograder.grading.draws import load_reference
+    from autograder.grading.run.draws import load_reference
     return load_reference(a)
 
 
@@ -314,7 +314,7 @@ def test_the_chip_check_allows_what_the_chips_transcendentals_were_measured_to_l
 
 
 def test_the_chip_allowance_comes_from_the_measured_table_and_is_capped():
-    from autograder.tpu.chip_numerics import ALLOWANCE, MAX_EXTRA_RTOL, MEASURED, extra_rtol
+    from autograder.tpu.stage.chip_numerics import ALLOWANCE, MAX_EXTRA_RTOL, MEASURED, extra_rtol
     extra, used = extra_rtol("v5e", ("exp", "log", "add", "dot_general"))
     assert used == ("exp", "log")
     assert extra == pytest.approx(ALLOWANCE * (MEASURED["v5e"]["exp"].error + MEASURED["v5e"]["log"].error))
@@ -426,7 +426,8 @@ def test_only_kernels_that_passed_every_correctness_test_are_queued():
 
 def _solution_programs(a) -> tuple[dict[str, bytes], dict[str, float]]:
     """The solution's checked programs (traced as a submission's are) and its flops per size."""
-    from autograder.grading import grade, plan as planning
+    from autograder.grading import grade
+    from autograder.grading.run import plan as planning
     report = grade.grade(a, REPO / "solutions" / "add.py", grade.GradeOptions(keep_programs=True),
                          plan=planning.speed_plan(a))
     flops = {s.size: s.estimate.flops for s in (report.speed.sizes if report.speed else ()) if s.estimate}
@@ -436,7 +437,7 @@ def _solution_programs(a) -> tuple[dict[str, bytes], dict[str, float]]:
 @pytest.mark.jax
 @pytest.mark.grading
 def test_chip_divergence_against_the_real_interpreter_on_a_real_program(small_add, tmp_path):
-    from autograder.tpu import interpreter
+    from autograder.tpu.chip import interpreter
     programs, flops = _solution_programs(small_add)
     assert set(programs) == {"s1", "s2", "check:small"} and flops == {"s1": 0.0, "s2": 0.0}  # no matrix work
     ctx = _ctx(small_add, Script(compute=_honest(small_add), diverge=0.01))
@@ -684,7 +685,7 @@ def test_a_call_gives_one_output_of_the_declared_shape_and_dtype_never_a_broadca
 
 def _attention(q, k, v, keys=None, p_bf16=False):
     """Softmax attention in float64 (over the first ``keys`` keys), P in bfloat16 as TPU kernels feed P·V."""
-    from autograder.grading.inputs import round_to
+    from autograder.grading.run.inputs import round_to
     keys = keys or k.shape[1]
     s = q @ k[:, :keys].transpose(0, 2, 1) / np.sqrt(q.shape[-1])
     p = np.exp(s - s.max(-1, keepdims=True))
@@ -697,7 +698,7 @@ def test_the_digest_bound_catches_zeros_and_half_the_keys_at_flash_attentions_sp
     bound (per-element tolerances summed along a row) let an all-zeros output
     and attention over half the keys pass; the statistical bound does not, and
     still passes a right kernel's output (P rounded to bfloat16 for P·V)."""
-    from autograder.grading.inputs import round_to
+    from autograder.grading.run.inputs import round_to
     fa = spec.find("flash_attention")
     size = fa.speed.sizes[0]
     dims = dict(size.dims)
@@ -749,7 +750,7 @@ def _matmul_spec(root: Path):
 
 
 def _rounded_matmul(x, y):
-    from autograder.grading.inputs import round_to
+    from autograder.grading.run.inputs import round_to
     return round_to(np.asarray(x), "bfloat16").astype(np.float64) @ round_to(np.asarray(y), "bfloat16")
 
 
@@ -842,13 +843,14 @@ def _program(name: str, *shapes) -> bytes:
     import jax
     import jax.numpy as jnp
 
-    from autograder.pallas_surface import rung, serial
+    from autograder.pallas_surface.program import serial
+    from autograder.pallas_surface.rungs import rung
     traced = rung.trace(_kernels()[name], [jax.ShapeDtypeStruct(s, jnp.float32) for s in shapes])
     return json.dumps(serial.encode(traced, {__file__})).encode()
 
 
 def _jax_device(platform: str):
-    from autograder.tpu.real import JaxDevice
+    from autograder.tpu.chip.real import JaxDevice
     dev = JaxDevice(platform)
     if dev.info() is None:
         pytest.skip(f"{dev.absent()}: this test runs where JAX sees a {platform.upper()}")
@@ -857,7 +859,7 @@ def _jax_device(platform: str):
 
 @pytest.mark.jax
 def test_jax_names_the_chip_from_its_device_kind():
-    from autograder.pallas_surface import chips
+    from autograder.pallas_surface.rungs import chips
     assert [chips.chip_of(k) for k in ("TPU v4 lite", "TPU v4", "TPU v5 lite", "TPU v5", "TPU v6 lite")] == \
         ["v4i", "v4", "v5e", "v5p", "v6e"]
     assert chips.chip_of("TPU v99 ultra") is None and chips.chip_of("cpu") is None    # unknown: no error
@@ -871,7 +873,7 @@ def test_jax_names_the_chip_from_its_device_kind():
 def test_a_tpu_held_by_another_process_is_told_apart_from_no_tpu(monkeypatch):
     import jax
 
-    from autograder.tpu import real
+    from autograder.tpu.chip import real
     devices, why = real.backend("tpu")
     if not devices:
         assert why.startswith("no TPU is visible to JAX here")
@@ -951,7 +953,7 @@ def test_a_tpu_traces_module_line_gives_one_time_per_call_of_this_kernel_only(tm
     the kernel's executions on a device plane's "XLA Modules" line, named
     "jit_name" or "jit_name(N)", other modules ignored, one plane where a
     megacore device's two cores both show them, in time order."""
-    from autograder.tpu.real import module_runs
+    from autograder.tpu.chip.real import module_runs
     ours = [("jit_pallas_stage_ab(7)", 3_000_000, 2_000_000), ("jit_pallas_stage_ab", 1_000_000, 1_000_000),
             ("jit_make(3)", 2_000_000, 9_000_000), ("jit_pallas_stage_abc(7)", 5_000_000, 9_000_000)]
     core0 = _xplane("/device:TPU:0", {"XLA Modules": ours, "XLA Ops": [("fusion", 0, 5)]})
@@ -1019,7 +1021,7 @@ def test_on_chip_says_what_the_compiler_and_the_chip_did_per_visible_case():
     """The code `pallas-autograder on-chip` and the chip check's outcomes phase run, on JAX's CPU
     stand-in (Pallas's TPU lowering in place of Mosaic): right, wrong, refused, not loaded."""
     from autograder.tpu import onchip
-    from autograder.tpu.real import JaxDevice
+    from autograder.tpu.chip.real import JaxDevice
     a = spec.find("matmul", REPO / "assignments")
     device = JaxDevice("cpu")
     right = onchip.file_outcome(device, a, REPO / "solutions" / "matmul.py")
@@ -1048,7 +1050,7 @@ def test_a_timed_output_checked_a_slice_at_a_time_says_what_compare_says(monkeyp
     its norms are numpy's."""
     import math
 
-    from autograder.grading.compare import compare
+    from autograder.grading.judge.compare import compare
     from autograder.spec import Tolerance
     tol = Tolerance(rtol=1e-5, atol=1e-5)
     monkeypatch.setattr(stage, "CHUNK", 7)          # many slices, the last one short

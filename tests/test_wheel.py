@@ -35,10 +35,9 @@ def test_the_wheel_holds_every_subpackage_and_template(installed):
     _base, wheel, _py = installed
     names = set(zipfile.ZipFile(wheel).namelist())
     packages = {str(p.parent.relative_to(REPO)) for p in (REPO / "autograder").rglob("__init__.py")}
-    assert packages == {"autograder", "autograder/spec", "autograder/pallas_surface", "autograder/isolation",
-                        "autograder/children", "autograder/speed", "autograder/grading", "autograder/grading/probes",
-                        "autograder/feedback", "autograder/instructor", "autograder/gradescope",
-                        "autograder/review", "autograder/tpu"}
+    # Every folder of the tree is a package in the wheel (a spot check that the moves are seen).
+    assert {"autograder/grading/run", "autograder/pallas_surface/release", "autograder/findings",
+            "autograder/tpu/chip", "autograder/feedback/blockmaps"} <= packages
     for pkg in packages:
         assert f"{pkg}/__init__.py" in names, pkg
     templates = {str(p.relative_to(REPO)) for p in (REPO / "autograder" / "templates").rglob("*.j2")}

@@ -27,7 +27,7 @@ from ..isolation.outcome import NO_SHUFFLED_AXIS
 
 
 def _error_event(exc: BaseException, phase: str) -> dict:
-    from ..pallas_surface.rung import unwrap_error
+    from ..pallas_surface.rungs.rung import unwrap_error
     etype, message = unwrap_error(exc)
     return {"status": "error", "phase": phase, "type": etype, "message": message[:4000], "frames": []}
 
@@ -64,7 +64,7 @@ def _save_output(out, path: str) -> dict:
 
 def _analysis(name: str, traced, arrays) -> dict:
     """A static analysis: JSON facts about the traced kernel; nothing runs."""
-    from ..pallas_surface import analysis
+    from ..pallas_surface.static import analysis
     if name == "index-maps":
         return analysis.index_maps(traced, arrays)
     if name == "compile":
@@ -74,7 +74,7 @@ def _analysis(name: str, traced, arrays) -> dict:
     if name == "structure":
         return analysis.structure(traced)
     if name.startswith("speed:"):
-        from ..pallas_surface import cost
+        from ..pallas_surface.static import cost
         return cost.speed_facts(traced, name.split(":", 1)[1], arrays)
     raise ValueError(f"unknown analysis {name!r}")
 
@@ -84,7 +84,7 @@ class Executor:
     compiled executable per (trace, rung, parameters)."""
 
     def __init__(self, job: dict, channel: Writer):
-        from ..pallas_surface.rung import Executables
+        from ..pallas_surface.rungs.rung import Executables
         self.job, self.channel = job, channel
         self.executables = Executables()
         self.programs: dict[str, object] = {}
@@ -100,7 +100,8 @@ class Executor:
 
     def _traced(self, key: str, args):
         """The rebuilt program of one signature, traced once."""
-        from ..pallas_surface import rebuild, rung, schema
+        from ..pallas_surface.program import rebuild, schema
+        from ..pallas_surface.rungs import rung
         traced = self.traces.get(key)
         if traced is None:
             if key not in self.programs:
@@ -112,12 +113,12 @@ class Executor:
     def _traced_for_tpu(self, key: str, args):
         """The signature's program traced again under the TPU target (the compile
         check lowers this one: see ``rung.trace_for_tpu``)."""
-        from ..pallas_surface import rung
+        from ..pallas_surface.rungs import rung
         self._traced(key, args)
         return rung.trace_for_tpu(self.programs[key], args)
 
     def _trace(self, run: dict, args):
-        from ..pallas_surface import analysis
+        from ..pallas_surface.static import analysis
         traced = self._traced(run["trace"], args)
         self.channel.send(event="traced", run=run["id"], pallas_calls=traced.pallas_calls,
                           grid_steps=analysis.grid_steps(traced))
@@ -144,7 +145,7 @@ class Executor:
     def _check_kernel(self, sigs: dict, arrays, rung_name: str):
         import jax.numpy as jnp
 
-        from ..pallas_surface import hooks, rung
+        from ..pallas_surface.rungs import hooks, rung
         from . import check_suite
         if rung_name not in ("generic", "tpu-interpret"):
             raise ValueError(f"rung must be 'generic' or 'tpu-interpret'; got {rung_name!r}")
@@ -171,7 +172,7 @@ class Executor:
             rung.reset_state()
 
     def execute(self, run: dict) -> dict:
-        from ..pallas_surface import schema
+        from ..pallas_surface.program import schema
         if run["kind"] == "checks":
             return self.checks(run)
         args = self._args(run)
@@ -192,7 +193,8 @@ class Executor:
         return self._kernel(run, traced, args)
 
     def _kernel(self, run: dict, traced, arrays) -> dict:
-        from ..pallas_surface import analysis, hooks, rung
+        from ..pallas_surface.rungs import hooks, rung
+        from ..pallas_surface.static import analysis
         if run.get("in_order") and not analysis.shuffled_axes(traced):
             # The run in order would be the run as marked: it says nothing new.
             return {"status": "error", "phase": "run", "type": NO_SHUFFLED_AXIS,
@@ -229,7 +231,7 @@ def main(argv: list[str]) -> int:
     runs = commands(command_fd, "run")
     job = json.loads(Path(job_path).read_text(encoding="utf-8"))
     t0 = time.monotonic()
-    from ..pallas_surface import hooks, rung
+    from ..pallas_surface.rungs import hooks, rung
     hooks.install()     # before anything is traced (see hooks)
     channel.send(event="jax", version=rung.jax_version(), seconds=round(time.monotonic() - t0, 3))
     channel.send(event="ready", seconds=round(time.monotonic() - t0, 3))

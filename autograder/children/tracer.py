@@ -48,7 +48,7 @@ def _student_frames(exc: BaseException, student_files: set[str]) -> list[str]:
 
 
 def _error_event(exc: BaseException, phase: str, student_files: set[str]) -> dict:
-    from ..pallas_surface.rung import unwrap_error
+    from ..pallas_surface.rungs.rung import unwrap_error
     etype, message = unwrap_error(exc)
     return {"status": "error", "phase": phase, "type": etype, "message": message[:4000],
             "frames": _student_frames(exc, student_files)}
@@ -131,7 +131,8 @@ def _abstract(inputs: list[dict]):
 
 def trace(request: dict, fn, job: dict, student_files: set[str]) -> dict:
     """Trace once and write the program; the done event's fields."""
-    from ..pallas_surface import rung, schema, serial
+    from ..pallas_surface.program import schema, serial
+    from ..pallas_surface.rungs import rung
     args, static = _abstract(request["inputs"])
     try:
         traced = rung.trace(fn, args, static)
@@ -156,7 +157,7 @@ def main(argv: list[str]) -> int:
     requests = commands(command_fd, "trace")
     job = json.loads(Path(job_path).read_text(encoding="utf-8"))
     t0 = time.monotonic()
-    from ..pallas_surface import rung
+    from ..pallas_surface.rungs import rung
     channel.send(event="jax", version=rung.jax_version(), seconds=round(time.monotonic() - t0, 3))
     loaded = _load(job, channel)
     if loaded is None:

@@ -10,8 +10,8 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from ..grading.findings import Finding, fix_line
-from ..grading.sources import KernelSource
+from ..findings import Finding, fix_line
+from ..grading.identity.sources import KernelSource
 
 # Findings about how the kernel is called (grid, block specs, semantics, scratch): the
 # pl.pallas_call's line is where the fix goes. The others are about what the body computes.

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import jinja2
 
-from ..grading.findings import CATALOGUE, RUNGS
+from ..findings import CATALOGUE, RUNGS
 from ..spec import PROBES, Assignment
 
 FILE = "GLOSSARY.md"

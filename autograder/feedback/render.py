@@ -15,11 +15,11 @@ from typing import Any
 
 import jinja2
 
-from ..grading import figures
-from ..grading.findings import CATALOGUE, RUNGS, Finding, fix_line
-from ..grading.plan import Run
-from ..grading.problems import Problem, key_of, summarize
-from ..grading.scoring import TestResult, same_bug, symptom_of
+from ..findings import CATALOGUE, RUNGS, Finding, fix_line
+from ..grading.judge import figures
+from ..grading.judge.problems import Problem, key_of, summarize
+from ..grading.judge.scoring import TestResult, same_bug, symptom_of
+from ..grading.run.plan import Run
 from ..speed import grade as speed_grade
 from . import blockmaps, chip_observed, escaping, fixes, repro
 

@@ -10,7 +10,7 @@ import shlex
 import shutil
 from dataclasses import dataclass
 
-from ..grading import inputs
+from ..grading.run import inputs
 from ..pallas_surface.release import TARGET_DEVICE_KIND
 from ..spec import Assignment, Case
 

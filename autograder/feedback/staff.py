@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ..grading.plan import Run
+from ..grading.run.plan import Run
 from ..spec import Case
 
 

@@ -14,7 +14,8 @@ from pathlib import Path
 
 from .. import spec
 from ..feedback import render, repro, results, results_format, terminal
-from ..grading import calibration, grade
+from ..grading import grade
+from ..grading.run import calibration
 from ..isolation.sandbox import GraderFailure
 from ..pallas_surface import release
 

@@ -18,32 +18,22 @@ from pathlib import Path
 from typing import Callable
 
 from ..children import GRADER, TRACER
+from ..findings import Finding
 from ..isolation import confinement, sandbox
 from ..isolation.outcome import Outcome
 from ..spec import Assignment, Case
 from ..speed import grade as speed_grade
-from . import (
-    calibration,
-    diagnosis,
-    execution,
-    faces,
-    plan as planning,
-    probes,
-    scoring,
-    secrecy,
-    sources,
-    submission,
-    tracing,
-    unconfirmed,
-    unwritten,
-)
-from .compare import compare
-from .draws import DrawStore, load_reference
-from .findings import Finding
-from .plan import Plan, Run
+from . import probes
+from .identity import sources
+from .judge import diagnosis, faces, scoring, secrecy, unconfirmed
+from .judge.compare import compare
+from .probes import unwritten
 from .probes.static import uncovered
 from .report import Report
-from .schedule import Schedule
+from .run import calibration, execution, plan as planning, submission, tracing
+from .run.draws import DrawStore, load_reference
+from .run.plan import Plan, Run
+from .run.schedule import Schedule
 
 
 class UnknownSelection(KeyError):

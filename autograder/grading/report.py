@@ -5,14 +5,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ..findings import Finding
 from ..isolation.outcome import Outcome
 from ..spec import Assignment
 from ..speed.grade import SpeedGrade
-from .custom_checks import CheckSuite
-from .findings import Finding
-from .plan import Plan, Run
-from .scoring import TestResult
-from .sources import KernelSource
+from .identity.sources import KernelSource
+from .judge.scoring import TestResult
+from .run.custom_checks import CheckSuite
+from .run.plan import Plan, Run
 
 
 @dataclass(frozen=True)

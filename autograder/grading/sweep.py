@@ -27,15 +27,17 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable
 
+from ..findings import Finding
 from ..isolation import confinement, sandbox
 from ..isolation.outcome import Outcome
 from ..spec import Assignment
-from . import execution, faces, plan as planning, probes, scoring, submission, tracing
-from .draws import DrawStore, load_reference
-from .findings import Finding
+from . import probes
 from .grade import GradeOptions, _diagnose, _specs, _timing, _wrong
-from .plan import Plan, Run
-from .schedule import Schedule
+from .judge import faces, scoring
+from .run import execution, plan as planning, submission, tracing
+from .run.draws import DrawStore, load_reference
+from .run.plan import Plan, Run
+from .run.schedule import Schedule
 
 
 @dataclass(frozen=True)

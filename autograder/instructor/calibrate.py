@@ -5,7 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from .. import spec
-from ..grading import calibration, grade
+from ..grading import grade
+from ..grading.run import calibration
 from ..spec import Assignment
 
 

@@ -29,12 +29,13 @@ import numpy as np
 
 from .. import spec
 from ..children import CHECK_SUITE
-from ..grading import grade, inputs, sweep
-from ..grading.draws import load_reference
+from ..grading import grade, sweep
 from ..grading.report import Report
+from ..grading.run import inputs
+from ..grading.run.draws import load_reference
 from ..isolation import container
 from ..isolation.confinement import python_command
-from ..pallas_surface.facts import CallMap, IndexMaps
+from ..pallas_surface.static.facts import CallMap, IndexMaps
 from ..spec import Assignment, ProbeRubric
 from . import starter
 

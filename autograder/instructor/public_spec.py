@@ -10,7 +10,7 @@ import json
 import tomllib
 from pathlib import Path
 
-from ..grading import calibration
+from ..grading.run import calibration
 from ..spec import Assignment, load
 from . import toml_text
 

@@ -17,7 +17,7 @@ from typing import Any, BinaryIO
 
 import numpy as np
 
-from ..pallas_surface import facts
+from ..pallas_surface.static import facts
 from .outcome import LoadError, Outcome
 
 OUTPUT_FILE_LIMIT = 64 * 1024 * 1024   # per file the child writes (also its RLIMIT_FSIZE)

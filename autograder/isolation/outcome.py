@@ -6,7 +6,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from ..pallas_surface.facts import Facts
+from ..pallas_surface.static.facts import Facts
 
 Status = Literal[
     "ok",          # finished; an output (kernel runs) or facts (static runs) came back

@@ -23,7 +23,7 @@ import difflib
 from dataclasses import dataclass
 from itertools import combinations
 
-from ..grading.likeness import Likeness, jaccard
+from ..grading.identity.likeness import Likeness, jaccard
 
 DEFAULT_THRESHOLD = 0.8
 NUM_PERM = 256          # MinHash permutations: the signature's length

@@ -29,7 +29,7 @@ from typing import Any
 import jinja2
 
 from ..feedback import blockmaps, escaping
-from ..grading import likeness
+from ..grading.identity import likeness
 from . import similar
 from .batch import Graded
 from .export import Submission

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..pallas_surface import release, schema
+from ..pallas_surface import release
+from ..pallas_surface.program import schema
 from .model import (
     CHIPS,
     CPU_RUNGS,

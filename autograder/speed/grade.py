@@ -15,7 +15,7 @@ import math
 from dataclasses import dataclass, replace
 
 from ..isolation.outcome import Outcome
-from ..pallas_surface.facts import Schedule
+from ..pallas_surface.static.facts import Schedule
 from ..spec import Speed
 from . import model as speed
 

@@ -49,7 +49,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Literal
 
-from ..pallas_surface.facts import Chip, CostCall, CostOperand, Schedule
+from ..pallas_surface.static.facts import Chip, CostCall, CostOperand, Schedule
 
 CLOCK_HZ = {"v4": 1.05e9, "v5e": 1.50e9, "v5p": 1.75e9, "v6e": 1.75e9}
 PASSES = {"bf16": 1, "f32": 1, "bf16x3": 3, "bf16x6": 6}

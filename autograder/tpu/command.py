@@ -30,7 +30,8 @@ import numpy as np
 from .. import spec
 from ..feedback import tpu_timing
 from ..spec import Assignment
-from . import baseline, chipproc, stage, timing
+from .chip import chipproc
+from .stage import baseline, kernel as stage, timing
 
 CORRECTNESS = re.compile(r"^\d+\.\d+$")      # results.json numbers of correctness tests (case.rung)
 
@@ -158,7 +159,7 @@ class Chip:
         self.replaced: list[str] = []       # why a worker was replaced (said in speed.json)
 
     def _healthy(self, w: chipproc.ChipWorker) -> bool:
-        o = w.call("autograder.tpu.jobs:health", {})
+        o = w.call("autograder.tpu.stage.jobs:health", {})
         if o.status == "result" and (o.result or {}).get("ok"):
             return True
         self.replaced.append(f"a health check between submissions failed ({o.status}: {o.message[:300]})")
@@ -173,7 +174,7 @@ class Chip:
             self.opens.append(round(self.worker.open_s, 2))
         return self.worker
 
-    def stage(self, sub: str, args: dict, on_progress, job: str = "autograder.tpu.jobs:run_stage") -> dict:
+    def stage(self, sub: str, args: dict, on_progress, job: str = "autograder.tpu.stage.jobs:run_stage") -> dict:
         """One submission's stage: its StageResult as JSON, or its halt, hang or error as one."""
         try:
             w = self._open()
@@ -311,16 +312,16 @@ def _said(r: dict) -> None:
 
 
 def _label(info: dict) -> str:
-    from .device import DeviceInfo
+    from .chip.device import DeviceInfo
     known = {k: v for k, v in info.items() if k in DeviceInfo.__dataclass_fields__}
     return DeviceInfo(**known).label if known else ""
 
 
 def _fake_stage(a: Assignment, opts: Options) -> dict:
     """A dry run with scripted times (no worker: nothing touches a chip)."""
-    from ..grading.draws import load_reference
-    from . import interpreter
-    from .fake import FakeDevice, Script
+    from ..grading.run.draws import load_reference
+    from .chip import interpreter
+    from .chip.fake import FakeDevice, Script
     graded, sol = _graded(a, opts)
     device = FakeDevice(Script(compute=load_reference(a), times=(1e-2, 1.01e-2, 0.99e-2),
                                profiled=(0.9e-2, 0.91e-2, 0.89e-2)))

@@ -12,9 +12,10 @@ from dataclasses import replace
 from pathlib import Path
 
 from .. import spec
-from ..grading import grade, plan as planning
-from ..grading.findings import CATALOGUE
-from ..pallas_surface.facts import Schedule
+from ..findings import CATALOGUE
+from ..grading import grade
+from ..grading.run import plan as planning
+from ..pallas_surface.static.facts import Schedule
 from ..spec import Assignment, Case
 from ..speed import grade as speed_grade, model as speed
 

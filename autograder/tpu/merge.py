@@ -11,7 +11,7 @@ from pathlib import Path
 from .. import spec
 from ..feedback.results_format import validate
 from ..spec import Assignment
-from . import results as tpu_results
+from .stage import results as tpu_results
 
 
 def into_site(a: Assignment, doc: dict, submissions: Path, site: Path) -> int:

@@ -37,7 +37,7 @@ NOT_THE_GRADE = ("Your own check on a real TPU: not the grade (the grade is comp
 def load_function(path: Path, a: Assignment) -> Callable:
     """The entry function of a .py file or a notebook (read as the grader reads one)."""
     if path.suffix == ".ipynb":
-        from ..grading import submission
+        from ..grading.run import submission
         loc = submission.locate(path, a.entry_file, Path(tempfile.mkdtemp(prefix="on-chip-")))
         if not hasattr(loc, "module_file"):
             raise ValueError(f"{path}: not a notebook the grader can read")
@@ -58,8 +58,9 @@ def kernel(name: str, fn: Callable, signature: list) -> Any:
     import jax
     import jax.numpy as jnp
 
-    from ..pallas_surface import rung, serial
-    from .device import InputSpec, Kernel
+    from ..pallas_surface.program import serial
+    from ..pallas_surface.rungs import rung
+    from .chip.device import InputSpec, Kernel
     args, static, specs = [], [], []
     for i, item in enumerate(signature):
         if isinstance(item, dict):
@@ -79,7 +80,8 @@ def judge(a: Assignment, case, out: np.ndarray, host: list, reference: Callable,
     """Right against the float64 reference, or (float32 products at default precision, which a TPU
     computes from bfloat16-rounded operands) against the reference of the rounded inputs within the
     bfloat16 tolerance, as the TPU stage allows."""
-    from ..grading import compare as cmp, inputs as ins
+    from ..grading.judge import compare as cmp
+    from ..grading.run import inputs as ins
     red = dict(case.dims).get(a.reduction_dim, 1) if a.reduction_dim else 1
     ref = np.asarray(reference(*host), np.float64)
     if ref.shape != out.shape:
@@ -99,8 +101,8 @@ def judge(a: Assignment, case, out: np.ndarray, host: list, reference: Callable,
 def case_outcome(device, a: Assignment, case, fn: Callable, reference: Callable,
                  progress: Callable[..., None] = lambda **_: None) -> dict:
     """What the chip did with ``fn`` at one case."""
-    from ..grading import inputs as ins
-    from .device import ChipReject, CompileFailed, OutputMismatch
+    from ..grading.run import inputs as ins
+    from .chip.device import ChipReject, CompileFailed, OutputMismatch
     made = ins.make(a, case, ins.entropy(case, 1, 1))
     sig = [{"float": m.value} if m.kind == "float" else [list(m.array.shape), m.dtype] for m in made]
     row: dict = {"case": case.name}
@@ -133,7 +135,7 @@ def _on_device(array: np.ndarray, dtype: str):
 
 def file_outcome(device, a: Assignment, path: Path, progress: Callable[..., None] = lambda **_: None) -> dict:
     """Every visible case of ``a`` for the kernel in ``path``."""
-    from ..grading.draws import load_reference
+    from ..grading.run.draws import load_reference
     reference = load_reference(a)
     progress(phase="trace", file=str(path))
     try:
@@ -163,7 +165,7 @@ def describe(row: dict) -> str:
 
 def check(path: Path, slug: str, assignments: Path | None = None) -> str:
     """The report for ``path`` on the chip this process sees (in this process: a notebook's cell)."""
-    from .real import JaxDevice
+    from .chip.real import JaxDevice
     a = spec.find(slug, assignments)
     device = JaxDevice("tpu")
     if device.info() is None:

@@ -31,7 +31,8 @@ def facts(p: dict) -> dict:
     import jax
     import jax.numpy as jnp
 
-    from autograder.pallas_surface import cost, rung
+    from autograder.pallas_surface.rungs import rung
+    from autograder.pallas_surface.static import cost
 
     from . import jobs
     fn, inputs = jobs._point_function(p)
@@ -42,7 +43,7 @@ def facts(p: dict) -> dict:
             static.append(i)
         else:
             args.append(jax.ShapeDtypeStruct(tuple(item[0]), jnp.dtype(item[1])))
-    from autograder.pallas_surface import rebuild, schema, serial
+    from autograder.pallas_surface.program import rebuild, schema, serial
     traced = rung.trace(fn, args, static)          # as the tracer traces a submission
     # As a grading does: the checked program, rebuilt (pl.kernel's mpmd_map becomes the pallas_call it lowers to).
     arrays = [a for i, a in enumerate(args) if i not in static]
@@ -69,7 +70,7 @@ def all_facts(pts: list[dict], cache: Path) -> dict[str, dict]:
 
 def estimate(raw: dict, fitted=None):
     """(seconds, bound) or (None, why) for one point's facts."""
-    from autograder.pallas_surface.facts import decode
+    from autograder.pallas_surface.static.facts import decode
     from autograder.speed import model
     if "error" in raw:
         return None, raw["error"]

@@ -15,8 +15,8 @@ SLUGS = ("add", "dma_scale", "flash_attention", "matmul", "softmax")
 
 # group -> glob patterns under the repository root
 GROUPS: dict[str, tuple[str, ...]] = {
-    "the TPU stage (autograder/tpu)": ("autograder/tpu/*.py",),
-    "the chip's own words (pallas_surface)": ("autograder/pallas_surface/*.py",),
+    "the TPU stage (autograder/tpu)": ("autograder/tpu/**/*.py",),
+    "the chip's own words (pallas_surface)": ("autograder/pallas_surface/**/*.py",),
     "the speed model (autograder/speed)": ("autograder/speed/*.py",),
     # What runs on the chip (the report, the estimates and the validation run on a CPU machine).
     "the chip check (benchmarks/chip_check.py, benchmarks/chip)": (

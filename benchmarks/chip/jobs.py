@@ -1,5 +1,5 @@
 """Chip-worker jobs of the chip check (``benchmarks/chip_check.py``): each runs in
-a chip worker (``autograder.tpu.worker``), gets the worker's device, its
+a chip worker (``autograder.tpu.chip.worker``), gets the worker's device, its
 arguments and a progress callback, and returns plain data.
 
 - ``device_time``: one kernel at one size, through the TPU stage's own device
@@ -38,7 +38,7 @@ def _function(file: str, function: str, entry_file: str | None = None):
     """The function ``function`` of ``file`` (a notebook is read as the grader reads one)."""
     path = (REPO / file).resolve()
     if path.suffix == ".ipynb":
-        from autograder.grading import submission
+        from autograder.grading.run import submission
         work = Path(tempfile.mkdtemp(prefix="chip-nb-"))
         loc = submission.locate(path, entry_file or f"{function}.py", work)
         path = loc.module_file
@@ -56,7 +56,7 @@ def _point_function(args: dict):
 
 def device_time(device, args: dict, progress) -> dict:
     """One point: {"id", "builder"+"params" | "file"+"function"+"inputs", "calls"}."""
-    from autograder.tpu.device import ChipReject, CompileFailed
+    from autograder.tpu.chip.device import ChipReject, CompileFailed
     pid, calls = args["id"], int(args.get("calls", 10))
     t0 = time.perf_counter()
     progress(phase="trace", point=pid)

@@ -12,8 +12,9 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass
 
-from autograder.pallas_surface import cost, rung
-from autograder.pallas_surface.facts import Schedule, decode
+from autograder.pallas_surface.rungs import rung
+from autograder.pallas_surface.static import cost
+from autograder.pallas_surface.static.facts import Schedule, decode
 from autograder.speed import model as speed
 
 from .points import POINTS, Point

@@ -17,12 +17,12 @@ from dataclasses import replace
 
 import numpy as np
 
+from ...findings import CheckNote, Finding
 from ...isolation.outcome import NO_SHUFFLED_AXIS, Outcome
-from .. import secrecy
-from ..diagnosis import REFUSED, known_error
-from ..faces import Faces
-from ..findings import CheckNote, Finding
-from ..plan import Draw, Plan, Run
+from ..judge import secrecy
+from ..judge.diagnosis import REFUSED, known_error
+from ..judge.faces import Faces
+from ..run.plan import Draw, Plan, Run
 from .base import Probe, ProbeResults
 from .grid_order import GRID_ORDER
 from .numerics import NUMERICS

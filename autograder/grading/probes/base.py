@@ -6,11 +6,11 @@ from typing import Callable, Mapping
 
 import numpy as np
 
+from ...findings import Finding
 from ...isolation.outcome import Outcome
 from ...spec import Assignment, Case, ProbeRubric, ProbeTerms
-from ..compare import Comparison, compare
-from ..findings import Finding
-from ..plan import Draw, Plan, Run, Variant
+from ..judge.compare import Comparison, compare
+from ..run.plan import Draw, Plan, Run, Variant
 
 
 @dataclass(frozen=True)

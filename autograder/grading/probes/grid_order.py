@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from ...findings import Finding
 from ...spec import vocabulary
-from ..findings import Finding
-from ..plan import Variant, numerics_case
+from ..run.plan import Variant, numerics_case
 from .base import Probe, ProbeResults
 from .races import RACES_2CORES
 

@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import math
 
+from ...findings import Finding
 from ...spec import vocabulary
-from .. import regions
-from ..compare import compare, mismatches
-from ..figures import pct
-from ..findings import Finding
-from ..plan import Variant
+from ..judge import regions
+from ..judge.compare import compare, mismatches
+from ..judge.figures import pct
+from ..run.plan import Variant
 from .base import Probe, ProbeResults
 
 # Mantissa bits (with the implicit one) of the float dtypes: the precision a

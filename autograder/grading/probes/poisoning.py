@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...pallas_surface.facts import IndexMaps
+from ...findings import Finding
+from ...pallas_surface.static.facts import IndexMaps
 from ...spec import vocabulary
-from .. import regions
-from ..fills import poisoning_fills
-from ..findings import Finding
-from ..plan import Variant
+from ..judge import regions
+from ..run.fills import poisoning_fills
+from ..run.plan import Variant
 from .base import Probe, ProbeResults
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+from ...findings import Finding
 from ...pallas_surface.release import (
     RACE_ACCESS,
     RACE_BEHAVIOUR,
@@ -14,8 +15,7 @@ from ...pallas_surface.release import (
     SLICE,
 )
 from ...spec import vocabulary
-from ..findings import Finding
-from ..plan import Variant
+from ..run.plan import Variant
 from .base import Probe, ProbeResults
 
 # The race detector changes nothing a kernel computes, so it rides on runs that

@@ -1,13 +1,13 @@
 """Static probes: read the traced kernel, never run it."""
 from __future__ import annotations
 
-from ...pallas_surface import schema
-from ...pallas_surface.facts import CallMap, Compile, IndexMaps, OperandMap, Structure, Vmem, encode
+from ...findings import Finding
+from ...pallas_surface.program import schema
 from ...pallas_surface.release import COMPILE_RULES
+from ...pallas_surface.static.facts import CallMap, Compile, IndexMaps, OperandMap, Structure, Vmem, encode
 from ...spec import vocabulary
-from .. import regions
-from ..findings import Finding
-from ..plan import Variant
+from ..judge import regions
+from ..run.plan import Variant
 from .base import Probe, ProbeResults
 
 

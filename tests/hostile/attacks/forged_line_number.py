@@ -9,7 +9,7 @@ from honest_add import honest_add as honest
 
 def _forge():
     for name, module in list(sys.modules.items()):
-        if name.endswith("pallas_surface.serial") and hasattr(module, "Encoder"):
+        if name.endswith(("pallas_surface.serial", "pallas_surface.program.serial")) and hasattr(module, "Encoder"):
             enc = module.Encoder
             original = enc.source
 

@@ -9,7 +9,7 @@ import sys
 
 from wrong_add import wrong_add as add  # noqa: F401
 
-TARGETS = ("autograder.pallas_surface.hooks", "autograder.children.grader", "autograder.pallas_surface.rung")
+TARGETS = ("autograder.pallas_surface.rungs.hooks", "autograder.children.grader", "autograder.pallas_surface.rungs.rung")
 
 
 class _Wrapper(importlib.abc.MetaPathFinder):

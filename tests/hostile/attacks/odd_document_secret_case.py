@@ -12,7 +12,7 @@ from honest_add import honest_add as honest
 
 def _forge():
     for name, module in list(sys.modules.items()):
-        if name.endswith("pallas_surface.serial") and hasattr(module, "encode") and \
+        if name.endswith(("pallas_surface.serial", "pallas_surface.program.serial")) and hasattr(module, "encode") and \
                 not getattr(module.encode, "forged", False):
             original = module.encode
 

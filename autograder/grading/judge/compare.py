@@ -1,0 +1,95 @@
+"""Comparison of a kernel's output with the float64 reference (numpy only).
+
+NaN never matches anything. The absolute tolerance grows with the square root
+of the reduction length, as the rounding error of a sum of that many terms does.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from ...spec import Tolerance
+
+MAX_INDICES = 5
+
+
+@dataclass(frozen=True)
+class Comparison:
+    ok: bool
+    verdict: str              # "ok", "numerics" or "wrong-result"
+    max_abs_error: float
+    max_rel_error: float
+    relative_to_output: float  # max abs error / max |reference|: how big the error is
+    mismatches: int
+    total: int
+    first_mismatches: tuple[tuple[int, ...], ...]
+    nonfinite: int            # NaN/Inf in the output where the reference is finite
+    atol: float
+    rtol: float
+    finite_relative: float = 0.0   # largest error among finite outputs / max |reference|
+
+    def evidence(self) -> dict:
+        return {
+            "max_abs_error": _num(self.max_abs_error), "max_rel_error": _num(self.max_rel_error),
+            "relative_to_output": _num(self.relative_to_output), "mismatches": self.mismatches,
+            "total": self.total, "first_mismatches": [list(i) for i in self.first_mismatches],
+            "nonfinite": self.nonfinite, "atol": self.atol, "rtol": self.rtol,
+            "finite_relative_to_output": _num(self.finite_relative),
+        }
+
+
+def _num(x: float) -> float | str:
+    """JSON has no NaN/Inf: keep them readable as strings."""
+    return x if math.isfinite(x) else str(x)
+
+
+def _errors(out: np.ndarray, ref: np.ndarray, tol: Tolerance, reduction_length: int):
+    out64 = out.astype(np.float64)
+    ref64 = ref.astype(np.float64)
+    atol = tol.atol * math.sqrt(max(reduction_length, 1))
+    with np.errstate(invalid="ignore", over="ignore"):
+        err = np.abs(out64 - ref64)
+        allowed = atol + tol.rtol * np.abs(ref64)
+        good = err <= allowed               # False wherever err is NaN
+    return out64, ref64, atol, err, ~good
+
+
+def mismatches(out: np.ndarray, ref: np.ndarray, tol: Tolerance, reduction_length: int) -> np.ndarray:
+    """The elements ``compare`` counts as wrong (a mask of the output's shape)."""
+    return _errors(out, ref, tol, reduction_length)[4]
+
+
+def compare(out: np.ndarray, ref: np.ndarray, tol: Tolerance, reduction_length: int,
+            numerics_bound: float) -> Comparison:
+    out64, ref64, atol, err, bad = _errors(out, ref, tol, reduction_length)
+    mismatches = int(bad.sum())
+    finite_ref = np.isfinite(ref64)
+    nonfinite = int((~np.isfinite(out64) & finite_ref).sum())
+    finite_err = np.where(np.isfinite(err), err, np.inf)
+    max_abs = float(finite_err.max()) if err.size else 0.0
+    scale = np.maximum(np.abs(ref64), atol)
+    max_rel = float((finite_err / scale).max()) if err.size else 0.0
+    ref_mag = float(np.abs(ref64[finite_ref]).max()) if finite_ref.any() else 0.0
+    relative = max_abs / ref_mag if ref_mag > 0 else (0.0 if max_abs == 0 else math.inf)
+    first = tuple(tuple(int(i) for i in idx) for idx in np.argwhere(bad)[:MAX_INDICES])
+    finite = np.isfinite(err)
+    finite_max = float(err[finite].max()) if finite.any() else 0.0
+    finite_relative = finite_max / ref_mag if ref_mag > 0 else (0.0 if finite_max == 0 else math.inf)
+    if mismatches == 0:
+        verdict = "ok"
+    elif nonfinite and finite_relative >= numerics_bound:
+        # NaN beside finite outputs that are far off: the finite part shows a logic
+        # error, and the NaN is incidental (e.g. padding rows pulled into a wrong-axis
+        # reduction), so the NaN does not make it a precision problem.
+        verdict = "wrong-result"
+    elif nonfinite or relative < numerics_bound:
+        # Overflow/NaN with the finite outputs right, or an error small next to the
+        # output's magnitude: floating point, not logic. (Probes reclassify NaN that
+        # comes from unwritten memory.)
+        verdict = "numerics"
+    else:
+        verdict = "wrong-result"
+    return Comparison(mismatches == 0, verdict, max_abs, max_rel, relative, mismatches,
+                      int(err.size), first, nonfinite, atol, tol.rtol, finite_relative)

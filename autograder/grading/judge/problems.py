@@ -1,0 +1,116 @@
+"""The problems a report opens with: one per distinct root cause, in the
+order the student meets them, with the tests each cost and where it is
+explained. Pure logic on scored tests; never formats, never imports JAX.
+
+A root cause is a finding ID (a submission error also by its kind: a timeout
+and a syntax error are different problems). One whose tests all kept their
+points (seen only beside another root cause, or charged once elsewhere) is
+still listed, costing nothing: fixing it must change what the student sees
+even when the points do not move.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ...findings import CATALOGUE, PRECEDENCE, Finding
+from .scoring import TestResult, blocking_test, same_bug, symptom_of
+
+
+@dataclass(frozen=True)
+class Problem:
+    key: tuple[str, str]            # (finding ID, submission-error kind or "")
+    number: int                     # 1-based, as listed
+    finding: Finding                # the instance shown where it is explained
+    cost: tuple[str, ...]           # tests whose points it took
+    points: float                   # points it took, in all
+    seen: tuple[str, ...]           # every test it appears on (charged or not)
+    explained_in: str               # the test that explains it in full
+
+    @property
+    def id(self) -> str:
+        return self.key[0]
+
+    @property
+    def title(self) -> str:
+        return CATALOGUE[self.id].title
+
+
+def key_of(f: Finding) -> tuple[str, str]:
+    return (f.id, (f.problem or "") if f.id == "submission-error" else "")
+
+
+def _appearances(tests: list[TestResult]) -> list[tuple[TestResult, Finding, bool]]:
+    """(test, finding, primary?) for every finding on every test, in test order;
+    symptoms and other views of a test's root cause are that root cause, not
+    problems of their own."""
+    out = []
+    for t in tests:
+        if t.finding is not None:
+            out.append((t, t.finding, True))
+        # The same ID beside the primary is the same bug seen on another probe case.
+        out += [(t, f, False) for f in t.others
+                if not symptom_of(t.finding, f) and not same_bug(t.finding, f)
+                and not (t.finding is not None and f.id == t.finding.id)]
+    return out
+
+
+def _benign(f: Finding) -> bool:
+    # A probe that had nothing to examine is not a problem of its own: the
+    # missing kernel is (reported by the structure check).
+    return f.problem in ("nothing-to-check", "check-not-run")
+
+
+def summarize(tests: list[TestResult], shows) -> tuple[Problem, ...]:
+    """Every distinct root cause across ``tests``. ``shows(finding)`` says
+    whether a finding's evidence may be shown: the explanation goes to the
+    first test where the student meets the problem with its evidence shown,
+    else to the first test where it appears."""
+    order: list[tuple[str, str]] = []
+    first: dict = {}
+    first_shown: dict = {}
+    cost: dict = {}
+    seen: dict = {}
+    numbered = {t.number: t for t in tests}
+    for t, f, is_primary in _appearances(tests):
+        blocker = blocking_test(f, tests) if is_primary and t.charges else None
+        if blocker is not None and key_of(blocker.finding) in first:
+            # A check the case's failing test kept from running lost its points to
+            # that test's problem: the list says so, so its costs add up to the score.
+            k = key_of(blocker.finding)
+            seen[k].append(t.number)
+            cost.setdefault(k, []).append(t)
+            continue
+        if _benign(f):
+            continue
+        k = key_of(f)
+        charged = numbered.get(t.charged_in) if is_primary and t.charged_in else None
+        if charged is not None and charged.finding is not None:
+            # Kept its points because the same bug was charged there (under another ID
+            # maybe: a revisit seen as grid-order dependence): that problem's, not a new one.
+            k = key_of(charged.finding)
+            if k in seen and t.number not in seen[k]:
+                seen[k].append(t.number)
+            continue
+        if k not in first:
+            order.append(k)
+            first[k] = (t, f)
+        if k not in first_shown and shows(f):
+            first_shown[k] = (t, f)
+        seen.setdefault(k, [])
+        if t.number not in seen[k]:
+            seen[k].append(t.number)
+        if is_primary and t.charges:
+            cost.setdefault(k, []).append(t)
+    # Costly problems first (by points), then the rest by root-cause precedence.
+    ranked = sorted(order, key=lambda k: (-sum(t.max_score - t.score for t in cost.get(k, [])),
+                                          PRECEDENCE.index(k[0]), order.index(k)))
+    problems = []
+    for n, k in enumerate(ranked, 1):
+        t, f = first_shown.get(k, first[k])
+        lost = cost.get(k, [])
+        # A submission-wide finding (no case: a missing file, a tampered channel) is
+        # explained once at the top, above every test it fails.
+        where = "summary" if f.case is None else t.number
+        problems.append(Problem(k, n, f, tuple(x.number for x in lost),
+                                sum(x.max_score - x.score for x in lost), tuple(seen[k]), where))
+    return tuple(problems)

@@ -1,0 +1,258 @@
+"""Rubric from the spec + findings -> scored tests. Never runs code, never imports JAX.
+
+One Gradescope test per (case, rung): a case's points are split evenly across
+the spec's rungs. Then one test per probe check. A test that loses points
+carries exactly one primary finding, chosen by root-cause precedence, and a
+root cause is charged once: a probe check whose finding already failed a
+correctness test keeps its points and names that test.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+from ...findings import TEST_RUNGS, CheckNote, Finding, primary
+from ...spec import PROBES, Case
+from ..run.plan import Plan, Run
+
+
+@dataclass(frozen=True)
+class TestResult:
+    number: str
+    name: str
+    case: Case
+    rung: str
+    max_score: float
+    score: float
+    finding: Finding | None                 # the primary finding, None when passed
+    others: tuple[Finding, ...] = ()       # further findings on the same test (not charged)
+    ladder: tuple[tuple[str, str], ...] = field(default=())  # (rung, passed|failed|not-run)
+    probe: str | None = None                # None: a correctness test (case, rung)
+    visibility: str = "visible"
+    charged_in: str | None = None           # the test that already charged this finding's ID
+    run: Run | None = None                  # the correctness test's run (its seed, its case)
+    note: str = ""                          # a check that could not run, through no fault of the student's
+    note_ran: bool = False                  # ... or that ran and found what costs nothing (every note says so)
+    gated_by: str | None = None             # the check whose failure took this test's points
+
+    @property
+    def passed(self) -> bool:
+        """Exactly when the test earns its points (a finding charged elsewhere keeps them)."""
+        if self.max_score > 0:
+            return self.score >= self.max_score
+        return self.finding is None or self.charged_in is not None
+
+    @property
+    def charges(self) -> bool:
+        """Whether this test's points were lost to its finding (here, not elsewhere)."""
+        return self.finding is not None and not self.passed
+
+    @property
+    def tags(self) -> list[str]:
+        return [self.finding.id] if self.finding else []
+
+
+# Probe findings that explain a failed correctness test on the same case, by
+# rung: the test then reports the root cause, with the symptom kept beside it.
+EXPLAINS = {
+    "out-of-bounds": ("generic", "tpu-interpret"),
+    "output-block-revisit": ("generic", "tpu-interpret"),
+    "dma-protocol": ("generic", "tpu-interpret"),
+    "data-race": ("tpu-interpret",),
+    "uninitialized-memory": ("generic", "tpu-interpret"),
+    "padding-dependence": ("generic", "tpu-interpret"),
+    "grid-order-dependence": ("tpu-interpret",),
+}
+
+# One bug, several views: an output block shared across a parallel axis is also
+# what makes the grid order matter and two cores race, so those are not charged again.
+SAME_BUG = {"output-block-revisit": ("grid-order-dependence", "data-race"),
+            # Data read before its copy lands, or through a semaphore two copies share, is
+            # what the fills change: the poisoning check sees the DMA bug, not a second one.
+            # and what the race detector flags (the DMA engine writing a buffer the kernel reads).
+            "dma-protocol": ("uninitialized-memory", "data-race"),
+            # A buffer written at one grid point only (scratch zeroed when every program
+            # id is 0) is read unwritten wherever that point has not run first: in another
+            # order, or on the other core. The order check sees that same unwritten read.
+            "uninitialized-memory": ("grid-order-dependence",)}
+
+# Another view of a bug only on the very case and rung whose own test that bug broke:
+# a reduction axis marked parallel runs out of order there, so steps read the
+# accumulator before the step that zeroes it, and the fills change what they read.
+# (On another case, or beside a revisit elsewhere, unwritten memory is its own bug.)
+SAME_BUG_ON_CASE = {"output-block-revisit": ("uninitialized-memory",)}
+
+# What a correctness test's own comparison says when another finding explains
+# its failure: the symptom, never a problem of its own.
+SYMPTOMS = ("wrong-result", "numerics")
+
+
+def symptom_of(primary: Finding | None, other: Finding) -> bool:
+    """``other`` is a symptom of ``primary`` on the same test (not a second problem)."""
+    if primary is None or other is primary:
+        return False
+    if other.id in SYMPTOMS and primary.id in EXPLAINS:
+        return True
+    return (other.id == "submission-error" and other.problem == "timeout"
+            and primary.id in HANG_EXPLAINS_TIMEOUT)
+
+
+def same_bug(primary: Finding | None, other: Finding) -> bool:
+    """``other`` is another view of the bug ``primary`` names (kept as evidence)."""
+    return primary is not None and other.id in SAME_BUG.get(primary.id, ())
+
+# A run that timed out on a rung where a probe saw the kernel hang in a DMA or
+# semaphore wait timed out because of that wait: the hang is the root cause and
+# the timeout its symptom, though submission-error otherwise comes first.
+HANG_EXPLAINS_TIMEOUT = ("dma-protocol", "grid-order-dependence")
+
+
+def _root_cause(hits: list[Finding], rung: str) -> Finding | None:
+    main = primary(hits)
+    if main is None or main.id != "submission-error" or main.problem != "timeout":
+        return main
+    hang = [f for f in hits if f.id in HANG_EXPLAINS_TIMEOUT and f.rung == rung and f.problem == "hang"]
+    if hang and all(f.id != "submission-error" or f.problem == "timeout" for f in hits):
+        return hang[0]
+    return main
+
+
+def _correctness(plan: Plan, wide: list[Finding], by_test: dict, explaining: list[Finding]) -> list[TestResult]:
+    a = plan.assignment
+    tests = []
+    for ci, case in enumerate(plan.cases, 1):
+        share = case.points / len(a.rungs)   # stable per test, whatever is selected
+        states = tuple((rung, "not-run" if rung not in plan.rungs else
+                        "failed" if wide or by_test.get((case.name, rung)) else "passed")
+                       for rung in a.rungs)
+        for ri, rung in enumerate(plan.rungs, 1):
+            hits = wide + by_test.get((case.name, rung), [])
+            if hits and not wide:
+                hits += [f for f in explaining if rung in EXPLAINS[f.id]]
+            main = _root_cause(hits, rung)
+            label = case.name if case.visible else f"secret case {ci}"
+            tests.append(TestResult(
+                number=f"{ci}.{ri}", name=f"{label} · {TEST_RUNGS[rung]}", case=case, rung=rung,
+                max_score=share, score=0.0 if main else share, finding=main,
+                others=tuple(f for f in hits if f is not main), ladder=states,
+                visibility=case.visibility, run=plan.test_run(case.name, rung)))
+    return tests
+
+
+def _already(main: Finding | None, charged: dict[str, str], tests: list[TestResult]) -> str | None:
+    """The test that already charged this check's root cause, if one did."""
+    if main is None or main.case is None:
+        return None
+    if main.problem == "check-not-run":
+        # Blocked by the case's own failing test: one root cause, charged there, when
+        # the grader diagnosed it (a DMA hang, an out-of-bounds block). A kernel that
+        # cannot be graded at all (it crashes, exits, returns nothing) leaves the
+        # check nothing to vouch for: it earns nothing.
+        test = _blocking_test(main, tests)
+        return test.number if test is not None else None
+    if main.id == "submission-error" or main.problem == "nothing-to-check":
+        return None   # a check that could not run, or had no kernel to examine, earns nothing
+    own = next((t for t in tests if t.probe is None and t.case.name == main.case and t.rung == main.rung
+                and not t.passed and t.finding is not None
+                and main.id in SAME_BUG_ON_CASE.get(t.finding.id, ())), None)
+    return own.number if own is not None else charged.get(main.id)
+
+
+def blocking_test(main: Finding, tests: list[TestResult]) -> TestResult | None:
+    """The case's failed correctness test that kept check ``main`` from running."""
+    if main.problem != "check-not-run" or main.case is None:
+        return None
+    rung = main.facts().get("test_rung")
+    return next((t for t in tests if t.probe is None and t.case.name == main.case
+                 and t.rung == rung and not t.passed), None)
+
+
+def _blocking_test(main: Finding, tests: list[TestResult]) -> TestResult | None:
+    """The blocking test, when the grader diagnosed its root cause (not a submission error)."""
+    test = blocking_test(main, tests)
+    return test if test is not None and test.finding.id != "submission-error" else None
+
+
+def score(plan: Plan, findings: list[Finding], notes: list[CheckNote] = ()) -> list[TestResult]:
+    """Score every (case, rung) test, then every probe check that ran.
+
+    Submission-wide findings (case None) fail every test.
+    """
+    wide = [f for f in findings if f.case is None]
+    by_test: dict[tuple[str, str], list[Finding]] = {}
+    by_probe: dict[str, list[Finding]] = {}
+    explaining: list[Finding] = []   # probes run on a few cases; the cause is the submission's
+    for f in findings:
+        if f.case is None:
+            continue
+        if f.check == "correctness":
+            by_test.setdefault((f.case, f.rung), []).append(f)
+        else:
+            by_probe.setdefault(f.check, []).append(f)
+            # (A size no test runs whose arrays the kernel does not cover explains no test.)
+            if f.id in EXPLAINS and f.problem != "not-covered":
+                explaining.append(f)
+    tests = _correctness(plan, wide, by_test, explaining)
+    charged: dict[str, str] = {}
+    for t in tests:
+        if t.finding is not None:
+            for fid in (t.finding.id, *SAME_BUG.get(t.finding.id, ())):
+                charged.setdefault(fid, t.number)
+    first_case = plan.cases[0] if plan.cases else None
+    for pi, name in enumerate(plan.probes, 1):
+        rubric = plan.assignment.probe(name)
+        hits = wide + by_probe.get(name, [])
+        main = primary(hits)
+        already = _already(main, charged, tests)
+        if main is not None and already is None and main.problem != "nothing-to-check":
+            charged[main.id] = f"P{pi}"
+        case = plan.assignment.case(main.case) if main is not None and main.case else first_case
+        mine = [n for n in notes if n.probe == name] if main is None else []
+        note = "; ".join(dict.fromkeys(n.text for n in mine))
+        shown = main
+        if already and main.problem == "check-not-run":
+            # The check never got to run: it shows the root cause that stopped it, not a
+            # grading error of its own (kept beside it as evidence).
+            shown = _blocking_test(main, tests).finding
+        tests.append(TestResult(
+            number=f"P{pi}", name=PROBES[name].title, case=case, rung=PROBES[name].rung,
+            max_score=rubric.points, score=rubric.points if (main is None or already) else 0.0,
+            finding=shown, others=tuple(f for f in hits if f is not shown), probe=name,
+            visibility=rubric.visibility, charged_in=already, note=note,
+            note_ran=bool(mine) and all(n.ran for n in mine)))
+    return _gated(plan, tests)
+
+
+def _gates(finding: Finding | None) -> bool:
+    """A check gates others only on a finding about the kernel itself (not one it
+    could not examine: the tests then fail or pass on their own)."""
+    return (finding is not None and finding.id != "submission-error"
+            and finding.problem not in ("check-not-run", "nothing-to-check"))
+
+
+def _kernel_probes(plan: Plan, gate: TestResult) -> set[str]:
+    """While the structure check finds the work outside the kernel, the probes
+    that examine the kernel's behaviour examined a copy: they earn nothing
+    (unless the spec grants them: ``[structure] probes_need_kernel = false``)."""
+    if (gate.probe != "structure" or gate.finding.problem not in ("work-outside", "no-pallas-call")
+            or not plan.assignment.structure.probes_need_kernel):
+        return set()
+    return {name for name in plan.probes if PROBES[name].examines_kernel}
+
+
+def _gated(plan: Plan, tests: list[TestResult]) -> list[TestResult]:
+    """The rubric's dependencies: a probe with ``gates`` takes the points of the
+    tests it gates while its check fails (e.g. no correctness points for work
+    done outside the kernel). The gating finding is the root cause there."""
+    out = list(tests)
+    # A check that kept its points (its finding charged elsewhere, or borrowed from the
+    # test that stopped it) gates nothing: its own check did not fail.
+    for gate in (t for t in tests if t.probe is not None and t.charged_in is None and _gates(t.finding)):
+        targets = set(plan.assignment.probe(gate.probe).gates) | _kernel_probes(plan, gate)
+        for i, t in enumerate(out):
+            group = "correctness" if t.probe is None else t.probe
+            if t is gate or group not in targets or t.score == 0 and t.finding is not None:
+                continue
+            others = tuple(f for f in (t.finding, *t.others) if f is not None)
+            out[i] = replace(t, score=0.0, finding=gate.finding, others=others, charged_in=None,
+                             gated_by=gate.number, note="")
+    return out

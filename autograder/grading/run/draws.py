@@ -1,0 +1,106 @@
+"""The inputs and float64 references of a plan's draws, made on first use.
+
+Input files are written only for runs that are really sent (a run the
+schedule drops costs nothing); references are computed by the instructor's
+numpy reference, here in the parent, from exactly the values the kernel gets.
+"""
+from __future__ import annotations
+
+import importlib.util
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Callable, Iterator
+
+import numpy as np
+
+from ...spec import Assignment
+from . import inputs
+from .plan import Draw
+
+
+def load_reference(assignment: Assignment) -> Callable:
+    """The instructor's float64 numpy reference (trusted code, run in the parent)."""
+    file, _, fn = assignment.reference.partition(":")
+    path = assignment.folder / file
+    spec = importlib.util.spec_from_file_location(f"_reference_{assignment.slug}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return getattr(module, fn)
+
+
+class DrawStore(Mapping):
+    """Draw -> float64 reference (a Mapping, computed lazily); ``files(draw)``
+    writes the draw's input files for the child."""
+
+    def __init__(self, assignment: Assignment, reference_fn: Callable, in_dir: Path):
+        self.assignment, self.reference_fn, self.in_dir = assignment, reference_fn, in_dir
+        self._files: dict[Draw, list[dict]] = {}
+        self._refs: dict[Draw, np.ndarray] = {}
+
+    def _make(self, draw: Draw):
+        return inputs.make(self.assignment, draw.case, draw.seed)
+
+    def files(self, draw: Draw) -> list[dict]:
+        if draw not in self._files:
+            self._files[draw] = self._tables(draw) if draw.abstract else self._write(draw)
+        return self._files[draw]
+
+    def _tables(self, draw: Draw) -> list[dict]:
+        """An abstract draw as the child gets it: shapes, and the small integer inputs' values
+        (``inputs.index_tables``: a data-dependent grid's estimate reads them)."""
+        out = self.abstract(draw)
+        for i, ci in inputs.index_tables(self.assignment, draw.case, draw.seed).items():
+            path = self.in_dir / f"{draw.index}_{i}.npy"
+            np.save(path, ci.array, allow_pickle=False)
+            path.chmod(0o644)
+            out[i] = {"kind": "array", "file": str(path), "dtype": ci.dtype}
+        return out
+
+    def _write(self, draw: Draw) -> list[dict]:
+        out = []
+        for i, ci in enumerate(self._make(draw)):
+            if ci.kind == "float":
+                out.append({"kind": "float", "value": ci.value})
+                continue
+            path = self.in_dir / f"{draw.index}_{i}.npy"
+            np.save(path, ci.array, allow_pickle=False)
+            path.chmod(0o644)
+            out.append({"kind": "array", "file": str(path), "dtype": ci.dtype})
+        return out
+
+    def abstract(self, draw: Draw) -> list[dict]:
+        """The draw as the tracer sees it: shapes, dtypes and static floats, no data."""
+        a, case = self.assignment, draw.case
+        params = dict(case.params)
+        return [{"kind": "float", "value": params[i.name]} if i.kind == "float" else
+                {"kind": "abstract", "shape": list(a.shape(i.shape, case)),
+                 "dtype": a.dtype_of(i.dtype, case)} for i in a.inputs]
+
+    def __getitem__(self, draw: Draw) -> np.ndarray:
+        return self.reference(draw)
+
+    def reference(self, draw: Draw, keep: bool = True) -> np.ndarray:
+        """The draw's float64 reference (``keep=False``: not cached, unless it already is)."""
+        if draw.abstract:
+            raise KeyError("an abstract draw has no reference")
+        if draw in self._refs:
+            return self._refs[draw]
+        args = [ci.array if ci.kind == "array" else ci.value for ci in self._make(draw)]
+        ref = np.asarray(self.reference_fn(*args), dtype=np.float64)
+        if keep:
+            self._refs[draw] = ref
+        return ref
+
+    def forget(self, draws) -> None:
+        """Drop these draws' references and input files (a sweep's finished key)."""
+        for draw in draws:
+            self._refs.pop(draw, None)
+            for f in self._files.pop(draw, []):
+                if f.get("file"):
+                    Path(f["file"]).unlink(missing_ok=True)
+
+    def __iter__(self) -> Iterator[Draw]:
+        return iter(self._refs)
+
+    def __len__(self) -> int:
+        return len(self._refs)

@@ -1,0 +1,477 @@
+"""The work of every grid step of a kernel, evaluated over the whole grid.
+
+A kernel body runs at every grid point, but not all of it: ``pl.when`` skips
+whole blocks (block-sparse and masked kernels skip most of them), and a
+``fori_loop`` bound can come from scalar-prefetch data. Those conditions and
+bounds are scalar computations of the program ids and the scalar-prefetch
+refs, as index maps are; this module evaluates them at every grid point
+(vectorised over the points, no kernel runs) and counts each point's work:
+matrix-unit flops by rate class, vector-unit and EUP operations, and the
+bytes of the kernel's own DMAs.
+
+What it cannot evaluate it says (``Unanalysable``): a loop whose trip count
+depends on data in the kernel's blocks, a primitive the model has no cost
+for. A ``pl.when`` condition that reads block data (not scalar-prefetch data)
+counts its costliest branch at every step.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import jax
+import numpy as np
+from jax._src import core as jax_core
+
+from .. import release
+from ..program import jaxprs
+from ..rungs.rung import scan_counts
+
+# Matrix-unit rate classes (the speed model gives each its rate):
+# bf16: bf16 (or f16, or mixed narrow) operands, one pass; f32: f32 operands at
+# DEFAULT precision, which Mosaic rounds to bf16 for one pass (JAX's Pallas TPU
+# guide, "details": "they will be rounded to bfloat16 unless float32 precision
+# is requested"); bf16x3 / bf16x6: f32 at HIGH / HIGHEST precision, 3 / 6 bf16
+# passes (jax.lax.Precision's docstring); int8, fp8, int4: both operands of
+# that type (the chip's own rate where its table has one).
+RATE_CLASSES = ("bf16", "f32", "bf16x3", "bf16x6", "int8", "fp8", "int4")
+# Each f32 operand is split into this many bf16 pieces on the vector unit
+# first (one rounding; hi/lo for 3 products; hi/mid/lo for 6).
+_PIECES = {"f32": 1, "bf16x3": 2, "bf16x6": 3}
+
+TRANSCENDENTAL = frozenset({"exp", "exp2", "log", "log1p", "tanh", "logistic", "sin", "cos", "tan", "pow",
+                            "sqrt", "rsqrt", "erf", "erf_inv", "atan2", "reciprocal"})
+REDUCTIONS = frozenset({"reduce_sum", "reduce_max", "reduce_min", "reduce_and", "reduce_or", "argmax",
+                        "argmin"})
+ELEMENTWISE = frozenset({
+    "abs", "add", "add_any", "and", "ceil", "clamp", "clz", "concatenate", "convert_element_type", "eq",
+    "floor", "ge", "gt", "integer_pow", "is_finite", "le", "lt", "max", "min", "mul", "ne", "neg",
+    "nextafter", "not", "or", "pad", "population_count", "rem", "round", "select_n", "shift_left",
+    "shift_right_arithmetic", "shift_right_logical", "sign", "square", "sub", "xor", "roll", "gather",
+    "tile", "pack_elementwise", "unpack_elementwise", "stochastic_round", "random_bits", "prng_random_bits",
+    "threefry2x32", "iota_2x32_shape", "random_fold_in", "prng_split"})
+# Moved, not computed (layout, refs, scalars, synchronisation): no unit's time.
+FREE = frozenset({
+    "get", "swap", "masked_load", "masked_swap", "broadcast_in_dim", "broadcast_to", "reshape", "squeeze",
+    "expand_dims", "program_id", "num_programs", "iota", "slice", "dynamic_slice", "transpose", "multiple_of",
+    "bitcast", "bitcast_convert_type", "stop_gradient", "debug_callback", "debug_print", "delay",
+    "semaphore_read", "semaphore_signal", "semaphore_wait", "dma_wait", "get_barrier_semaphore",
+    "axis_index", "platform_index", "dim_as_value", "check", "trace_value", "empty_ref", "reshard", "split",
+    "stack", "unstack", "add_dependency", "stage", "prng_seed", "random_seed", "random_wrap",
+    "random_unwrap", "prng_join", "copy_p"})
+_INLINE = {**release.INLINE_CLOSED, **release.INLINE_OPEN}
+_SMALL = 64          # scalar bookkeeping is evaluated; anything larger is data
+
+
+# Counted beside the work, for what a real v5e showed (docs/speed-validation.md):
+# "dots": dot_general executions (a grid step waits for its last one's result);
+# "loop_dots": those inside a loop body (each iteration waits for its own);
+# "loop_vector": vector operations inside a loop body (not overlapped across
+# iterations); "dma_starts": manual DMAs started (each has an issue-and-wait cost,
+# pltpu.emit_pipeline's inner steps included).
+# "loop_reductions": reductions over the lane axis inside a loop body (each iteration waits
+# for its own); "chain": the longest chain of dots and lane reductions outside loops in one
+# step, each waiting for the one before (a step waits for its chain's results before it ends).
+# Transposes, the cross-lane unit's throughput and pl.debug_print cost nothing measurable
+# on a v5e in the chip check's points, so none is counted.
+LOOP_COLUMNS = ("dots", "loop_dots", "loop_vector", "dma_starts", "loop_reductions", "chain")
+
+
+def _lane_reduction(eqn) -> bool:
+    """A reduction over the lane (last) axis: it goes through the cross-lane unit and its result
+    comes back after a latency."""
+    if eqn.primitive.name not in REDUCTIONS:
+        return False
+    aval = eqn.invars[0].aval
+    return bool(aval.shape) and (len(aval.shape) - 1) in tuple(eqn.params.get("axes", ()))
+
+
+def _counted(cost: dict[str, float], eqn, in_loop: bool) -> dict[str, float]:
+    name = eqn.primitive.name
+    out = dict(cost)
+    if name == "dot_general":
+        out["loop_dots" if in_loop else "dots"] = 1.0
+    if name == "dma_start":
+        out["dma_starts"] = 1.0
+    if in_loop and _lane_reduction(eqn):
+        out["loop_reductions"] = 1.0
+    if in_loop and cost.get("vector"):
+        out["loop_vector"] = cost["vector"]
+    return out
+
+
+class Unanalysable(Exception):
+    """The kernel has something the model cannot put a time on (says what)."""
+
+
+@dataclass(frozen=True)
+class _Val:
+    """A value known at every grid point (``batched``: one per point, on axis 0)."""
+    value: np.ndarray
+    batched: bool
+    data: bool = False            # computed from scalar-prefetch data
+
+
+@dataclass(frozen=True)
+class _Ref:
+    """A scalar-prefetch ref and its data."""
+    value: np.ndarray
+
+
+@dataclass(frozen=True)
+class GridWork:
+    columns: dict[str, np.ndarray]    # column -> work at each grid point
+    data_dependent: bool              # a condition or loop bound read scalar-prefetch data
+
+
+def _size(aval) -> int:
+    return int(np.prod(getattr(aval, "shape", ()) or (1,), dtype=np.int64))
+
+
+def _kind(dtype) -> str:
+    name = np.dtype(dtype).name
+    if name in ("int8", "uint8"):
+        return "int8"
+    if name in ("int4", "uint4"):
+        return "int4"
+    if name.startswith("float8"):
+        return "fp8"
+    return "f32" if np.dtype(dtype).itemsize >= 4 else "bf16"
+
+
+def _passes(precision: Any) -> int:
+    """bf16 passes of an f32 matmul: None and DEFAULT are one (Mosaic's default)."""
+    if precision is None:
+        return 1
+    if isinstance(precision, (tuple, list)):
+        return max(_passes(p) for p in precision)
+    name = str(getattr(precision, "name", precision)).upper()
+    if name in ("HIGHEST", "FLOAT32", "F32_F32_F32") or "X6" in name:
+        return 6
+    if name in ("HIGH", "BFLOAT16_3X", "TENSORFLOAT32") or "X3" in name:
+        return 3
+    return 1
+
+
+def rate_class(lhs_dtype, rhs_dtype, precision: Any) -> str:
+    """The matrix-unit rate class of a dot_general (see RATE_CLASSES)."""
+    kinds = {_kind(lhs_dtype), _kind(rhs_dtype)}
+    if len(kinds) == 1 and kinds <= {"int8", "int4", "fp8"}:
+        return kinds.pop()
+    if "f32" in kinds:
+        return {1: "f32", 3: "bf16x3", 6: "bf16x6"}[_passes(precision)]
+    return "bf16"
+
+
+def _dot_cost(eqn) -> dict[str, float]:
+    (lhs_contract, _rc), _batch = eqn.params["dimension_numbers"]
+    lhs, rhs = eqn.invars[0].aval, eqn.invars[1].aval
+    k = int(np.prod([lhs.shape[d] for d in lhs_contract], dtype=np.int64)) if lhs_contract else 1
+    cls = rate_class(lhs.dtype, rhs.dtype, eqn.params.get("precision"))
+    cost = {f"mxu:{cls}": 2.0 * _size(eqn.outvars[0].aval) * k}
+    pieces = _PIECES.get(cls, 0)
+    if pieces:
+        # The f32 operands are rounded (or split) to bf16 on the vector unit.
+        cost["vector"] = float(pieces * sum(_size(a) for a in (lhs, rhs) if _kind(a.dtype) == "f32"))
+    return cost
+
+
+def _dma_bytes(eqn) -> int:
+    """The bytes one DMA copies: its source as transformed (the slice it names)."""
+    try:
+        src = eqn.params["tree"].unflatten([v.aval for v in eqn.invars])[0]
+        return int(np.prod(src.shape, dtype=np.int64)) * int(np.dtype(src.dtype).itemsize)
+    except Exception:  # noqa: BLE001 - a DMA whose slice cannot be read counts its whole source
+        inner = getattr(eqn.invars[0].aval, "inner_aval", eqn.invars[0].aval)
+        return _size(inner) * int(np.dtype(inner.dtype).itemsize)
+
+
+def eqn_cost(eqn) -> dict[str, float]:
+    """One equation's work, by column (control flow is walked, not costed here)."""
+    name = eqn.primitive.name
+    out = eqn.outvars[0].aval if eqn.outvars else None
+    if name == "dot_general":
+        return _dot_cost(eqn)
+    if name in TRANSCENDENTAL:
+        return {"transcendental": float(_size(out))}
+    if name == "div":
+        # A float divide is a reciprocal on the EUP and a multiply; integers divide on the vector unit.
+        floating = np.issubdtype(np.dtype(out.dtype), np.floating)
+        return {"transcendental": float(_size(out)), "vector": float(_size(out))} if floating else \
+            {"vector": float(_size(out))}
+    if name in REDUCTIONS:
+        return {"vector": float(_size(eqn.invars[0].aval))}
+    if name == "dma_start":
+        return {"dma_bytes": float(_dma_bytes(eqn))}
+    if name in ELEMENTWISE:
+        return {"vector": float(_size(out))}
+    if name in FREE or name in _INLINE or name in ("cond", "while", "scan", release.RUN_SCOPED):
+        return {}
+    raise Unanalysable(f"the kernel body uses '{name}', which the model has no cost for")
+
+
+class _Grid:
+    """Walks a kernel body once for all grid points: values as arrays over the
+    points, work added only at the points a branch runs."""
+
+    def __init__(self, points: np.ndarray | None, grid: tuple[int, ...], prefetch_known: bool = True):
+        self.points, self.grid, self.prefetch_known = points, grid, prefetch_known
+        self.n = len(points) if points is not None else 1
+        self.work: dict[str, np.ndarray] = {}
+        self.data_dependent = False
+        self.loops = 0              # how many loop bodies enclose the equations being walked
+        # The longest chain of dots and lane reductions each waiting for the last (outside loops):
+        # a value's place in it, and the chain at every point.
+        self.depth: dict = {}
+        self.chain = np.zeros(self.n)
+
+    def fork(self) -> _Grid:
+        g = _Grid(self.points, self.grid, self.prefetch_known)
+        g.loops, g.depth = self.loops, self.depth
+        return g
+
+    def _depth(self, vars_) -> int:
+        return max((self.depth.get(v, 0) for v in vars_ if not isinstance(v, jax_core.Literal)), default=0)
+
+    def _pass_depth(self, outer, inner) -> None:
+        for o, i in zip(outer, inner):
+            if not isinstance(o, jax_core.Literal):
+                self.depth[i] = self.depth.get(o, 0)
+
+    def _loop(self, jaxpr, env: dict, mask: np.ndarray, scale) -> dict:
+        """Walk a loop body (``scale``: the trips): a real v5e runs a loop's iterations one after
+        another, so its work is counted apart (LOOP_COLUMNS)."""
+        self.loops += 1
+        try:
+            return self.walk(jaxpr, env, mask, scale)
+        finally:
+            self.loops -= 1
+
+    def _add(self, local: dict[str, float], mask: np.ndarray, scale) -> None:
+        for col, amount in local.items():
+            if amount:
+                self.work[col] = self.work.get(col, 0.0) + np.where(mask, amount * scale, 0.0)
+
+    @staticmethod
+    def read(env: dict, v) -> Any:
+        if isinstance(v, jax_core.Literal):
+            return _Val(np.asarray(v.val), False)
+        return env.get(v)
+
+    def walk(self, jaxpr, env: dict, mask: np.ndarray, scale) -> dict:
+        """Walk ``jaxpr`` at the points in ``mask``, ``scale`` times each (a loop's trips)."""
+        local: dict[str, float] = {}
+        longest = 0
+        for eqn in jaxpr.eqns:
+            ins = [self.read(env, v) for v in eqn.invars]
+            outs = self._eqn(eqn, ins, mask, scale, local)
+            for v, o in zip(eqn.outvars, outs):
+                env[v] = o
+            longest = max(longest, self._chain(eqn))
+        self._add(local, mask, scale)
+        if longest:
+            self.chain = np.maximum(self.chain, np.where(mask, float(longest), 0.0))
+        return env
+
+    def _chain(self, eqn) -> int:
+        """Place ``eqn``'s outputs in the dependency chain; its length there when it is a dot or
+        a lane reduction outside loops (each waits for its operands' results), else 0."""
+        name = eqn.primitive.name
+        if any(v in self.depth for v in eqn.outvars) or name in ("scan", "while"):
+            return 0            # set by the sub-program walked (inline, cond), or a loop's (not chained)
+        waits = self.loops == 0 and (name == "dot_general" or _lane_reduction(eqn))
+        d = self._depth(eqn.invars) + (1 if waits else 0)
+        if name == "get":
+            d = 0               # a ref read: the chain through memory is not followed
+        for v in eqn.outvars:
+            self.depth[v] = d
+        return d if waits else 0
+
+    def _eqn(self, eqn, ins: list, mask: np.ndarray, scale, local: dict) -> list:
+        name = eqn.primitive.name
+        if name == "cond":
+            self._cond(eqn, ins, mask, scale)
+            return [None] * len(eqn.outvars)
+        if name == "scan":
+            p = eqn.params
+            body = p["jaxpr"]
+            nc = scan_counts(p)[0]
+            env = _bind(body.jaxpr, body.consts, ins[:nc] + [None] * (len(ins) - nc))
+            self._loop(body.jaxpr, env, mask, scale * int(p["length"]))
+            return [None] * len(eqn.outvars)
+        if name == "while":
+            p = eqn.params
+            trips = self._trips(eqn, ins)
+            body = p["body_jaxpr"]
+            cn, bn = p["cond_nconsts"], p["body_nconsts"]
+            env = _bind(body.jaxpr, body.consts, ins[cn:cn + bn] + [None] * (len(ins) - cn - bn))
+            self._loop(body.jaxpr, env, mask, scale * trips)
+            return [None] * len(eqn.outvars)
+        if name in _INLINE:
+            return self._inline(eqn, ins, mask, scale)
+        if name == release.RUN_SCOPED:
+            body = eqn.params["jaxpr"]
+            self._pass_depth(eqn.invars, body.constvars)
+            env = {**dict(zip(body.constvars, ins)), **{v: None for v in body.invars}}
+            self.walk(body, env, mask, scale)
+            return [None] * len(eqn.outvars)
+        for col, amount in _counted(eqn_cost(eqn), eqn, self.loops > 0).items():
+            local[col] = local.get(col, 0.0) + amount
+        return self._value(eqn, ins)
+
+    def _inline(self, eqn, ins: list, mask: np.ndarray, scale) -> list:
+        body = eqn.params[_INLINE[eqn.primitive.name]]
+        closed = jaxprs.is_closed(body)
+        inner = body.jaxpr if closed else body
+        self._pass_depth(eqn.invars, inner.invars)
+        env = self.walk(inner, _bind(inner, body.consts if closed else (), ins), mask, scale)
+        self._pass_depth(inner.outvars, eqn.outvars)
+        return [self.read(env, v) for v in inner.outvars]
+
+    def _cond(self, eqn, ins: list, mask: np.ndarray, scale) -> None:
+        index, operands = ins[0], ins[1:]
+        branches = eqn.params["branches"]
+        for branch in branches:
+            self._pass_depth(eqn.invars[1:], branch.jaxpr.invars)
+        try:
+            self._branches(eqn, index, operands, branches, mask, scale)
+        finally:
+            for v in eqn.outvars:
+                self.depth[v] = max((self.depth.get(b.jaxpr.outvars[k], 0) for b in branches
+                                     for k in [eqn.outvars.index(v)] if k < len(b.jaxpr.outvars)
+                                     and not isinstance(b.jaxpr.outvars[k], jax_core.Literal)), default=0)
+
+    def _branches(self, eqn, index, operands: list, branches, mask: np.ndarray, scale) -> None:
+        if isinstance(index, _Val) and (self.points is not None or not index.batched):
+            self.data_dependent |= index.data
+            which = np.clip(np.broadcast_to(index.value.reshape(-1) if index.batched else index.value,
+                                            (self.n,)), 0, len(branches) - 1)
+            for b, branch in enumerate(branches):
+                sub = mask & (which == b)
+                if sub.any():
+                    self.walk(branch.jaxpr, _bind(branch.jaxpr, branch.consts, operands), sub, scale)
+            return
+        # A condition on block data: it may hold at any step, so the costliest branch counts.
+        parts = []
+        for branch in branches:
+            g = self.fork()
+            g.walk(branch.jaxpr, _bind(branch.jaxpr, branch.consts, operands), mask, scale)
+            self.data_dependent |= g.data_dependent
+            parts.append(g.work)
+            self.chain = np.maximum(self.chain, g.chain)
+        for col in {c for part in parts for c in part}:
+            best = np.max([part.get(col, np.zeros(self.n)) for part in parts], axis=0)
+            self.work[col] = self.work.get(col, 0.0) + best
+
+    def _trips(self, eqn, ins: list):
+        """A while loop's trip count at every point: fori_loop(lo, hi) runs hi - lo times."""
+        p = eqn.params
+        cn, bn = p["cond_nconsts"], p["body_nconsts"]
+        cond, body = p["cond_jaxpr"].jaxpr, p["body_jaxpr"].jaxpr
+        carry = ins[cn + bn:]
+        if not _is_fori(cond, body, cn, bn):
+            raise Unanalysable("the kernel body has a while_loop whose trip count the model cannot evaluate "
+                               "(only fori_loop bounds from grid indices or scalar-prefetch data)")
+        lo, hi = carry[0], carry[1]
+        if not (isinstance(lo, _Val) and isinstance(hi, _Val)) or (self.points is None and (lo.batched or
+                                                                                            hi.batched)):
+            raise Unanalysable("the kernel body has a fori_loop whose bound depends on data in its blocks, "
+                               "which the model cannot evaluate" if self.prefetch_known else
+                               "the kernel body has a fori_loop whose bound the model cannot evaluate without "
+                               "the scalar-prefetch data")
+        self.data_dependent |= lo.data or hi.data
+        trips = np.maximum(np.asarray(hi.value, np.float64) - np.asarray(lo.value, np.float64), 0.0)
+        return trips.reshape(-1) if (lo.batched or hi.batched) else float(trips)
+
+    def _value(self, eqn, ins: list) -> list:
+        """The outputs of a scalar computation whose inputs are known, at every point."""
+        name, outs = eqn.primitive.name, eqn.outvars
+        if name == "program_id":
+            axis = int(eqn.params["axis"])
+            if self.points is None:
+                return [None]
+            return [_Val(self.points[:, axis].astype(np.int32), True)]
+        if name == "num_programs":
+            return [_Val(np.asarray(self.grid[int(eqn.params["axis"])], np.int32), False)]
+        if name == "get":
+            return [_read_prefetch(eqn, ins)]
+        if name == "multiple_of":
+            return [ins[0]]                 # a hint to the compiler: the value itself
+        # Effects (ref reads and writes, DMAs, prints) are never replayed here.
+        if (eqn.effects or not ins or any(not isinstance(i, _Val) for i in ins) or
+                any(_size(o.aval) > _SMALL for o in outs)):
+            return [None] * len(outs)
+        return _bind_values(eqn, ins)
+
+
+def _bind(jaxpr, consts, ins: list) -> dict:
+    env = {v: _Val(np.asarray(c), False) if _size(getattr(c, "aval", np.asarray(c))) <= _SMALL else None
+           for v, c in zip(jaxpr.constvars, consts)}
+    env.update(zip(jaxpr.invars, ins))
+    return env
+
+
+def _is_fori(cond, body, cn: int, bn: int) -> bool:
+    """The while_loop jax.lax.fori_loop builds: carry (i, upper, ...), ``i < upper``, ``i + 1``."""
+    if len(cond.eqns) != 1 or cond.eqns[0].primitive.name != "lt":
+        return False
+    if list(cond.eqns[0].invars) != list(cond.invars[cn:cn + 2]) or cond.outvars != cond.eqns[0].outvars:
+        return False
+    step = next((e for e in body.eqns if e.outvars and e.outvars[0] is body.outvars[0]), None)
+    return (step is not None and step.primitive.name == "add" and body.invars[bn] in step.invars
+            and any(isinstance(v, jax_core.Literal) and v.val == 1 for v in step.invars)
+            and body.outvars[1] is body.invars[bn + 1])
+
+
+def _read_prefetch(eqn, ins: list) -> _Val | None:
+    """``ref[i, j]`` of a scalar-prefetch ref at every point (indices clamped, as TPU SMEM reads are
+    bounded by the ref)."""
+    ref = ins[0]
+    if not isinstance(ref, _Ref):
+        return None
+    known = {id(v): val for v, val in zip(eqn.invars[1:], ins[1:])}
+    try:
+        transforms = eqn.params["tree"].unflatten(list(eqn.invars[1:]))
+    except Exception:  # noqa: BLE001 - an indexer this release spells otherwise: not evaluated
+        return None
+    if len(transforms) != 1 or type(transforms[0]).__name__ != "NDIndexer":
+        return None
+    cols, batched = [], False
+    for d, ix in enumerate(transforms[0].indices):
+        val = _Val(np.asarray(ix.val), False) if isinstance(ix, jax_core.Literal) else known.get(id(ix))
+        if not isinstance(val, _Val) or val.value.ndim != (1 if val.batched else 0) or d >= ref.value.ndim:
+            return None
+        cols.append(np.clip(val.value.astype(np.int64), 0, ref.value.shape[d] - 1))
+        batched |= val.batched
+    if len(cols) != ref.value.ndim:
+        return None
+    return _Val(np.asarray(ref.value[tuple(cols)]), batched, True)
+
+
+def _bind_values(eqn, ins: list[_Val]) -> list:
+    fn = lambda *a: eqn.primitive.bind(*a, **eqn.params)
+    axes = [0 if i.batched else None for i in ins]
+    try:
+        batched = any(a is not None for a in axes)
+        out = jax.vmap(fn, in_axes=axes)(*[i.value for i in ins]) if batched else fn(*[i.value for i in ins])
+    except Exception:  # noqa: BLE001 - a primitive that cannot run outside a kernel: value unknown
+        return [None] * len(eqn.outvars)
+    outs = out if eqn.primitive.multiple_results else [out]
+    batched = any(i.batched for i in ins)
+    data = any(i.data for i in ins)
+    return [_Val(np.asarray(o), batched, data) for o in outs]
+
+
+def grid_work(kernel, grid: tuple[int, ...], points: np.ndarray | None, prefetch: list | None,
+              num_prefetch: int) -> GridWork:
+    """Every grid point's work (``points``: None when the grid is too large to list; then every
+    condition counts its costliest branch). ``prefetch``: the scalar-prefetch values, when known."""
+    g = _Grid(points, grid, prefetch is not None or not num_prefetch)
+    env: dict = {v: None for v in kernel.constvars}
+    for k, v in enumerate(kernel.invars):
+        env[v] = _Ref(np.asarray(prefetch[k])) if prefetch is not None and k < num_prefetch else None
+    g.walk(kernel, env, np.ones(g.n, dtype=bool), 1.0)
+    columns = {col: np.broadcast_to(np.asarray(w, np.float64), (g.n,)).copy() for col, w in g.work.items()}
+    if g.chain.any():
+        columns["chain"] = g.chain
+    return GridWork(columns, g.data_dependent)
