@@ -1,5 +1,6 @@
 """Probes through the real CLI: each corpus bug gets its exact primary ID, on the
 tests where it should, and is charged once."""
+import json
 import re
 
 import pytest
@@ -240,8 +241,11 @@ def test_work_outside_a_kernel_earns_no_correctness_points(grade_cli, path, slug
 @releases
 def test_dma_race_between_cores_is_data_race(grade_cli):
     # Both cores DMA the middle chunk's rows to HBM: right values everywhere, a race on a chip.
-    doc, _ = grade_cli(DMA / "dma_core_ranges_overlap.py", "dma_scale")
+    doc, out = grade_cli(DMA / "dma_core_ranges_overlap.py", "dma_scale")
     assert tags(doc) == [[]] * 8
+    # The kernel prints nothing: the race detector's log is no output of the student's.
+    assert "What your code printed" not in out and "NpVectorClock" not in out + json.dumps(doc)
+    assert out.count("RACE DETECTED") == 1 and doc["output"].count("RACE DETECTED") == 0
     assert probe_tags(doc) == {**DMA_CLEAN, "Races and DMA protocol": ["data-race"]}
     t = _probe(doc, "Races and DMA protocol")
     assert t["score"] == 0 and "2 cores simulated" in t["output"]

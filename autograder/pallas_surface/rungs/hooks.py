@@ -37,6 +37,7 @@ import importlib
 import io
 import logging
 import os
+import re
 import sys
 import tempfile
 import threading
@@ -432,8 +433,10 @@ class _Reports(logging.Handler):
 @contextmanager
 def capture():
     """What the interpreter reports during the block (race reports, semaphores
-    left non-zero), from file descriptor 1, ``sys.stdout`` and logged warnings;
-    it is still printed afterwards, as the student's output."""
+    left non-zero), from file descriptor 1, ``sys.stdout`` and logged warnings.
+    Afterwards only what the kernel itself printed (``jax.debug.print``) goes on
+    to the student's output: the interpreter's reports are the checks' evidence,
+    explained under their check, never the student's own output."""
     got = Captured()
     reports = _Reports()
     root = logging.getLogger()
@@ -454,6 +457,28 @@ def capture():
         root.removeHandler(reports)
         tmp.seek(0)
         logged = "".join(line if line.endswith("\n") else line + "\n" for line in reports.lines)
-        got.text = tmp.read().decode("utf-8", "replace") + printed + logged
+        direct = tmp.read().decode("utf-8", "replace") + printed
+        got.text = direct + logged
         tmp.close()
-        sys.stdout.write(got.text)
+        sys.stdout.write(printed_by_kernel(direct))
+
+
+# What TPU interpret mode prints itself (0.10.2 prints its race reports; both
+# releases print a semaphore left non-zero at a kernel's exit).
+_SEMAPHORE_LEFT = re.compile(r"^Semaphore \S+ has non-zero count for .* at kernel exit:")
+
+
+def printed_by_kernel(text: str) -> str:
+    """``text`` without the interpreter's own reports: a race report (its
+    RACE_MARK line and the indented lines under it) and a semaphore left non-zero."""
+    kept, in_report = [], False
+    for line in text.splitlines(keepends=True):
+        if line.startswith(release.RACE_MARK):
+            in_report = True
+            continue
+        if in_report and line[:1] in (" ", "\t"):
+            continue
+        in_report = False
+        if not _SEMAPHORE_LEFT.match(line):
+            kept.append(line)
+    return "".join(kept)
