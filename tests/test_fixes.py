@@ -3,12 +3,12 @@ semantics a finding's facts name, and the line of the student's file."""
 from autograder import spec
 from autograder.feedback import fixes
 from autograder.findings import Finding, fix_line
-from autograder.grading.identity.sources import KernelSource, of_program
+from autograder.grading.identity.sources import KernelSource, Place, Sources, of_program
 
 MATMUL = spec.find("matmul")
 ADD = spec.find("add")
 FLASH = spec.find("flash_attention")
-CALL = (KernelSource("k_axis_parallel.py:29", "matmul", "kernel", "k_axis_parallel.py:14-22"),)
+CALL = Sources((KernelSource("k_axis_parallel.py:29", "matmul", "kernel", "k_axis_parallel.py:14-22"),))
 
 
 def _shared(axis, semantics, grid=(2, 2, 3)):
@@ -21,7 +21,7 @@ def _shared(axis, semantics, grid=(2, 2, 3)):
 def test_a_k_axis_already_last_needs_only_its_semantics():
     # k_axis_parallel.py: K is grid axis 2, already innermost, marked "parallel".
     f = _shared(2, ("parallel", "parallel", "parallel"))
-    assert fixes.fix(f, MATMUL, kernels=CALL).text == (
+    assert fixes.fix(f, MATMUL, sources=CALL).text == (
         'grid axis 2 is already last: mark it "arbitrary", dimension_semantics=("parallel", "parallel", '
         '"arbitrary") (in the pl.pallas_call at k_axis_parallel.py:29)')
 
@@ -49,8 +49,8 @@ def _static_oob(case="small"):
 
 
 def test_a_grid_one_step_too_long_names_the_axis_the_input_and_its_dimension():
-    where = (KernelSource("add.py:14", "add", "kernel", "add.py:9"),)
-    assert fixes.fix(_static_oob(), ADD, kernels=where).text == (
+    where = Sources((KernelSource("add.py:14", "add", "kernel", "add.py:9"),))
+    assert fixes.fix(_static_oob(), ADD, sources=where).text == (
         "grid axis 1 runs 3 steps on case small, but x has pl.cdiv(N, 128) = 2 blocks along N: make that "
         "axis pl.cdiv(N, 128) long (in the pl.pallas_call at add.py:14)")
 
@@ -70,19 +70,19 @@ def test_a_secret_case_gets_the_general_line_and_numerics_the_assignments_hint()
     f = _static_oob(hidden)
     assert fixes.fix(f, ADD, visible=False) == fixes.Fix(fix_line(f), specific=False)
     n = Finding.make("numerics", "generic", "47791 of 49152 outputs are NaN or Inf", case="logits-f32-b2-s384-d64")
-    body = (KernelSource("fa.py:37", "flash_attention", "flash_attention_kernel", "fa.py:14-29"),)
-    assert fixes.fix(n, FLASH, kernels=body).text == FLASH.numerics_hint.rstrip(".") + \
+    body = Sources((KernelSource("fa.py:37", "flash_attention", "flash_attention_kernel", "fa.py:14-29"),))
+    assert fixes.fix(n, FLASH, sources=body).text == FLASH.numerics_hint.rstrip(".") + \
         " (in flash_attention_kernel, fa.py:14-29)"
     # Blocks the grid never visits are the pallas_call's doing, even shown in general terms.
     unwritten = Finding.make("uninitialized-memory", "static", "2 blocks never visited", case=hidden,
                              check="index-maps", operand="output 0", unwritten_count=2, unwritten_blocks=[[3, 0]],
                              block_grid=[4, 2])
     fills = Finding.make("uninitialized-memory", "generic", "changes with the fill", case=hidden, fills_failing=["x"])
-    where = (KernelSource("add.py:14", "add", "kernel", "add.py:9"),)
-    assert fixes.best([fills, unwritten], ADD, shows=lambda f: False, kernels=where).text == \
+    where = Sources((KernelSource("add.py:14", "add", "kernel", "add.py:9"),))
+    assert fixes.best([fills, unwritten], ADD, shows=lambda f: False, sources=where).text == \
         fix_line(fills) + " (in the pl.pallas_call at add.py:14)"
     # Several pallas_calls and a finding that does not say which: no line is named.
-    assert fixes.fix(n, FLASH, kernels=body * 2).text == FLASH.numerics_hint.rstrip(".")
+    assert fixes.fix(n, FLASH, sources=Sources(body.kernels * 2)).text == FLASH.numerics_hint.rstrip(".")
 
 
 def test_the_program_document_names_each_pallas_call_and_its_kernel_lines():
@@ -92,7 +92,90 @@ def test_the_program_document_names_each_pallas_call_and_its_kernel_lines():
     doc = {"sources": [["add.py", 9, "kernel"], ["add.py", 11, "kernel"], ["add.py", 14, "add"]],
            "program": {"jaxpr": {"eqns": [eqn("pjit", None, jaxpr={"jaxpr": {"eqns": [
                eqn("pallas_call", 2, jaxpr=kernel)]}})]}}}
-    assert of_program(doc, lambda f, line: f"{f}:{line}") == (
-        KernelSource("add.py:14", "add", "kernel", "add.py:9-11"),)
-    cells = of_program(doc, lambda f, line: f"add.ipynb cell 2, line {line - 7}")
+    assert of_program(doc, lambda f, line: f"{f}:{line}").kernels == (
+        KernelSource("add.py:14", "add", "kernel", "add.py:9-11", at=Place("add.py:14")),)
+    cells = of_program(doc, lambda f, line: f"add.ipynb cell 2, line {line - 7}").kernels
     assert cells[0].call == "add.ipynb cell 2, line 7" and cells[0].lines == "add.ipynb cell 2, line 2-4"
+
+
+REVERSED_K = '''\
+def matmul(x, y):
+    m, kdim = x.shape
+    nk = kdim // BK
+    return pl.pallas_call(
+        matmul_kernel,
+        out_shape=jax.ShapeDtypeStruct((m, y.shape[1]), jnp.float32),
+        grid=(m // BM, y.shape[1] // BN, nk),
+        in_specs=[pl.BlockSpec((BM, BK), lambda i, j, k: (i, nk - k)),
+                  pl.BlockSpec((BK, BN), lambda i, j, k: (nk - k, j))],
+        out_specs=pl.BlockSpec((BM, BN), lambda i, j, k: (i, j)),
+        compiler_params=pltpu.CompilerParams(
+            dimension_semantics=("parallel", "parallel", "parallel")),
+    )(x, y)
+'''
+
+
+def _kernel_of(text: str, call_line: int, **more) -> Sources:
+    """The places of a file's one pallas_call, as ``of_program`` builds them."""
+    from autograder.grading.identity import calls
+    lines = text.splitlines()
+    got = calls.of_call(calls.parse(text), call_line)
+    at = lambda n: Place(f"k.py:{n}", lines[n - 1].strip()) if n else None
+    k = KernelSource(f"k.py:{call_line}", "matmul", "kernel", "k.py:1-3", at(call_line), at(got.grid),
+                     at(got.semantics), tuple(at(n) for n in got.in_maps), tuple(at(n) for n in got.out_maps),
+                     **more)
+    return Sources((k,), file="k.py", text=tuple(lines), where=lambda f, n: f"{f}:{n}")
+
+
+def test_the_fault_is_the_line_that_holds_it_quoted_as_written():
+    from autograder.feedback import faults
+    src = _kernel_of(REVERSED_K, 4, refs=("x_ref", "y_ref", "o_ref"), inputs=2)
+    # The grid one step too long: its grid= line, not the call's.
+    oob = Finding.make("out-of-bounds", "static", "...", case="f32-256x384x256", check="index-maps",
+                       operand="input 0", grid_point=[0, 0, 3], block_index=[0, 3], array_shape=[256, 384],
+                       element_range=[[0, 128], [384, 512]], block_shape=[128, 128], grid=[2, 2, 4])
+    assert faults.fault(oob, src) == faults.Fault("the grid", Place("k.py:7", "grid=(m // BM, y.shape[1] // BN, nk),"))
+    # A block past the end from the map itself (nk - k at k = 0): that operand's lambda, by its
+    # number or by the ref's name in TPU interpret mode's error.
+    reversed_map = oob.with_facts(grid=[2, 2, 3], grid_point=[0, 0, 0])
+    lam = Place("k.py:8", "in_specs=[pl.BlockSpec((BM, BK), lambda i, j, k: (i, nk - k)),")
+    assert faults.fault(reversed_map, src).place == lam
+    window = {"element_range": [[0, 128], [384, 512]], "array_shape": [384, 256], "block_index": [3, 0],
+              "grid_point": [0, 0, 0], "operand": 'input "y_ref"'}
+    runtime = Finding.make("out-of-bounds", "tpu-interpret", "IndexError", case="f32-256x384x256", window=window)
+    assert faults.fault(runtime, src).place.text == "pl.BlockSpec((BK, BN), lambda i, j, k: (nk - k, j))],"
+    # A reduction axis marked parallel: its dimension_semantics.
+    shared = _shared(2, ("parallel",) * 3)
+    assert faults.fault(shared, src).place == Place("k.py:12", 'dimension_semantics=("parallel", "parallel", '
+                                                              '"parallel")),')
+    assert fixes.fix(shared, MATMUL, sources=src).where == "at k.py:12"
+    # The race detector's access names the line; work outside the kernel, its equation's line.
+    race = Finding.make("data-race", "tpu-interpret", "...", case="f32-256x384x256", check="races",
+                        accesses=[{"access": "read", "where": "k.py:9:11 (kernel)"},
+                                  {"access": "write", "where": "k.py:13:5 (kernel)"}])
+    assert faults.fault(race, src) == faults.Fault("the racing write", Place("k.py:13", ")(x, y)"))
+    outside = Sources((), (("dot_general", Place("k.py:3", "nk = kdim // BK")),), "k.py")
+    work = Finding.make("not-a-kernel", "static", "...", check="structure", outside={"dot_general": 1})
+    assert faults.fault(work, outside).place.where == "k.py:3"
+    # A file the student did not write, or a line it does not have: nothing quoted.
+    assert faults.fault(race.with_facts(accesses=[{"access": "write", "where": "jax/x.py:3:1"}]), src) is None
+
+
+def test_specs_are_followed_through_names_and_grid_specs():
+    from autograder.grading.identity import calls
+    text = (ADD.folder / "corpus" / "grid_one_step_too_long.py").read_text()
+    got = calls.of_call(calls.parse(text), 14)
+    assert (got.grid, got.in_maps, got.out_maps, got.semantics) == (15, (13, 13), (13,), None)
+    prefetch = '''\
+def add(x, y):
+    def index(i, order):
+        return (order[i], 0)
+    spec = pl.BlockSpec((8, 128), index)
+    gs = pltpu.PrefetchScalarGridSpec(num_scalar_prefetch=1, grid=(n,),
+                                      in_specs=[spec] * 2, out_specs=spec)
+    return pl.pallas_call(kernel, grid_spec=gs, out_shape=x,
+                          compiler_params={"mosaic": {"dimension_semantics": ("arbitrary",)}})(o, x, y)
+'''
+    got = calls.of_call(calls.parse(prefetch), 7)
+    assert (got.grid, got.in_maps, got.out_maps, got.semantics) == (5, (3, 3), (3,), 8)
+    assert calls.of_call(calls.parse("x = 1\n"), 1) is None and calls.parse("def (") is None

@@ -11,7 +11,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..findings import Finding, fix_line
-from ..grading.identity.sources import KernelSource
+from ..grading.identity.sources import Place, Sources
+from . import faults
 
 # Findings about how the kernel is called (grid, block specs, semantics, scratch): the
 # pl.pallas_call's line is where the fix goes. The others are about what the body computes.
@@ -28,46 +29,62 @@ def _about_the_call(f: Finding) -> bool:
 
 @dataclass(frozen=True)
 class Fix:
-    text: str                 # the line, with where the construct is when known
+    what: str                 # the line itself
     specific: bool            # in the finding's own terms (or the assignment's hint), not the general line
+    where: str = ""           # "at add.py:15" (the line that holds the fault), "in the pl.pallas_call at ..."
+    at: Place | None = None   # that line, quoted as written, when the fault's line is known
+
+    @property
+    def text(self) -> str:
+        """The line with where to make it: the problem list's form."""
+        return f"{self.what} ({self.where})" if self.where else self.what
 
 
-def fix(f: Finding, assignment=None, *, visible: bool = True, kernels: tuple[KernelSource, ...] = ()) -> Fix:
+def fix(f: Finding, assignment=None, *, visible: bool = True, sources: Sources | None = None,
+        related=()) -> Fix:
     """``visible``: the finding's facts may be shown; ``assignment``: for its
-    ``numerics_hint`` and the handout's names of dimensions; ``kernels``: where
-    the pallas_calls are."""
+    ``numerics_hint`` and the handout's names of dimensions; ``sources``: where
+    the program's parts are; ``related``: the grading's other findings."""
     specific = _specific(f, _dims(f, assignment)) if visible else None
     if f.id == "numerics" and assignment is not None and assignment.numerics_hint:
         specific = assignment.numerics_hint.rstrip(".")
-    text = specific or fix_line(f)
-    at = where(f, kernels)
-    return Fix(f"{text} ({at})" if at else text, specific is not None)
+    found = faults.fault(f, sources, related)
+    return Fix(specific or fix_line(f), specific is not None, where(f, sources, related),
+               found.place if found is not None else None)
 
 
-def best(findings: list[Finding], assignment=None, *, shows=lambda f: True,
-         kernels: tuple[KernelSource, ...] = ()) -> Fix:
+def best(findings: list[Finding], assignment=None, *, shows=lambda f: True, sources: Sources | None = None,
+         related=()) -> Fix:
     """The fix of one problem from every finding of it: the first that can be said
     in the student's terms, the static analysis's first (it knows the whole grid
     and every block), else the general line of the first finding."""
     ordered = sorted(findings, key=lambda f: f.rung != "static")
     chosen = next((f for f in ordered if shows(f) and _specific(f, _dims(f, assignment))), None)
     if chosen is not None:
-        return fix(chosen, assignment, visible=True, kernels=kernels)
+        return fix(chosen, assignment, visible=True, sources=sources, related=related)
     # No fact may be shown: the general line, at the place the static scan points to (a
     # file's line is no secret), else the first finding's.
-    general = fix(findings[0], assignment, visible=shows(findings[0]), kernels=())
-    at = where(ordered[0], kernels) or where(findings[0], kernels)
-    return Fix(f"{general.text} ({at})" if at else general.text, general.specific)
+    general = fix(findings[0], assignment, visible=shows(findings[0]))
+    for f in (ordered[0], findings[0]):
+        placed = fix(f, assignment, visible=False, sources=sources, related=related)
+        if placed.where:
+            return Fix(general.what, general.specific, placed.where, placed.at)
+    return general
 
 
-def where(f: Finding, kernels: tuple[KernelSource, ...]) -> str:
-    """'in the pl.pallas_call at add.py:14' or 'in kernel, add.py:9-12'; '' when unknown
-    or when there are several calls and the finding does not say which."""
+def where(f: Finding, sources: Sources | None, related=()) -> str:
+    """'at add.py:15' (the line that holds the fault), else 'in the pl.pallas_call at
+    add.py:14' or 'in kernel, add.py:9-12'; '' when unknown or when there are
+    several calls and the finding does not say which."""
+    found = faults.fault(f, sources, related)
+    if found is not None:
+        return f"at {found.place.where}"
+    kernels = sources.kernels if sources is not None else ()
     if len(kernels) != 1:
         return ""
     k = kernels[0]
     if _about_the_call(f):
-        return f"in the pl.pallas_call at {k.call}"
+        return f"in the pl.pallas_call at {k.call}" if k.cores == 1 else f"in the kernel call at {k.call}"
     if f.id in _BODY and k.body and k.lines:
         return f"in {k.body}, {k.lines}"
     return ""
@@ -136,26 +153,20 @@ def _revisit(x: dict[str, Any]) -> str | None:
 
 
 def _out_of_bounds(x: dict[str, Any], dims: dict, case: str | None) -> str | None:
+    found = faults.oob_axis(x)
+    if found is None:
+        return None
+    axis, b, i, count = found
     w = x.get("window") if isinstance(x.get("window"), dict) else x
-    shape, block, point = w.get("array_shape"), w.get("block_index"), w.get("grid_point")
-    if not shape or not block or point is None:
-        return None
-    sizes = x.get("block_shape") or [hi - lo for lo, hi in w["element_range"]]
-    axis = next((d for d, (n, b, i) in enumerate(zip(shape, sizes, block)) if i < 0 or i * b >= n), None)
-    if axis is None:
-        return None
-    n, b, i = shape[axis], sizes[axis], block[axis]
-    count = -(-n // b)
+    n, point = w["array_shape"][axis], w["grid_point"]
     operand = dims.get("name") or w.get("operand", "an operand")
     dim = dims.get(axis)
     size = dim or str(n)
     along = f"along {dim}" if dim else f"along its axis {axis}"
-    grid = x.get("grid") or []
-    steps = [g for g in range(len(grid)) if point[g] == i and grid[g] > count]
-    if i >= 0 and len(steps) == 1:
-        g = steps[0]
+    g = faults.grid_too_long(x)
+    if g is not None:
         on = f" on case {case}" if case else ""
-        return (f"grid axis {g} runs {grid[g]} steps{on}, but {operand} has pl.cdiv({size}, {b}) = {count} "
+        return (f"grid axis {g} runs {x['grid'][g]} steps{on}, but {operand} has pl.cdiv({size}, {b}) = {count} "
                 f"blocks {along}: make that axis pl.cdiv({size}, {b}) long")
     return (f"grid point {_tuple(point)} asks {operand} for block {i} {along}, which has pl.cdiv({size}, {b}) = "
             f"{count} blocks (0 to {count - 1}): keep that index map below {count}")

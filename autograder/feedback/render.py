@@ -129,8 +129,9 @@ class Context:
     numerics hint, its names of dimensions), where the student's pallas_calls are,
     and how the student starts the grader (the reproduce command)."""
     assignment: Any = None
-    kernels: tuple = ()
+    sources: Any = None                                 # grading.identity.sources.Sources
     how: repro.Invocation = repro.KIT
+    related: tuple = ()                                 # the grading's findings (a race beside a DMA bug)
     problem_fixes: dict = field(default_factory=dict)   # problem key -> its fixes.Fix
 
 
@@ -148,14 +149,20 @@ def _finding_view(f: Finding, visible: bool, ctx: Context | None = None) -> dict
     else:
         message = f.message
     ctx = ctx or Context()
-    fix = fixes.fix(f, ctx.assignment, visible=visible, kernels=ctx.kernels)
+    fix = fixes.fix(f, ctx.assignment, visible=visible, sources=ctx.sources, related=ctx.related)
     return {"id": f.id, "title": f.kind.title, "summary": f.kind.summary, "rung": f.rung,
             "rung_label": RUNGS[f.rung], "message": message, "facts": facts, "visible": visible,
-            "check": f.check, "map": None, "map_note": "", "fix": fix.text,
-            # The fix in this finding's own terms (its template's general "Fix:" then stays out),
-            # else where the construct is, beside the general one.
-            "fix_here": fix.text if fix.specific else "", "where": fixes.where(f, ctx.kernels),
-            "fix_line": fix_line(f)}
+            "check": f.check, "map": None, "map_note": "", "fix": fix.text, "fix_line": fix_line(f),
+            **_fix_view(fix)}
+
+
+def _fix_view(fix: fixes.Fix) -> dict[str, Any]:
+    """The fix in this finding's own terms (its template's general "Fix:" then stays
+    out), where to make it, and the line that holds the fault, quoted as written
+    (a file's line is no secret): then the fix needs no place of its own."""
+    at = {"where": fix.at.where, "text": fix.at.text} if fix.at is not None and fix.at.text else None
+    return {"fix_here": (fix.what if at else fix.text) if fix.specific else "",
+            "where": "" if at else fix.where, "at": at}
 
 
 def _shown_run(t: TestResult, plan) -> Run | None:
@@ -284,8 +291,8 @@ def test_view(t: TestResult, plan, uploaded_as: str | None, problems: dict | Non
     if f is not None and view["finding"] is not None and view["explained_here"]:
         _with_map(view["finding"], f, t, problems or {}, maps or {})
         fix = ctx.problem_fixes.get(key_of(f))
-        if fix is not None and fix.specific:
-            view["finding"]["fix_here"] = fix.text
+        if fix is not None and (fix.specific or fix.at is not None):
+            view["finding"].update(_fix_view(fix))
     return view
 
 
@@ -360,7 +367,7 @@ def problem_fix(p: Problem, findings, ctx: Context) -> fixes.Fix:
     knows the whole grid), in the student's terms where its case may be shown."""
     a = ctx.assignment
     same = [p.finding] + [f for f in findings if key_of(f) == p.key and f is not p.finding]
-    return fixes.best(same, a, shows=lambda f: _shows(f, a), kernels=ctx.kernels)
+    return fixes.best(same, a, shows=lambda f: _shows(f, a), sources=ctx.sources, related=ctx.related)
 
 
 def problems_view(problems: tuple[Problem, ...], assignment, ctx: Context | None = None,
@@ -441,7 +448,7 @@ def report_view(report, how: repro.Invocation = repro.KIT) -> dict[str, Any]:
     a = report.assignment
     problems = summarize(report.tests, lambda f: _shows(f, a))
     keyed = {p.key: p for p in problems}
-    ctx = Context(a, report.kernels, how)
+    ctx = Context(a, report.sources, how, report.findings)
     # The test that explains a problem gives the problem's own fix line.
     ctx = replace(ctx, problem_fixes={p.key: problem_fix(p, report.findings, ctx) for p in problems})
     maps: dict = {p.key: problem_map(p, report) for p in problems if p.id in blockmaps.SPATIAL}

@@ -268,20 +268,25 @@ def _kept_programs(plan: Plan, traces: dict) -> dict[str, str]:
     return out
 
 
-def _kernel_sources(plan: Plan, traces: dict, loc: submission.Located | None) -> tuple[sources.KernelSource, ...]:
-    """Where the graded program's pallas_calls are in the student's files (the first
+def _sources(plan: Plan, traces: dict, loc: submission.Located | None) -> sources.Sources:
+    """Where the graded program's parts are in the student's files (the first
     correctness case's program: every test grades the same kernel, or says it does not)."""
     first = plan.correctness()[0] if plan.correctness() else None
     trace = traces.get(first.draw.signature) if first is not None else None
     if trace is None or trace.program is None or loc is None:
-        return ()
+        return sources.Sources()
 
     def where(file: str, line: int) -> str:
         return loc.where(line) if file == loc.module_file.name else f"{file}:{line}"
     try:
-        return sources.of_program(json.loads(trace.program.read_text(encoding="utf-8")), where)
-    except (OSError, ValueError, TypeError, KeyError):
-        return ()     # a program the faces already read; nothing to name is no failure
+        text = loc.module_file.read_text(encoding="utf-8", errors="replace")[:submission.MAX_SOURCE_BYTES]
+    except OSError:
+        text = ""
+    try:
+        return sources.of_program(json.loads(trace.program.read_text(encoding="utf-8")), where, text,
+                                  loc.module_file.name)
+    except (OSError, ValueError, TypeError, KeyError, AttributeError, RecursionError):
+        return sources.Sources()     # a program the faces already read; nothing to name is no failure
 
 
 def _checks_folder(plan: Plan, workdir: Path) -> str | None:
@@ -355,6 +360,6 @@ def _report(start: _Start, findings: list[Finding], check_notes: list, loc: subm
             custom=ex.custom, fingerprint=kernels.fingerprint() if kernels else "",
             speed=_speed(plan, ex.outcomes, tests, solution_speed or {}, kernels),
             programs=_kept_programs(plan, traces or {}) if keep_programs else {},
-            kernels=_kernel_sources(plan, traces or {}, loc))
+            sources=_sources(plan, traces or {}, loc))
     return Report(plan.assignment, str(start.submission), plan, tuple(tests), tuple(findings),
                   loc.uploaded_as if loc else None, time.monotonic() - start.t0, **common)

@@ -9,7 +9,7 @@ from ..findings import Finding
 from ..isolation.outcome import Outcome
 from ..spec import Assignment
 from ..speed.grade import SpeedGrade
-from .identity.sources import KernelSource
+from .identity.sources import KernelSource, Sources
 from .judge.scoring import TestResult
 from .run.custom_checks import CheckSuite
 from .run.plan import Plan, Run
@@ -38,7 +38,12 @@ class Report:
     fingerprint: str = ""              # the graded program's structure (TA review)
     speed: SpeedGrade | None = None    # the TPU time estimate ([speed])
     programs: dict[str, str] = field(default_factory=dict)  # speed size -> its checked program (kept)
-    kernels: tuple[KernelSource, ...] = ()   # where the graded program's pallas_calls are (fix lines name them)
+    sources: Sources = Sources()       # where the graded program's parts are in the student's file
+
+    @property
+    def kernels(self) -> tuple[KernelSource, ...]:
+        """Where the graded program's pallas_calls are (fix lines name them)."""
+        return self.sources.kernels
 
     @property
     def run_key(self) -> int:

@@ -1,16 +1,27 @@
-"""Where each pl.pallas_call of the graded program is in the student's file,
-read from the checked program document (pure data; no JAX).
+"""Where each part of the graded program is in the student's file, read from
+the checked program document and the file's own text (pure data; no JAX).
 
 The tracer records, for every equation, the student's own line behind it
-(``serial.Encoder.source``: file name, line, function). The feedback's fix
-lines name those lines, so a student reads "in the pl.pallas_call at
-matmul.py:29" rather than a rule in general terms.
+(``serial.Encoder.source``: file name, line, function); ``calls`` reads the
+parts of a ``pl.pallas_call`` that leave no equation (the ``grid=`` keyword, an
+index map that computes nothing). The feedback points at the line that holds a
+fault and quotes it as written: "at add.py:15: grid=(..., n // 128 + 1)".
 """
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
+
+from . import calls
+
+MAX_QUOTED = 160        # characters of a quoted line (a longer one is cut, saying so)
+
+
+@dataclass(frozen=True)
+class Place:
+    where: str           # the line as the student knows it: "add.py:15" (a notebook: "nb.ipynb cell 3, line 4")
+    text: str = ""       # the line as written, its indentation removed ("" when it cannot be read)
 
 
 @dataclass(frozen=True)
@@ -19,6 +30,39 @@ class KernelSource:
     caller: str          # the function that calls it
     body: str = ""       # the kernel function's name ("" when no line of it is the student's)
     lines: str = ""      # where the kernel body's traced lines are: "matmul.py:14-22"
+    at: Place | None = None                  # the call's own line, quoted
+    grid: Place | None = None                # the grid= keyword
+    semantics: Place | None = None           # dimension_semantics
+    in_maps: tuple[Place | None, ...] = ()   # each input's index map (its BlockSpec)
+    out_maps: tuple[Place | None, ...] = ()
+    scratch: Place | None = None
+    stores: tuple[Place, ...] = ()           # the kernel's writes of an output (ref[...] = ..., pltpu.store)
+    dma_starts: tuple[Place, ...] = ()       # the kernel's async copies' .start()
+    refs: tuple[str, ...] = ()               # the kernel's ref names, inputs then outputs (errors name them)
+    inputs: int = 0                          # how many of refs are inputs
+    cores: int = 1                           # a pl.kernel mesh's cores (1: a grid)
+
+
+@dataclass(frozen=True)
+class Sources:
+    """The graded program's places: its kernels, the work done outside them, and
+    any line of the student's module, quoted."""
+    kernels: tuple[KernelSource, ...] = ()
+    outside: tuple[tuple[str, Place], ...] = ()     # (primitive, its first line) outside every kernel
+    file: str = ""                                  # the module's name as the tracer records it
+    text: tuple[str, ...] = ()                      # the module's lines as written
+    where: Callable[[str, int], str] | None = field(default=None, compare=False, repr=False)
+
+    def place(self, file: str, line: Any) -> Place | None:
+        """A line of the student's module, quoted; None for another file or a line it does not have."""
+        if file != self.file or not isinstance(line, int) or not 1 <= line <= len(self.text) or self.where is None:
+            return None
+        return Place(self.where(file, line), quote(self.text[line - 1]))
+
+
+def quote(line: str) -> str:
+    text = line.strip()
+    return text if len(text) <= MAX_QUOTED else text[:MAX_QUOTED] + " ..."
 
 
 def _eqns(node: Any, skip_kernels: bool = False) -> Iterator[dict]:
@@ -27,13 +71,17 @@ def _eqns(node: Any, skip_kernels: bool = False) -> Iterator[dict]:
     if isinstance(node, dict):
         if "p" in node and "params" in node:
             yield node
-            if skip_kernels and node["p"] == "pallas_call":
+            if skip_kernels and node["p"] in KERNEL_CALLS:
                 return
         for value in node.values():
             yield from _eqns(value, skip_kernels)
     elif isinstance(node, list):
         for value in node:
             yield from _eqns(value, skip_kernels)
+
+
+KERNEL_CALLS = ("pallas_call", "mpmd_map")
+STORES = ("swap", "masked_swap")
 
 
 def _span(where: Callable[[str, int], str], file: str, lines: list[int]) -> str:
@@ -47,29 +95,132 @@ def _span(where: Callable[[str, int], str], file: str, lines: list[int]) -> str:
     return f"{start}-{end.rpartition(':' if ':' in end else ' ')[2]}" if same else f"{start} to {end}"
 
 
-def of_program(doc: dict, where: Callable[[str, int], str]) -> tuple[KernelSource, ...]:
-    """Each pallas_call of a program document, in order. ``where(file, line)``
-    names a line as the student knows it (a notebook's cell)."""
-    sources = [s for s in doc.get("sources", []) if isinstance(s, list) and len(s) == 3]
+def _params(eqn: dict) -> dict:
+    return {k: v for k, v in eqn["params"]} if isinstance(eqn.get("params"), list) else {}
 
-    def source(index: Any) -> tuple[str, int, str] | None:
-        if not isinstance(index, int) or not 0 <= index < len(sources):
+
+def _field(dc: Any, name: str) -> Any:
+    """A dataclass value's field in the document ({"dc": [type, [[name, value], ...]]})."""
+    if isinstance(dc, dict) and isinstance(dc.get("dc"), list) and len(dc["dc"]) == 2:
+        return next((v for k, v in dc["dc"][1] if k == name), None)
+    return None
+
+
+def _kernel_jaxpr(eqn: dict) -> dict | None:
+    p = _params(eqn)
+    closed = p.get("jaxpr") if eqn["p"] == "pallas_call" else None
+    if closed is None and isinstance(p.get("jaxprs"), dict):        # mpmd_map: one jaxpr per mesh
+        closed = next(iter(p["jaxprs"].get("t") or []), None)
+    jaxpr = closed.get("cjx", closed) if isinstance(closed, dict) else None
+    jaxpr = jaxpr.get("jaxpr", jaxpr) if isinstance(jaxpr, dict) else None
+    return jaxpr if isinstance(jaxpr, dict) and "eqns" in jaxpr else None
+
+
+def _writes(jaxpr: dict, refs: set, found: list) -> None:
+    """Equations that store into ``refs`` (var ids), following them into nested
+    jaxprs by position (a cond's branches, a loop's body: their trailing operands)."""
+    for e in jaxpr.get("eqns", []):
+        ins = [a.get("v") for a in e.get("in", []) if isinstance(a, dict)]
+        if e.get("p") in STORES and ins and ins[0] in refs:
+            found.append(e.get("src"))
+        for sub in _subjaxprs(e):
+            invars = [v.get("v") for v in sub.get("invars", []) if isinstance(v, dict)]
+            n = min(len(invars), len(ins))
+            inner = {invars[len(invars) - n + i] for i in range(n) if ins[len(ins) - n + i] in refs}
+            if inner:
+                _writes(sub, inner, found)
+
+
+def _subjaxprs(eqn: dict) -> Iterator[dict]:
+    for value in _params(eqn).values():
+        stack = [value]
+        while stack:
+            v = stack.pop()
+            if isinstance(v, dict):
+                if "eqns" in v and "invars" in v:
+                    yield v
+                    continue
+                stack.extend(v.values())
+            elif isinstance(v, list):
+                stack.extend(v)
+
+
+def _counts(eqn: dict) -> tuple[int, int, int]:
+    """(index operands, inputs, outputs) of a pallas_call's kernel refs."""
+    gm = _params(eqn).get("grid_mapping")
+    values = [_field(gm, k) for k in ("num_index_operands", "num_inputs", "num_outputs")]
+    return tuple(v if isinstance(v, int) else 0 for v in values)
+
+
+def _cores(eqn: dict) -> int:
+    meshes = _params(eqn).get("meshes") or _params(eqn).get("mesh")
+    for mesh in (meshes.get("t") or []) if isinstance(meshes, dict) and "t" in meshes else [meshes]:
+        n = _field(mesh, "num_cores")
+        if isinstance(n, int) and n > 1:
+            return n
+    return 1
+
+
+class _Reader:
+    def __init__(self, doc: dict, where: Callable[[str, int], str], text: tuple[str, ...], file: str):
+        self.sources = [s for s in doc.get("sources", []) if isinstance(s, list) and len(s) == 3]
+        self.where, self.text, self.file = where, text, file
+        self.tree = calls.parse("\n".join(text)) if text else None
+
+    def source(self, index: Any) -> tuple[str, int, str] | None:
+        if not isinstance(index, int) or not 0 <= index < len(self.sources):
             return None
-        file, line, function = sources[index]
+        file, line, function = self.sources[index]
         return (str(file), int(line), str(function)) if isinstance(line, int) else None
 
-    out = []
-    for eqn in _eqns(doc.get("program"), skip_kernels=True):
-        if eqn["p"] != "pallas_call":
-            continue
-        call = source(eqn.get("src"))
+    def place(self, file: str, line: int | None) -> Place | None:
+        if line is None:
+            return None
+        text = quote(self.text[line - 1]) if file == self.file and 1 <= line <= len(self.text) else ""
+        return Place(self.where(file, line), text)
+
+    def places(self, srcs) -> tuple[Place, ...]:
+        seen = dict.fromkeys(s for i in srcs if (s := self.source(i)) is not None)
+        return tuple(p for s in seen if (p := self.place(s[0], s[1])) is not None)
+
+    def kernel(self, eqn: dict) -> KernelSource | None:
+        call = self.source(eqn.get("src"))
         if call is None:
-            continue
-        body = [s for e in _eqns(eqn["params"]) if (s := source(e.get("src"))) is not None]
-        if not body:
-            out.append(KernelSource(where(call[0], call[1]), call[2]))
-            continue
-        (file, function), _n = Counter((s[0], s[2]) for s in body).most_common(1)[0]
-        lines = sorted({s[1] for s in body if (s[0], s[2]) == (file, function)})
-        out.append(KernelSource(where(call[0], call[1]), call[2], function, _span(where, file, lines)))
-    return tuple(out)
+            return None
+        jaxpr = _kernel_jaxpr(eqn)
+        body = [s for e in _eqns(eqn["params"]) if (s := self.source(e.get("src"))) is not None]
+        name, span = "", ""
+        if body:
+            (file, name), _n = Counter((s[0], s[2]) for s in body).most_common(1)[0]
+            span = _span(self.where, file, sorted({s[1] for s in body if (s[0], s[2]) == (file, name)}))
+        nio, nin, nout = _counts(eqn)
+        invars = [v.get("v") for v in (jaxpr or {}).get("invars", []) if isinstance(v, dict)]
+        written: list = []
+        if jaxpr is not None and nout:
+            _writes(jaxpr, set(invars[nio + nin:nio + nin + nout]), written)
+        names = [str(n) for n in (jaxpr or {}).get("names") or []]
+        lines = calls.of_call(self.tree, call[1]) if self.tree is not None and call[0] == self.file else None
+        at = (lambda n: self.place(call[0], n)) if lines is not None else (lambda n: None)
+        return KernelSource(
+            self.where(call[0], call[1]), call[2], name, span, self.place(call[0], call[1]),
+            at(lines.grid) if lines else None, at(lines.semantics) if lines else None,
+            tuple(at(n) for n in lines.in_maps) if lines else (),
+            tuple(at(n) for n in lines.out_maps) if lines else (), at(lines.scratch) if lines else None,
+            self.places(written), self.places(e.get("src") for e in _eqns(eqn["params"]) if e["p"] == "dma_start"),
+            tuple(names[nio:nio + nin + nout]) if len(names) >= nio + nin + nout else (), nin, _cores(eqn))
+
+
+def of_program(doc: dict, where: Callable[[str, int], str], text: str = "", file: str = "") -> Sources:
+    """The places of a program document. ``where(file, line)`` names a line as the
+    student knows it (a notebook's cell); ``text``: the module ``file``'s source."""
+    lines = tuple(text.splitlines())
+    r = _Reader(doc, where, lines, file)
+    kernels, outside = [], {}
+    for eqn in _eqns(doc.get("program"), skip_kernels=True):
+        if eqn["p"] in KERNEL_CALLS:
+            k = r.kernel(eqn)
+            if k is not None:
+                kernels.append(k)
+        elif eqn["p"] not in outside and (s := r.source(eqn.get("src"))) is not None:
+            outside[eqn["p"]] = r.place(s[0], s[1])
+    return Sources(tuple(kernels), tuple(outside.items()), file, lines, where)

@@ -32,8 +32,9 @@ RACE_REPORTED_TO = "stdout"
 
 # One access of a race report: "write of ('hbm', 101, 0, 0)[(slice(64, 128, 1),
 # slice(0, 256, 1))] from 106, 0, file.py:46:11 (kernel)" (device or DMA id, core, where).
-RACE_ACCESS = re.compile(r"(?P<access>read|write) of \((?P<buffer>[^)]{1,80})\)\[\((?P<slices>(?:slice\(-?\d+, -?\d+, "
-                         r"-?\d+\),? ?)+)\)\] from (?P<who>-?\d+), (?P<core>-?\d+),? (?P<where>.{0,200})")
+RACE_ACCESS = re.compile(r"(?P<access>read|write) of \((?P<buffer>[^)]{1,80})\)\[\("
+                         r"(?P<slices>(?:(?:slice\(-?\d+, -?\d+, -?\d+\)|-?\d+),? ?)+)\)\] "
+                         r"from (?P<who>-?\d+), (?P<core>-?\d+),? (?P<where>.{0,200})")
 
 # What a student adds to see races while debugging, and what the report does
 # (the feedback and the reproduction snippet quote it).

@@ -45,9 +45,11 @@ RACE_REPORTED_TO = "logging"
 
 # One access of a race report: "write of ('hbm', 101, 0, 0)[(slice(0, 8, 1),
 # slice(0, 128, 1))] from (0, 1), file.py:46:11 (kernel)": the thread is a
-# (device or DMA id, core) tuple, where 0.10.2 printed "from 106, 0,".
-RACE_ACCESS = re.compile(r"(?P<access>read|write) of \((?P<buffer>[^)]{1,80})\)\[\((?P<slices>(?:slice\(-?\d+, -?\d+, "
-                         r"-?\d+\),? ?)+)\)\] from \((?P<who>-?\d+), (?P<core>-?\d+)\),? (?P<where>.{0,200})")
+# (device or DMA id, core) tuple, where 0.10.2 printed "from 106, 0,". A buffer
+# indexed by a slot first (buf.at[0]) reports an integer before the slices.
+RACE_ACCESS = re.compile(r"(?P<access>read|write) of \((?P<buffer>[^)]{1,80})\)\[\("
+                         r"(?P<slices>(?:(?:slice\(-?\d+, -?\d+, -?\d+\)|-?\d+),? ?)+)\)\] "
+                         r"from \((?P<who>-?\d+), (?P<core>-?\d+)\),? (?P<where>.{0,200})")
 
 RACE_SWITCH = 'pltpu.InterpretParams(detect_races=True, on_race="warn")'
 RACE_BEHAVIOUR = ("raises RuntimeError('RACE DETECTED ...') at the first race by default "

@@ -1,0 +1,137 @@
+"""The line of the student's file that holds a finding's fault, chosen from the
+finding's evidence and the kernel's places (``grading.identity.sources``):
+the ``grid=`` of a grid one step too long, the index map that asks for a block
+past the end, the ``dimension_semantics`` that marks a reduction parallel, the
+store that leaves a row out, the lines the race detector names, the work done
+outside the kernel. None when the evidence does not point at one line (the
+feedback then names the call or the kernel's lines). Plain data; no JAX.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Iterable
+
+from ..findings import Finding
+from ..grading.identity.sources import KernelSource, Place, Sources
+
+
+@dataclass(frozen=True)
+class Fault:
+    what: str          # what the line is: "the grid", "the index map of input 0", ...
+    place: Place
+
+
+def oob_axis(x: dict) -> tuple[int, int, int, int] | None:
+    """An out-of-bounds finding's array axis, block size, block index and block
+    count along it (the first axis the block falls outside on), else None."""
+    w = x.get("window") if isinstance(x.get("window"), dict) else x
+    shape, block, point = w.get("array_shape"), w.get("block_index"), w.get("grid_point")
+    if not shape or not block or point is None:
+        return None
+    sizes = x.get("block_shape") or [hi - lo for lo, hi in w["element_range"]]
+    axis = next((d for d, (n, b, i) in enumerate(zip(shape, sizes, block)) if i < 0 or i * b >= n), None)
+    if axis is None:
+        return None
+    return axis, sizes[axis], block[axis], -(-shape[axis] // sizes[axis])
+
+
+def grid_too_long(x: dict) -> int | None:
+    """The grid axis an out-of-bounds block comes from by running past the
+    array's blocks (the grid's length is the fault, not the index map), else None."""
+    found = oob_axis(x)
+    w = x.get("window") if isinstance(x.get("window"), dict) else x
+    grid, point = x.get("grid") or [], w.get("grid_point")
+    if found is None or point is None:
+        return None
+    _axis, _b, i, count = found
+    steps = [g for g in range(min(len(grid), len(point))) if point[g] == i and grid[g] > count]
+    return steps[0] if i >= 0 and len(steps) == 1 else None
+
+
+def _operand(name: str, k: KernelSource) -> tuple[str, int] | None:
+    """("input"|"output", position) of an operand as a finding names it: 'input 0',
+    'output 0', or a ref's name as the interpreter says it ('input "x_ref"')."""
+    m = re.fullmatch(r'(input|output) (\d+)', name or "")
+    if m:
+        return m[1], int(m[2])
+    m = re.fullmatch(r'(?:input|output) "([^"]+)"', name or "")
+    if m and m[1] in k.refs:
+        i = k.refs.index(m[1])
+        return ("input", i) if i < k.inputs else ("output", i - k.inputs)
+    return None
+
+
+def _index_map(f: Finding, k: KernelSource) -> Fault | None:
+    x = f.facts()
+    w = x.get("window") if isinstance(x.get("window"), dict) else x
+    which = _operand(str(w.get("operand", "")), k)
+    if which is None:
+        return None
+    maps = k.in_maps if which[0] == "input" else k.out_maps
+    place = maps[which[1]] if which[1] < len(maps) else None
+    return Fault(f"the index map of {which[0]} {which[1]}", place) if place is not None else None
+
+
+def _line_of(where: str, sources: Sources) -> Place | None:
+    """'add.py:36:11 (kernel)' (a race report's access) as a quoted line."""
+    m = re.match(r"\s*([^\s:]+\.py):(\d+)", where or "")
+    return sources.place(m[1], int(m[2])) if m else None
+
+
+def _race(f: Finding, sources: Sources) -> Fault | None:
+    accesses = [a for a in f.facts().get("accesses") or [] if isinstance(a, dict)]
+    # The write first: a DMA landing in a buffer, or the second core's store.
+    accesses.sort(key=lambda a: a.get("access") != "write")
+    for a in accesses:
+        place = _line_of(str(a.get("where", "")), sources)
+        if place is not None:
+            return Fault("the racing " + str(a.get("access", "access")), place)
+    return None
+
+
+def _kernel_fault(f: Finding, k: KernelSource, related: Iterable[Finding], sources: Sources) -> Fault | None:
+    x = f.facts()
+    if f.id == "out-of-bounds":
+        if grid_too_long(x) is not None and k.grid is not None:
+            return Fault("the grid", k.grid)
+        return _index_map(f, k)
+    if f.id == "output-block-revisit":
+        if x.get("kind") == "parallel-shared" and k.semantics is not None:
+            return Fault("the dimension semantics", k.semantics)
+        return Fault("the grid", k.grid) if k.grid is not None else None
+    if f.id == "grid-order-dependence" and f.problem != "hang":
+        return Fault("the dimension semantics", k.semantics) if k.semantics is not None else None
+    if f.id == "uninitialized-memory":
+        if x.get("unwritten_count") and k.grid is not None:
+            return Fault("the grid", k.grid)
+        if x.get("never_written") and len(k.stores) == 1:
+            return Fault("the store", k.stores[0])
+        return None
+    if f.id == "dma-protocol" and f.problem == "mode-dependent":
+        race = next((r for r in related if r.id == "data-race" and r.case == f.case), None)
+        found = _race(race, sources) if race is not None else None
+        if found is not None:
+            return Fault("the copy's start", found.place) if found.what == "the racing write" else found
+        return Fault("the copy's start", k.dma_starts[-1]) if len(k.dma_starts) == 1 else None
+    return None
+
+
+def fault(f: Finding, sources: Sources | None, related: Iterable[Finding] = ()) -> Fault | None:
+    """The line that holds ``f``'s fault, from its evidence (``related``: the
+    grading's other findings, e.g. the race report beside a DMA bug)."""
+    if sources is None:
+        return None
+    if f.id == "data-race":
+        return _race(f, sources)
+    if f.id == "not-a-kernel":
+        outside = dict(sources.outside)
+        named = [p for p in (f.facts().get("outside") or {}) if p in outside]
+        return Fault("the work outside the kernel", outside[named[0]]) if named else None
+    if f.id == "submission-error" and f.problem in ("timeout", "import-timeout"):
+        at = f.facts().get("at")
+        place = sources.place(at[0], at[1]) if isinstance(at, list) and len(at) == 2 else None
+        return Fault("where it was running", place) if place is not None else None
+    if len(sources.kernels) != 1:
+        return None
+    return _kernel_fault(f, sources.kernels[0], related, sources)
