@@ -161,6 +161,9 @@ def test_infinite_loop_is_a_timeout_and_grading_stays_bounded(grade_cli):
     assert outputs.count("did not finish within 5 s, while tracing") == 2
     assert outputs.count("not run: tracing the same call already hung") == 2
     assert "Problems found: 1" in out and " ".join(out.split()).count("Look for a loop that never ends") == 1
+    # The tracer says where the student's code was when it was stopped: the loop's line, as written.
+    assert "At infinite_loop.py:8:\n\n    while True:\n" in out
+    assert "(at infinite_loop.py:8)" in " ".join(out.split())
     # Each hang takes its tracer down; after two hangs and no finished trace the
     # third signature is not tried, and with nothing traced no grader child starts.
     assert doc["extra_data"]["children"] == 2

@@ -14,6 +14,7 @@ import inspect
 import json
 import os
 import sys
+import threading
 import time
 import traceback
 import types
@@ -22,6 +23,7 @@ from pathlib import Path
 from ..isolation.channel import Writer, commands
 
 MAX_TRACEBACK_FRAMES = 8
+WHERE_EVERY_S = 1.0      # how often a running trace says which student line it is at
 
 
 def _student_frames(exc: BaseException, student_files: set[str]) -> list[str]:
@@ -129,6 +131,34 @@ def _abstract(inputs: list[dict]):
     return args, static
 
 
+class _Where(threading.Thread):
+    """While the student's function is traced, every second: the innermost line of
+    the student's files the main thread runs, sent as an ``at`` event when it
+    changed. A trace that never ends (an endless loop) is then shown at its line.
+    Stopped (and joined) before the trace's ``done``: one writer at a time."""
+
+    def __init__(self, channel: Writer, run_id: str, student_files: set[str]):
+        super().__init__(daemon=True)
+        self.channel, self.run_id, self.files = channel, run_id, student_files
+        self.main = threading.main_thread().ident
+        self.stopped = threading.Event()
+
+    def run(self) -> None:
+        last = None
+        while not self.stopped.wait(WHERE_EVERY_S):
+            frame = sys._current_frames().get(self.main)
+            while frame is not None and os.path.realpath(frame.f_code.co_filename) not in self.files:
+                frame = frame.f_back
+            here = (os.path.basename(frame.f_code.co_filename), frame.f_lineno) if frame is not None else None
+            if here is not None and here != last and not self.stopped.is_set():
+                last = here
+                self.channel.send(event="at", run=self.run_id, file=here[0], line=here[1])
+
+    def stop(self) -> None:
+        self.stopped.set()
+        self.join()
+
+
 def trace(request: dict, fn, job: dict, student_files: set[str]) -> dict:
     """Trace once and write the program; the done event's fields."""
     from ..pallas_surface.program import schema, serial
@@ -167,11 +197,15 @@ def main(argv: list[str]) -> int:
     for request in requests:
         channel.send(event="start", run=request["id"])
         t = time.monotonic()
+        where = _Where(channel, request["id"], student_files)
+        where.start()
         try:
             ev = trace(request, fn, job, student_files)
         except SystemExit as e:
             ev = {"status": "error", "phase": "trace", "type": "SystemExit",
                   "message": f"the submission called exit({e.code!r})", "frames": []}
+        finally:
+            where.stop()
         channel.send(event="done", run=request["id"], seconds=round(time.monotonic() - t, 3), **ev)
     return 0
 

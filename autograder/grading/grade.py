@@ -270,10 +270,9 @@ def _kept_programs(plan: Plan, traces: dict) -> dict[str, str]:
 
 def _sources(plan: Plan, traces: dict, loc: submission.Located | None) -> sources.Sources:
     """Where the graded program's parts are in the student's files (the first
-    correctness case's program: every test grades the same kernel, or says it does not)."""
-    first = plan.correctness()[0] if plan.correctness() else None
-    trace = traces.get(first.draw.signature) if first is not None else None
-    if trace is None or trace.program is None or loc is None:
+    correctness case's program: every test grades the same kernel, or says it does
+    not); the module's own lines whatever traced (a trace that hung names one)."""
+    if loc is None:
         return sources.Sources()
 
     def where(file: str, line: int) -> str:
@@ -282,11 +281,19 @@ def _sources(plan: Plan, traces: dict, loc: submission.Located | None) -> source
         text = loc.module_file.read_text(encoding="utf-8", errors="replace")[:submission.MAX_SOURCE_BYTES]
     except OSError:
         text = ""
+    first = plan.correctness()[0] if plan.correctness() else None
+    trace = traces.get(first.draw.signature) if first is not None else None
+    doc: dict = {}
+    if trace is not None and trace.program is not None:
+        try:
+            doc = json.loads(trace.program.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            doc = {}
     try:
-        return sources.of_program(json.loads(trace.program.read_text(encoding="utf-8")), where, text,
-                                  loc.module_file.name)
-    except (OSError, ValueError, TypeError, KeyError, AttributeError, RecursionError):
-        return sources.Sources()     # a program the faces already read; nothing to name is no failure
+        return sources.of_program(doc, where, text, loc.module_file.name)
+    except (ValueError, TypeError, KeyError, AttributeError, RecursionError):
+        # A program the faces already read; nothing to name is no failure.
+        return sources.of_program({}, where, text, loc.module_file.name)
 
 
 def _checks_folder(plan: Plan, workdir: Path) -> str | None:

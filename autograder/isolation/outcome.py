@@ -45,6 +45,7 @@ class Outcome:
     captured: str = ""                    # what the interpreter printed during the run
     limit_s: float | None = None          # timeout: the limit it ran under
     not_run: bool = False                 # timeout: not started, an earlier run hung the same way
+    at: tuple[str, int] | None = None     # a trace that hung: the student's line it was running (file, line)
     returncode: int | None = None
     stderr_tail: str = ""
     memory_mb: int | None = None

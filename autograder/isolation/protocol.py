@@ -2,7 +2,8 @@
 
 The parent sends one run at a time; the child answers ``start``, then
 ``traced`` (the student's function is traced; the kernel runs next), then
-``done``. Before the first run it says which JAX it has (``jax``) and either
+``done``; while the student's function is traced, ``at`` says which of its
+lines runs (a trace that never ends is shown there). Before the first run it says which JAX it has (``jax``) and either
 ``ready`` or a ``load`` error. Anything else, in any other order, for any run
 but the one sent, is tampering: the event channel is inherited by the process
 student code runs in, and only the grader's child code may speak on it.
@@ -52,6 +53,8 @@ class Protocol:
             self.state = "running"
         elif self.state == "running" and kind == "planned" and ours:
             pass                          # custom checks: the tests about to run
+        elif self.state == "running" and kind == "at" and ours:
+            pass                          # tracing: the student's line it is running now
         elif self.state == "running" and kind == "traced" and ours:
             self.state = "traced"
         elif self.state in ("running", "traced") and kind == "done" and ours:

@@ -203,8 +203,9 @@ def _not_finished(assignment: Assignment, run: Run, outcome: Outcome, sub) -> Fi
                        phase=o.phase)
         where = "while tracing (the Python around the kernel)" if o.phase == "trace" else \
             "while the kernel ran (a loop, or a DMA wait that never completes)"
+        at = {"at": list(o.at)} if o.at is not None else {}
         return sub("timeout", f"did not finish within {limit:g} s, {where}", limit_s=limit,
-                   not_run=False, phase=o.phase)
+                   not_run=False, phase=o.phase, **at)
     if o.status == "memory":
         return sub("memory-limit", f"used more than {assignment.limits.memory_mb} MB of memory",
                    memory_mb=assignment.limits.memory_mb)

@@ -88,7 +88,9 @@ class Schedule:
         by it (a hang is charged to the first; the rest say they were not started)."""
         if outcome.ok:
             return
-        runs = [r for r in self.pending() if r.draw.signature == signature]
+        # A hang is charged to a test first: it is what the student reads, and a check
+        # (the first runs planned) then says it was not run.
+        runs = sorted((r for r in self.pending() if r.draw.signature == signature), key=lambda r: r.probe is not None)
         for i, run in enumerate(runs):
             if outcome.status == "timeout" and i and not outcome.not_run:
                 self.outcomes[run] = replace(outcome, not_run=True, reason="tracing the same call already hung")

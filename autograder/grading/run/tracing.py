@@ -67,7 +67,7 @@ def _outcome(reply: Reply, folder: Path, programs: Path, signature: int) -> Trac
         status = {"budget": "skipped", "tampered": "skipped"}.get(reply.failure, reply.failure)
         return Trace(Outcome(status, seconds=reply.seconds, phase="trace", limit_s=reply.limit_s,
                              returncode=reply.returncode, stderr_tail=reply.stderr_tail,
-                             reason=reply.failure if status == "skipped" else ""))
+                             reason=reply.failure if status == "skipped" else "", at=_at(reply.events.get("at"))))
     ev = reply.done
     if ev.get("status") != "ok":
         frames = ev.get("frames") if isinstance(ev.get("frames"), list) else []
@@ -83,6 +83,15 @@ def _outcome(reply: Reply, folder: Path, programs: Path, signature: int) -> Trac
     path.write_text(json.dumps(doc), encoding="utf-8")
     path.chmod(0o644)
     return Trace(Outcome("ok", seconds=reply.seconds, phase="trace", traced=True), path)
+
+
+def _at(ev: object) -> tuple[str, int] | None:
+    """The tracer's last word on where the student's code was running (a claim: a
+    file name and a line, nothing else kept; the feedback quotes only the student's
+    own module, from the grader's copy)."""
+    if not isinstance(ev, dict) or not isinstance(ev.get("file"), str) or type(ev.get("line")) is not int:
+        return None
+    return ev["file"][:200], ev["line"]
 
 
 def signatures(plan: Plan) -> list[tuple[Draw, bool]]:
