@@ -143,11 +143,14 @@ def test_every_reproduce_command_works_verbatim_in_the_kit(tmp_path):
         assert done.returncode == 0, done.stderr[-2000:]
         return done.stdout
     first = pasted(shown["1.1"][0])
-    # The same data: the same largest error, to the digit Gradescope showed.
+    # The same data: the same largest error, to the digit Gradescope showed; the same test
+    # number and the same fix (a replay runs the checks that explain its test).
     assert "[FAIL] 1.1 small · generic interpreter (0/1)" in first and f"Max abs error: {evidence}" in first
-    assert "[FAIL] 1.1 odd-rows · TPU interpret mode" in pasted(shown["2.2"][0])
+    fix = re.search(r"^Fix: (.+?)\.$", tests["1.1"]["output"], re.M).group(1).replace("\\", "")
+    assert f"Fix: {fix}." in " ".join(first.split()) and "A replay of test 1.1 only" in " ".join(first.split())
+    assert "[FAIL] 2.2 odd-rows · TPU interpret mode" in pasted(shown["2.2"][0])
     # The kit's own grading prints commands that work there too (the same form).
     local = pasted("python -m autograder grade add.py -a add")
     again = [c for c in _commands(local) if "--case odd-rows" in c]
     assert again and again[0].startswith("python -m autograder grade add.py -a add --case odd-rows")
-    assert "[FAIL] 1.1 odd-rows" in pasted(again[0])
+    assert "[FAIL] 2." in pasted(again[0])

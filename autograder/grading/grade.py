@@ -43,7 +43,7 @@ class UnknownSelection(KeyError):
 @dataclass(frozen=True)
 class Selection:
     """What one grading grades: every case and rung, or (a local --case/--rung
-    run) some of them, correctness only."""
+    run: a replay) some of them, with every check that runs on them."""
     cases: tuple[Case, ...]
     rungs: tuple[str, ...]
     partial: bool = False
@@ -71,11 +71,21 @@ class GradeOptions:
 
 
 def make_plan(assignment: Assignment, options: GradeOptions, timing: calibration.Timing) -> Plan:
-    """The grading's runs. A local, selective run (--case/--rung) grades correctness only."""
+    """The grading's runs. A local, selective run (--case/--rung) replays those
+    tests with every check that runs on their cases (what explains them), without
+    the speed estimate or the instructor's checks."""
     sel = options.selection or select(assignment)
     run_key = options.run_key if options.run_key is not None else secrets.randbits(32)
-    return planning.build(assignment, sel.cases, sel.rungs, run_key,
-                          planners=None if sel.partial else probes.PLANNERS, limit=timing.limit)
+    return planning.build(assignment, sel.cases, sel.rungs, run_key, planners=probes.PLANNERS,
+                          limit=timing.limit, replay=sel.partial)
+
+
+def _replay_note(plan: Plan) -> str:
+    tests = ", ".join(plan.test_number(c, r) for c in plan.cases for r in plan.rungs)
+    cases = ", ".join(c.name for c in plan.cases)
+    return (f"A replay of test{'s' if ',' in tests else ''} {tests} only, with the checks that run on {cases} "
+            "(numbered as the whole grading numbers them): the other tests, the speed estimate and any instructor "
+            "checks are left out.")
 
 
 def grade(assignment: Assignment, submission_path: Path, options: GradeOptions = GradeOptions(),
@@ -111,6 +121,8 @@ def _grade_as(slot: confinement.Slot, assignment: Assignment, submission_path: P
     plan = plan or make_plan(assignment, options, timing)
     confinement.guard_grader()
     notes = [slot.student.note] if slot.student.note else []
+    if options.selection is not None and options.selection.partial:
+        notes.append(_replay_note(plan))
     workdir = Path(tempfile.mkdtemp(prefix="pallas-grade-"))
     os.chmod(workdir, 0o711)    # the children may enter, not list
     try:

@@ -119,19 +119,20 @@ def _root_cause(hits: list[Finding], rung: str) -> Finding | None:
 def _correctness(plan: Plan, wide: list[Finding], by_test: dict, explaining: list[Finding]) -> list[TestResult]:
     a = plan.assignment
     tests = []
-    for ci, case in enumerate(plan.cases, 1):
+    for case in plan.cases:
         share = case.points / len(a.rungs)   # stable per test, whatever is selected
         states = tuple((rung, "not-run" if rung not in plan.rungs else
                         "failed" if wide or by_test.get((case.name, rung)) else "passed")
                        for rung in a.rungs)
-        for ri, rung in enumerate(plan.rungs, 1):
+        for rung in plan.rungs:
             hits = wide + by_test.get((case.name, rung), [])
             if hits and not wide:
                 hits += [f for f in explaining if rung in EXPLAINS[f.id]]
             main = _root_cause(hits, rung)
-            label = case.name if case.visible else f"secret case {ci}"
+            number = plan.test_number(case, rung)
+            label = case.name if case.visible else f"secret case {number.split('.')[0]}"
             tests.append(TestResult(
-                number=f"{ci}.{ri}", name=f"{label} · {TEST_RUNGS[rung]}", case=case, rung=rung,
+                number=number, name=f"{label} · {TEST_RUNGS[rung]}", case=case, rung=rung,
                 max_score=share, score=0.0 if main else share, finding=main,
                 others=tuple(f for f in hits if f is not main), ladder=states,
                 visibility=case.visibility, run=plan.test_run(case.name, rung)))
@@ -198,13 +199,14 @@ def score(plan: Plan, findings: list[Finding], notes: list[CheckNote] = ()) -> l
             for fid in (t.finding.id, *SAME_BUG.get(t.finding.id, ())):
                 charged.setdefault(fid, t.number)
     first_case = plan.cases[0] if plan.cases else None
-    for pi, name in enumerate(plan.probes, 1):
+    for name in plan.probes:
+        number = plan.probe_number(name)
         rubric = plan.assignment.probe(name)
         hits = wide + by_probe.get(name, [])
         main = primary(hits)
         already = _already(main, charged, tests)
         if main is not None and already is None and main.problem != "nothing-to-check":
-            charged[main.id] = f"P{pi}"
+            charged[main.id] = number
         case = plan.assignment.case(main.case) if main is not None and main.case else first_case
         mine = [n for n in notes if n.probe == name] if main is None else []
         note = "; ".join(dict.fromkeys(n.text for n in mine))
@@ -214,7 +216,7 @@ def score(plan: Plan, findings: list[Finding], notes: list[CheckNote] = ()) -> l
             # grading error of its own (kept beside it as evidence).
             shown = _blocking_test(main, tests).finding
         tests.append(TestResult(
-            number=f"P{pi}", name=PROBES[name].title, case=case, rung=PROBES[name].rung,
+            number=number, name=PROBES[name].title, case=case, rung=PROBES[name].rung,
             max_score=rubric.points, score=rubric.points if (main is None or already) else 0.0,
             finding=shown, others=tuple(f for f in hits if f is not shown), probe=name,
             visibility=rubric.visibility, charged_in=already, note=note,

@@ -151,6 +151,21 @@ class Plan:
     # (probe, case name, variant) -> run index: a probe may share another's run
     asks: tuple[tuple[tuple[str, str, str], int], ...] = ()
     checks: ChecksRun | None = None
+    # The probe checks the whole grading lists, in order (a replay of some cases numbers its
+    # checks as the whole grading does: P4 is P4); () when ``probes`` is that list.
+    numbering: tuple[str, ...] = ()
+
+    def probe_number(self, probe: str) -> str:
+        order = self.numbering or self.probes
+        return f"P{order.index(probe) + 1}" if probe in order else f"P{self.probes.index(probe) + 1}"
+
+    def test_number(self, case: Case, rung: str) -> str:
+        """A correctness test's number: the case's and the rung's places in the
+        spec, whatever this grading selected (a replay of one test keeps its number)."""
+        names = [c.name for c in self.assignment.cases]
+        ci = names.index(case.name) + 1 if case.name in names else self.cases.index(case) + 1
+        rungs = self.assignment.rungs
+        return f"{ci}.{rungs.index(rung) + 1 if rung in rungs else self.rungs.index(rung) + 1}"
 
     @cached_property
     def _tests(self) -> dict[tuple[str, str], Run]:
@@ -253,30 +268,39 @@ def numerics_case(a: Assignment, cases: tuple[Case, ...]) -> list[Case]:
 Planner = Callable[[Assignment, Case, ProbeRubric, int], tuple["Variant", ...]]
 
 
+def _planned(assignment: Assignment, cases: tuple[Case, ...], planners: Mapping[str, Planner],
+             run_key: int) -> list[tuple[str, Case, "Variant"]]:
+    planned: list[tuple[str, Case, Variant]] = []
+    for rubric in assignment.probes if cases else ():
+        terms = PROBES[rubric.name]
+        planner = planners[rubric.name]
+        for case in cases if terms.per_case or terms.rung == "static" else numerics_case(assignment, cases):
+            planned += [(rubric.name, case, v) for v in planner(assignment, case, rubric, run_key)
+                        if v.inputs != "production" or case is cases[0]]
+    return planned
+
+
 def build(assignment: Assignment, cases: tuple[Case, ...], rungs: tuple[str, ...], run_key: int,
           *, planners: Mapping[str, Planner] | None = None,
-          limit: Callable[[Run], float] | None = None) -> Plan:
+          limit: Callable[[Run], float] | None = None, replay: bool = False) -> Plan:
     """Every run of one grading: the correctness runs of ``cases`` x ``rungs``
     and, given the probes' planners, every enabled probe's runs on every case
     graded, visible and secret (and the speed estimate's and custom checks'
     runs). A function cannot show one kernel where a check looks and another
     where the points are: every check that can run on a graded case runs on
     each; the numerics probe, whose inputs are stress inputs of their own, on
-    the one case they are built on."""
+    the one case they are built on. ``replay``: some of the cases and rungs, with
+    every check that runs on them (what explains a test's failure), numbered as
+    the whole grading numbers them; no speed estimate or instructor checks."""
     with_probes = planners is not None
     b = _Builder(assignment, run_key, limit or (lambda run: assignment.limits.case_s))
-    planned: list[tuple[str, Case, Variant]] = []
-    for rubric in assignment.probes if with_probes and cases else ():
-        terms = PROBES[rubric.name]
-        planner = planners[rubric.name]
-        for case in cases if terms.per_case or terms.rung == "static" else numerics_case(assignment, cases):
-            planned += [(rubric.name, case, v) for v in planner(assignment, case, rubric, run_key)
-                        if v.inputs != "production" or case is cases[0]]
+    planned = _planned(assignment, cases, planners, run_key) if with_probes else []
     for probe, case, v in [p for p in planned if p[2].rung == "static"]:
         _add_variant(b, probe, case, v)
     if with_probes:
         _block_maps(b, cases, rungs)
-        _speed(b)
+        if not replay:
+            _speed(b)
     # The race detector rides on each case's own test run in TPU interpret mode (it
     # changes nothing a kernel computes): the races probe's one-core run is that run.
     detect = with_probes and any(p.name == "races" for p in assignment.probes)
@@ -289,10 +313,12 @@ def build(assignment: Assignment, cases: tuple[Case, ...], rungs: tuple[str, ...
         _unwritten(b, cases, rungs)
     for probe, case, v in [p for p in planned if p[2].rung != "static"]:
         _add_variant(b, probe, case, v)
-    checks = _checks(b, rungs) if with_probes and assignment.checks else None
+    checks = _checks(b, rungs) if with_probes and assignment.checks and not replay else None
+    numbering = tuple(dict.fromkeys(p for p, _c, _v in _planned(assignment, assignment.cases, planners, run_key))) \
+        if with_probes and replay else ()
     return Plan(assignment, run_key, tuple(cases), tuple(rungs),
                 tuple(dict.fromkeys(p for p, _c, _v in planned)), tuple(b.runs),
-                tuple(b.draws.values()), tuple(b.asks), checks)
+                tuple(b.draws.values()), tuple(b.asks), checks, numbering)
 
 
 def speed_case(a: Assignment, size) -> Case:
