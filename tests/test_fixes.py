@@ -154,7 +154,7 @@ def test_the_fault_is_the_line_that_holds_it_quoted_as_written():
                         accesses=[{"access": "read", "where": "k.py:9:11 (kernel)"},
                                   {"access": "write", "where": "k.py:13:5 (kernel)"}])
     assert faults.fault(race, src) == faults.Fault("the racing write", Place("k.py:13", ")(x, y)"))
-    outside = Sources((), (("dot_general", Place("k.py:3", "nk = kdim // BK")),), "k.py")
+    outside = Sources((), (("dot_general", Place("k.py:3", "nk = kdim // BK")),), file="k.py")
     work = Finding.make("not-a-kernel", "static", "...", check="structure", outside={"dot_general": 1})
     assert faults.fault(work, outside).place.where == "k.py:3"
     # A file the student did not write, or a line it does not have: nothing quoted.
@@ -179,3 +179,20 @@ def add(x, y):
     got = calls.of_call(calls.parse(prefetch), 7)
     assert (got.grid, got.in_maps, got.out_maps, got.semantics) == (5, (3, 3), (3,), 8)
     assert calls.of_call(calls.parse("x = 1\n"), 1) is None and calls.parse("def (") is None
+
+
+def test_tpu_interpret_modes_error_alone_gets_the_grid_from_the_program():
+    # Without the static scan (a replay, a spec without it), the runtime error names the grid
+    # point and block; the kernel's own program on that case says how long the grid is.
+    src = _kernel_of((ADD.folder / "corpus" / "grid_one_step_too_long.py").read_text(), 14,
+                     refs=("x_ref", "y_ref", "o_ref"), inputs=2, grid=(2, 3))
+    src = Sources(src.kernels, case="small", file="k.py", text=src.text, where=src.where)
+    window = {"element_range": [[0, 8], [256, 384]], "array_shape": [16, 256], "access": "read",
+              "block_index": [0, 2], "grid_point": [0, 2], "operand": 'input "x_ref"'}
+    f = Finding.make("out-of-bounds", "tpu-interpret", "IndexError: ...", case="small", window=window)
+    got = fixes.fix(f, ADD, sources=src)
+    assert got.what.startswith("grid axis 1 runs 3 steps on case small") and got.where == "at k.py:15"
+    assert got.at.text == "grid=(x.shape[0] // 8, x.shape[1] // 128 + 1),"
+    # Another case's error: that grid is not its own, so the map is blamed, as the error says.
+    other = Finding.make("out-of-bounds", "tpu-interpret", "IndexError: ...", case="odd-rows", window=window)
+    assert fixes.fix(other, ADD, sources=src).what.startswith("grid point (0, 2) asks")

@@ -115,12 +115,18 @@ def test_bands_leave_a_pair_at_the_threshold_out_rarely():
 
 def test_identical_programs_group_and_pairs_expand_to_submissions():
     one, two = likeness.of(program_one()), likeness.of(program_two())
+    # Four submissions: too few to say what the class shares, so nothing is set aside.
     found = similar.find({"a": one, "b": likeness.of(program_one_disguised()), "c": two, "d": two}, 0.3)
-    assert [p.ids for p in found.programs] == [("a", "b"), ("c", "d")]
+    assert [p.ids for p in found.programs] == [("a", "b"), ("c", "d")] and found.common == 0
     score = likeness.jaccard(one.shingles, two.shingles)
     assert found.submission_pairs() == {("a", "b"): 1.0, ("c", "d"): 1.0, ("a", "c"): score, ("a", "d"): score,
                                         ("b", "c"): score, ("b", "d"): score}
     assert similar.find({"a": one, "c": two}, 0.9).pairs == ()
+    # Five: what more than half of them have is set aside (as MOSS sets aside a base file), so
+    # the two designs share nothing that is theirs alone and do not pair; each group stays one.
+    found = similar.find({"a": one, "b": likeness.of(program_one_disguised()), "c": two, "d": two, "e": two}, 0.3)
+    assert [p.ids for p in found.programs] == [("a", "b"), ("c", "d", "e")]
+    assert found.common == len(two.shingles) and set(found.submission_pairs().values()) == {1.0}
 
 
 I32 = {"sa": [[], {"dt": "int32"}, False]}
@@ -261,8 +267,8 @@ def test_side_by_side_marks_lines_and_characters():
 
 # --- a generated class, traced (jax) ----------------------------------------------------------
 
-def _trace(path: Path) -> dict:
-    """The checked program document of ``path``'s matmul on the first case, as
+def _trace(path: Path, slug: str = "matmul") -> dict:
+    """The checked program document of ``path``'s kernel on the first case, as
     the parent checks what the tracer child sends (``rung.trace``, ``serial.encode``,
     ``schema.loads``)."""
     import jax.numpy as jnp
@@ -271,7 +277,7 @@ def _trace(path: Path) -> dict:
     from autograder.grading.run import inputs
     from autograder.pallas_surface.program import schema, serial
     from autograder.pallas_surface.rungs import rung
-    a = spec.find("matmul")
+    a = spec.find(slug)
     module_spec = importlib.util.spec_from_file_location(f"lookalike_{path.stem}", path)
     module = importlib.util.module_from_spec(module_spec)
     module_spec.loader.exec_module(module)
@@ -348,3 +354,55 @@ def test_the_matmul_solution_re_spelled_clusters_with_it(tmp_path):
         assert forms[name].fingerprint == forms["source"].fingerprint, name
         assert likeness.jaccard(likes[name].shingles, likes["source"].shingles) == 1.0, name
         assert likes[name].listing == likes["source"].listing, name
+
+
+def _add_copies() -> dict[str, str]:
+    """Issue 45's class: the add solution, four copies that compute the same thing
+    spelled otherwise, and two different bugs."""
+    lines = (REPO / "solutions" / "add.py").read_text().splitlines()
+    source = "\n".join(ln for ln in lines if "STUB" not in ln and "SOLUTION" not in ln) + "\n"
+    grid, spec = "grid=(m // BLOCK[0], n // BLOCK[1]),", "spec = pl.BlockSpec(BLOCK, lambda i, j: (i, j))"
+    body = "o_ref[...] = x_ref[...] + y_ref[...]"
+    copies = {
+        "solution": source,
+        "axes-swapped": source.replace(spec, spec.replace("lambda i, j", "lambda j, i")).replace(
+            grid, "grid=(n // BLOCK[1], m // BLOCK[0]),"),
+        "store-split": source.replace(body, "o_ref[:4] = x_ref[:4] + y_ref[:4]\n    o_ref[4:] = x_ref[4:] + y_ref[4:]"),
+        "grid-flattened": source.replace(spec, "nj = n // BLOCK[1]\n    spec = pl.BlockSpec(BLOCK, lambda t: (t // nj, "
+                                         "t % nj))").replace(grid, "grid=(m // BLOCK[0] * nj,),"),
+        "minus-minus": source.replace("x_ref[...] + y_ref[...]", "x_ref[...] - (-y_ref[...])"),
+        "one-step-too-long": source.replace(grid, "grid=(m // BLOCK[0], n // BLOCK[1] + 1),"),
+        "one-step-too-short": source.replace(grid, "grid=(m // BLOCK[0], n // BLOCK[1] - 1),"),
+    }
+    assert len(set(copies.values())) == len(copies)
+    return copies
+
+
+@pytest.mark.jax
+def test_copies_that_compute_the_same_pair_and_different_bugs_do_not(tmp_path):
+    # Before: axes swapped 0.73, store split 0.25, grid flattened 0.10, x - (-y) 0.47 against the
+    # solution (none paired), and the two bugs 1.00 (numbers set aside).
+    from autograder.pallas_surface.rungs import hooks
+    hooks.install()
+    docs = {}
+    for name, text in _add_copies().items():
+        (tmp_path / f"{name}.py").write_text(text)
+        docs[name] = _trace(tmp_path / f"{name}.py", "add")
+    likes = {name: likeness.of(doc) for name, doc in docs.items()}
+    copies = ("axes-swapped", "store-split", "grid-flattened", "minus-minus")
+    for name in copies:
+        assert likes[name].listing == likes["solution"].listing, name
+        assert canonical.of(docs[name]).fingerprint == canonical.of(docs["solution"]).fingerprint, name
+    found = similar.find(likes, similar.DEFAULT_THRESHOLD)
+    assert sorted(p.ids for p in found.programs) == [
+        ("one-step-too-long",), ("one-step-too-short",), ("solution", *copies)]
+    pairs = found.submission_pairs()
+    assert {k for k, v in pairs.items() if v == 1.0} == {tuple(sorted(p)) for p in
+                                                          itertools.combinations(("solution", *copies), 2)}
+    # The bugs differ in the grid's length against the blocks; what the class shares is set
+    # aside, so they pair with nothing (plain Jaccard would still give them 0.87).
+    assert not [k for k in pairs if "one-step-too-long" in k or "one-step-too-short" in k]
+    assert likes["one-step-too-long"].listing[0].endswith("grid steps per output block=(=, +1)]")
+    assert likes["one-step-too-short"].listing[0].endswith("grid steps per output block=(=, -1)]")
+    assert likeness.jaccard(likes["one-step-too-long"].shingles, likes["one-step-too-short"].shingles) < 0.9
+    assert found.common > 0 and similar.common(dict(list(likes.items())[:4])) == frozenset()

@@ -93,18 +93,18 @@ def _race(f: Finding, sources: Sources) -> Fault | None:
 def _kernel_fault(f: Finding, k: KernelSource, related: Iterable[Finding], sources: Sources) -> Fault | None:
     x = f.facts()
     if f.id == "out-of-bounds":
-        if grid_too_long(x) is not None and k.grid is not None:
-            return Fault("the grid", k.grid)
+        if grid_too_long(x) is not None and k.grid_at is not None:
+            return Fault("the grid", k.grid_at)
         return _index_map(f, k)
     if f.id == "output-block-revisit":
         if x.get("kind") == "parallel-shared" and k.semantics is not None:
             return Fault("the dimension semantics", k.semantics)
-        return Fault("the grid", k.grid) if k.grid is not None else None
+        return Fault("the grid", k.grid_at) if k.grid_at is not None else None
     if f.id == "grid-order-dependence" and f.problem != "hang":
         return Fault("the dimension semantics", k.semantics) if k.semantics is not None else None
     if f.id == "uninitialized-memory":
-        if x.get("unwritten_count") and k.grid is not None:
-            return Fault("the grid", k.grid)
+        if x.get("unwritten_count") and k.grid_at is not None:
+            return Fault("the grid", k.grid_at)
         if x.get("never_written") and len(k.stores) == 1:
             return Fault("the store", k.stores[0])
         return None
@@ -115,6 +115,15 @@ def _kernel_fault(f: Finding, k: KernelSource, related: Iterable[Finding], sourc
             return Fault("the copy's start", found.place) if found.what == "the racing write" else found
         return Fault("the copy's start", k.dma_starts[-1]) if len(k.dma_starts) == 1 else None
     return None
+
+
+def with_grid(f: Finding, sources: Sources | None) -> Finding:
+    """An out-of-bounds error TPU interpret mode raised names the grid point, not the
+    grid: the kernel's grid on that very case, from its program, where it is known."""
+    if f.id != "out-of-bounds" or "grid" in f.facts() or sources is None or len(sources.kernels) != 1:
+        return f
+    k = sources.kernels[0]
+    return f.with_facts(grid=list(k.grid)) if k.grid and f.case is not None and f.case == sources.case else f
 
 
 def fault(f: Finding, sources: Sources | None, related: Iterable[Finding] = ()) -> Fault | None:
@@ -134,4 +143,4 @@ def fault(f: Finding, sources: Sources | None, related: Iterable[Finding] = ()) 
         return Fault("where it was running", place) if place is not None else None
     if len(sources.kernels) != 1:
         return None
-    return _kernel_fault(f, sources.kernels[0], related, sources)
+    return _kernel_fault(with_grid(f, sources), sources.kernels[0], related, sources)

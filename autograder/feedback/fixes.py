@@ -45,6 +45,7 @@ def fix(f: Finding, assignment=None, *, visible: bool = True, sources: Sources |
     """``visible``: the finding's facts may be shown; ``assignment``: for its
     ``numerics_hint`` and the handout's names of dimensions; ``sources``: where
     the program's parts are; ``related``: the grading's other findings."""
+    f = faults.with_grid(f, sources)
     specific = _specific(f, _dims(f, assignment)) if visible else None
     if f.id == "numerics" and assignment is not None and assignment.numerics_hint:
         specific = assignment.numerics_hint.rstrip(".")
@@ -59,7 +60,8 @@ def best(findings: list[Finding], assignment=None, *, shows=lambda f: True, sour
     in the student's terms, the static analysis's first (it knows the whole grid
     and every block), else the general line of the first finding."""
     ordered = sorted(findings, key=lambda f: f.rung != "static")
-    chosen = next((f for f in ordered if shows(f) and _specific(f, _dims(f, assignment))), None)
+    chosen = next((f for f in ordered if shows(f) and _specific(faults.with_grid(f, sources), _dims(f, assignment))),
+                  None)
     if chosen is not None:
         return fix(chosen, assignment, visible=True, sources=sources, related=related)
     # No fact may be shown: the general line, at the place the static scan points to (a

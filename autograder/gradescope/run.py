@@ -53,18 +53,20 @@ def _rate_limited(root: Path, source: Path) -> dict | None:
 
 
 def run_gradescope(root: Path | None = None, slug: str | None = None, staff_report: Path | None = None,
-                   programs: Path | None = None) -> int:
+                   programs: Path | None = None, run_key: int | None = None, log_progress: bool = False) -> int:
     """Grade ``root/submission`` into ``root/results/results.json``; a valid
     results.json is left whatever happens (``results_format.written_whatever_happens``).
     ``staff_report``: also write the staff's report there (secret cases' evidence
-    included; `review` asks for it, Gradescope never does)."""
+    included; `review` asks for it, Gradescope never does); ``run_key``: the key
+    `review` drew (a failed grading's page replays it); ``log_progress``: what runs,
+    a line each on stderr (a grading stopped by its limit shows where it was)."""
     root = root or root_dir()
     results = root / "results" / "results.json"
     t0 = time.monotonic()
     said = []
 
     def produce() -> dict:
-        doc, said_line = _graded(root, slug, results, staff_report, programs, t0)
+        doc, said_line = _graded(root, slug, results, staff_report, programs, t0, run_key, log_progress)
         said.append(said_line)
         return doc
 
@@ -79,8 +81,20 @@ def run_gradescope(root: Path | None = None, slug: str | None = None, staff_repo
     return 0
 
 
+def _progress_lines():
+    """A progress callback: one line on stderr each time what runs changes (a log,
+    not a terminal's line rewritten in place)."""
+    last = [""]
+
+    def said(what: str, done: int, total: int) -> None:
+        if what != last[0]:
+            last[0] = what
+            print(f"grading: {what} ({done}/{total} runs)", file=sys.stderr, flush=True)
+    return said
+
+
 def _graded(root: Path, slug: str | None, results: Path, staff_report: Path | None, programs: Path | None,
-            t0: float) -> tuple[dict, str]:
+            t0: float, run_key: int | None = None, log_progress: bool = False) -> tuple[dict, str]:
     """The results document (refused by the rate limit, or graded), and what to print."""
     source = root / "source"
     slug = slug or (source / "assignment.txt").read_text(encoding="utf-8").strip()
@@ -91,7 +105,9 @@ def _graded(root: Path, slug: str | None, results: Path, staff_report: Path | No
         return refused, f"not graded (rate limit): kept score {refused['score']:g}"
     if (source / "setup.sh").is_file():   # a Gradescope layout, not a developer checkout
         confinement.protect_layout(root, source)
-    report = grade.grade(assignment, root / "submission", grade.GradeOptions(keep_programs=programs is not None))
+    options = grade.GradeOptions(keep_programs=programs is not None, run_key=run_key,
+                                 progress=_progress_lines() if log_progress else None)
+    report = grade.grade(assignment, root / "submission", options)
     doc = assembled.results_document(report, "md")
     _clear_results(results.parent, keep=results.name)
     if staff_report is not None:
@@ -108,7 +124,12 @@ def add_arguments(p) -> None:
                    "evidence included) to this file, outside the results folder (used by `review`)")
     p.add_argument("--programs", type=Path, help="also write the checked programs the TPU stage times "
                    "(JSON: name -> program) to this file (used by `review`)")
+    p.add_argument("--run-key", type=int, help="grade with this run key instead of a fresh secret one (used by "
+                   "`review`, which records it)")
+    p.add_argument("--log-progress", action="store_true", help="say on stderr, a line each, what runs (used by "
+                   "`review`: a grading stopped by its limit shows where it was)")
 
 
 def run(args) -> int:
-    return run_gradescope(args.root, args.assignment, args.staff_report, args.programs)
+    return run_gradescope(args.root, args.assignment, args.staff_report, args.programs, args.run_key,
+                          args.log_progress)

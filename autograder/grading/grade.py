@@ -302,7 +302,7 @@ def _sources(plan: Plan, traces: dict, loc: submission.Located | None) -> source
         except (OSError, ValueError):
             doc = {}
     try:
-        return sources.of_program(doc, where, text, loc.module_file.name)
+        return sources.of_program(doc, where, text, loc.module_file.name, first.case.name if doc else "")
     except (ValueError, TypeError, KeyError, AttributeError, RecursionError):
         # A program the faces already read; nothing to name is no failure.
         return sources.of_program({}, where, text, loc.module_file.name)

@@ -48,6 +48,7 @@ class Job:
     timeout_s: float
     key: str
     content: str = ""
+    run_key: int | None = None       # the grading's secret run key (drawn here: a failed grading can be replayed)
 
 
 @dataclass(frozen=True)
@@ -65,6 +66,7 @@ class Graded:
     jax: str = ""               # the JAX release that graded it (a site made on one release, read on another)
     content: str = ""           # the submission's content hash (which upload this grading is of)
     timeout_s: float | None = None  # the limit it ran under (a timed-out grading's page says it)
+    run_key: int | None = None      # the run key it graded with (a failed grading's page replays it)
 
     def to_json(self) -> str:
         return json.dumps(asdict(self))
@@ -120,7 +122,8 @@ def grade_one(job: Job) -> Graded:
         shutil.copytree(job.folder, root / "submission", symlinks=True)
         (root / "results").mkdir()
         cmd = python_command("autograder", "gradescope", "--root", str(root), "--assignment", job.slug,
-                             "--staff-report", str(root / "staff.md"), "--programs", str(root / "programs.json"))
+                             "--staff-report", str(root / "staff.md"), "--programs", str(root / "programs.json"),
+                             "--log-progress", *(["--run-key", str(job.run_key)] if job.run_key is not None else []))
         env = {**os.environ, "PALLAS_AUTOGRADER_ASSIGNMENTS": job.assignments}
         t0 = time.monotonic()
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
@@ -152,7 +155,7 @@ def grade_one(job: Job) -> Graded:
             programs = None
         return Graded(job.key, job.submission_id, status, round(seconds, 2), results,
                       out[-TAIL:], err[-TAIL:], proc.returncode, staff, programs, jax_release(), job.content,
-                      job.timeout_s)
+                      job.timeout_s, job.run_key)
     finally:
         shutil.rmtree(root, ignore_errors=True)
 

@@ -2,6 +2,7 @@
 store, and write the site (the pieces: export, batch, progress, site)."""
 from __future__ import annotations
 
+import secrets
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,10 +30,18 @@ class Options:
 
 @dataclass(frozen=True)
 class Summary:
-    graded: int            # graded now
+    """The gradings of this run as its progress counted them (the instructor
+    solution's among them, where it was graded now), and the stored ones."""
+    graded: int            # graded now, with a score
+    failed_now: int        # graded now, and the grading failed (crashed, timed out, an autograder error)
     stored: int            # taken from the store (graded before, unchanged)
-    failed: int            # crashed or timed out, now or before
+    stored_failed: int     # of those, the ones whose grading had failed
     index: Path
+
+    def line(self) -> str:
+        before = f" ({self.stored_failed} of them failed)" if self.stored_failed else ""
+        return (f"{self.graded} graded now, {self.failed_now} failed now, {self.stored} unchanged since the "
+                f"last run{before}; open {self.index}")
 
 
 SOLUTION = ".solution"      # the instructor solution, graded as a submission: the TPU stage's baseline
@@ -48,7 +57,7 @@ def _jobs(subs: list[Submission], a: Assignment, store: batch.Store, opts: Optio
         keys[sub.id] = key
         if opts.force or store.get(key) is None:
             todo.append(batch.Job(sub.id, str(sub.folder.resolve()), a.slug, str(a.folder.parent.resolve()),
-                                  timeout, key, sub.content_hash()))
+                                  timeout, key, sub.content_hash(), secrets.randbits(32)))
     return todo, keys
 
 
@@ -107,9 +116,13 @@ def regrade(a: Assignment, opts: Options) -> Summary:
     total = len(subs) + (1 if solution else 0)
     progress = Progress(total, cached=total - len(todo))
 
+    now: dict[str, bool] = {}
+
     def done(graded: batch.Graded) -> None:
         store.put(graded)
-        progress.update(graded.submission_id, graded.status == "graded")
+        ok = site.row(Submission(graded.submission_id, Path(".")), graded).status == "graded"
+        now[graded.submission_id] = ok
+        progress.update(graded.submission_id, ok)
 
     try:
         if opts.dask:
@@ -120,9 +133,9 @@ def regrade(a: Assignment, opts: Options) -> Summary:
         progress.close()
     rows = [site.row(sub, store.get(keys[sub.id])) for sub in subs]
     site.write(rows, out, a.title, a.slug, opts.similarity_threshold, a.folder.parent)
-    failed = sum(1 for r in rows if r.status != "graded")
-    graded = sum(1 for j in todo if j.submission_id != (solution.id if solution else None))
-    return Summary(graded, len(subs) - graded, failed, out / "index.html")
+    kept = [r for r in rows if r.sub.id not in now]
+    return Summary(sum(now.values()), sum(not ok for ok in now.values()), len(kept),
+                   sum(r.failed for r in kept), out / "index.html")
 
 
 def needs_review_extra(verb: str) -> None:
@@ -146,8 +159,7 @@ def main(a: Assignment, opts: Options) -> int:
         print(f"pallas-autograder review: interrupted; {stored} gradings are stored in {opts.output / CACHE}: "
               "run the same command again to continue", file=sys.stderr)
         return 130
-    print(f"{summary.graded} graded now, {summary.stored} unchanged since the last run, "
-          f"{summary.failed} failed; open {summary.index}", file=sys.stdout)
+    print(summary.line(), file=sys.stdout)
     return 0
 
 

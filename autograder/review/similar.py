@@ -4,7 +4,10 @@ programs score at least a threshold, without scoring every pair.
 The score of two programs is the Jaccard similarity of their pieces
 (``grading.likeness``: each live equation with what feeds it, runs of data
 flow, what each sub-program returns; names, source lines, numbers and dtypes
-set aside, unused equations dropped, independent equations in any order).
+set aside, unused equations dropped, independent equations in any order),
+without the pieces more than half of the class has (``common``): on a small
+assignment most independent solutions share most of their pieces, and two
+different bugs in the one obvious kernel would otherwise score near 1.
 
 Submissions with the same program (the same pieces and the same canonical
 listing) are grouped first: a class where 300 students wrote the one obvious
@@ -20,12 +23,15 @@ half a million.
 from __future__ import annotations
 
 import difflib
+from collections import Counter
 from dataclasses import dataclass
 from itertools import combinations
 
 from ..grading.identity.likeness import Likeness, jaccard
 
 DEFAULT_THRESHOLD = 0.8
+COMMON = 0.5            # a piece more than this share of the class has is set aside (``common``)
+MIN_CLASS = 5           # submissions with programs a class needs before anything counts as common
 NUM_PERM = 256          # MinHash permutations: the signature's length
 MISS = 1e-4             # the most likely a pair scoring the threshold is to be left out of the candidates
 MAX_INLINE = 400        # longer changed lines are highlighted whole, not character by character
@@ -56,6 +62,7 @@ class Similar:
     programs: tuple[Program, ...]
     pairs: tuple[Pair, ...]             # best first
     scored: int                         # candidate pairs scored exactly
+    common: int = 0                     # pieces set aside: more than half the class has them
 
     def submission_pairs(self) -> dict[tuple[str, str], float]:
         """Every pair of submissions at or above the threshold (ids in order), with its score:
@@ -105,11 +112,25 @@ def candidates(sets: list[frozenset[str]], threshold: float) -> set[tuple[int, i
     return found
 
 
+def common(likenesses: dict[str, Likeness]) -> frozenset[str]:
+    """The pieces more than half of the class's submissions have (``COMMON``): what
+    independent students share (the starter's structure, the design the lecture
+    shows, the one obvious kernel), set aside before two programs are compared,
+    as MOSS sets aside a base file. A class of fewer than ``MIN_CLASS`` sets
+    nothing aside: it cannot say what is common."""
+    if len(likenesses) < MIN_CLASS:
+        return frozenset()
+    df = Counter(s for like in likenesses.values() for s in like.shingles)
+    return frozenset(s for s, n in df.items() if n > COMMON * len(likenesses))
+
+
 def find(likenesses: dict[str, Likeness], threshold: float = DEFAULT_THRESHOLD, exact: bool = False) -> Similar:
     """The pairs of different programs scoring at least ``threshold`` (``exact``:
-    every pair scored, no index; for checking the index)."""
+    every pair scored, no index; for checking the index), on the pieces the class
+    does not share (``common``)."""
     programs = group(likenesses)
-    sets = [p.likeness.shingles for p in programs]
+    base = common(likenesses)
+    sets = [p.likeness.shingles - base for p in programs]
     todo = set(combinations(range(len(sets)), 2)) if exact else candidates(sets, threshold)
     pairs = []
     for i, j in todo:
@@ -118,7 +139,7 @@ def find(likenesses: dict[str, Likeness], threshold: float = DEFAULT_THRESHOLD, 
             shared = len(sets[i] & sets[j])
             pairs.append(Pair(i, j, score, shared, len(sets[i]) - shared, len(sets[j]) - shared))
     pairs.sort(key=lambda p: (-p.score, p.a, p.b))
-    return Similar(threshold, programs, tuple(pairs), len(todo))
+    return Similar(threshold, programs, tuple(pairs), len(todo), len(base))
 
 
 @dataclass(frozen=True)

@@ -231,7 +231,8 @@ def near_duplicates(rows: list[Row], threshold: float) -> dict[str, Any]:
                        "programs": (a.likeness.listing, b.likeness.listing if b else None)})
     return {"threshold": threshold, "rows": listed, "more": max(0, len(entries) - MAX_PAIRS),
             "compared": len(likes), "without": len(rows) - len(likes), "programs": len(found.programs),
-            "scored": found.scored, "pairs": len(found.pairs),
+            "scored": found.scored, "pairs": len(found.pairs), "common": found.common,
+            "min_class": similar.MIN_CLASS,
             "same": sum(1 for e in entries if e["kind"] == "same")}
 
 
@@ -329,14 +330,14 @@ def _tail(text: str, lines: int = TAIL_LINES) -> str:
 
 def failure(r: Row) -> dict[str, str] | None:
     """Why a grading gave no usable score, in words, with the last lines of what the
-    grader wrote (its errors, else its output); None for a grading that worked."""
+    grader wrote (its errors and progress, else its output); None for a grading that worked."""
     g = r.graded
     if not r.failed:
         return None
     if g is None:
         return {"reason": "Not graded: no grading of this submission is stored (the batch was stopped "
                           "before it, or it was added to the export since). Run review again to grade it.",
-                "tail": ""}
+                "tail": "", "from": ""}
     if g.status == "timeout":
         limit = f" (the limit was {g.timeout_s:g} s: review --timeout)" if g.timeout_s else ""
         reason = f"Timed out: the grading was stopped after {g.seconds:g} s{limit}."
@@ -347,14 +348,19 @@ def failure(r: Row) -> dict[str, str] | None:
                   "autograder-error below says why." if r.autograder_error else
                   "No score: the grading finished without a usable results.json.")
     tail = _tail(g.stderr) or _tail(g.stdout)
-    return {"reason": reason, "tail": tail, "from": "errors (stderr)" if g.stderr.strip() else "output (stdout)"}
+    said = "errors and progress (stderr)" if g.stderr.strip() else "output (stdout)" if tail else ""
+    if not tail:
+        reason += " It wrote nothing before it ended."
+    return {"reason": reason, "tail": tail, "from": said}
 
 
 def reproduce(r: Row, slug: str, assignments: Path | None) -> str:
     """The command that replays this grading, on the submission's own folder (the
     export's, unpacked beside the site for a zip): same inputs, same run key."""
     key = r.extra.get("run_key")
-    if key in (None, "") or not isinstance(key, int):
+    if not isinstance(key, int) or isinstance(key, bool):
+        key = r.graded.run_key if r.graded is not None else None   # a failed grading: the key review drew
+    if not isinstance(key, int) or isinstance(key, bool):
         return ""
     where = f" --assignments {shlex.quote(str(assignments.resolve()))}" if assignments is not None else ""
     return (f"pallas-autograder grade {shlex.quote(str(r.sub.folder.resolve()))} -a {shlex.quote(slug)}"
@@ -362,7 +368,10 @@ def reproduce(r: Row, slug: str, assignments: Path | None) -> str:
 
 
 def page_data(r: Row, slug: str, assignments: Path | None = None) -> dict[str, Any]:
-    doc = (r.graded.results if r.graded else None) or {}
+    # A grading that did not finish left the grader's placeholder: no student saw it, and
+    # it says nothing this page's reason does not (only a finished grading's results show).
+    finished = r.graded is not None and r.graded.status == "graded"
+    doc = (r.graded.results if finished else None) or {}
     shown, staff = _student_tests(doc)
     return {"row": _table_row(r), "summary": str(doc.get("output", "")), "tests": shown,
             "staff_tests": staff, "stdout": r.graded.stdout if r.graded else "",

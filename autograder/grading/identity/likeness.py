@@ -16,7 +16,10 @@ equations come in any order, two views:
   grid index goes where, so a grid order shows). Counted with multiplicity in
   doubling buckets (1, 2-3, 4-7, ...): a kernel that does a thing twice differs
   from one that does it once, while a loop unrolled 6 times instead of 4 at
-  another block size changes little.
+  another block size changes little. Numbers are set aside, but not how each
+  grid axis's length compares with the output's blocks along it
+  (``grids.cover``): a grid one step too long is another kernel than one a
+  step too short.
 - ``listing``: the same program to read, one line per live equation in a
   canonical order (each value computed just before its first use, effects on
   one ref in their order, independent effects by their canonical key), values
@@ -32,7 +35,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
-from . import normal
+from . import grids, normal
 from .canonical import COMMUTATIVE, DROPPED_PARAMS, TRANSPARENT, Canon, Eqn, Jaxpr
 
 # Calls that only wrap a program: their body counts, the wrapper does not (adding
@@ -83,6 +86,9 @@ def _counts(j: Jaxpr, memo: dict[int, Counter]) -> Counter:
         if e.prim not in WRAPPERS:
             c["1:" + e.shingle] += 1
             c["2:" + e.pair] += 1
+        covers = grids.cover(e.doc) if e.prim == "pallas_call" else None
+        if covers is not None:
+            c["g:" + ",".join(covers)] += 1    # numbers set aside, but not a grid a step off
         for sub in e.subs:
             if e.prim not in WRAPPERS:
                 c["r:" + sub.returns] += 1
@@ -174,6 +180,9 @@ class _Listing:
         head = (f"{base} = " if e.outs else "") + f"{e.prim}({', '.join(_shown(e.prim, raw, ins))})"
         params = [(k, v) for k, v in e.doc.get("params", []) if k not in DROPPED_PARAMS]
         inline = [f"{k}={t}" for k, v in params if (t := _text(v)) is not None and len(t) <= MAX_TEXT]
+        covers = grids.cover(e.doc) if e.prim == "pallas_call" else None
+        if covers is not None:
+            inline.append(f"grid steps per output block={'(' + ', '.join(covers) + ')'}")
         lines = [pad + head + (f"  [{'; '.join(inline)}]" if inline else "")]
         binds = _bindings(e.prim, raw, ins)
         for k, v in params:

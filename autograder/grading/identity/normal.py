@@ -18,9 +18,14 @@ either is taken, a checked program document is rewritten into a normal form:
 - simple arithmetic identities, exact for the types they apply to: a literal
   operand of a commutative operation or a comparison goes to the right (the
   comparison mirrored: ``1 < k`` is ``k > 1``); ``x - c`` is ``x + (-c)``;
-  ``x + 0``, ``x * 1`` and ``x / 1`` are ``x``; on integers, ``(x + a) + b`` is
+  ``x + 0``, ``x * 1`` and ``x / 1`` are ``x``; ``x - (-y)`` is ``x + y`` and
+  ``-(-x)`` is ``x``; on integers, ``(x + a) + b`` is
   ``x + (a + b)``, ``x + a == y`` is ``x == y - a`` (so ``k + 1 == n`` and
   ``k == n - 1`` meet), and ``x <= c`` is ``x < c + 1``, ``x >= c`` is ``x > c - 1``.
+
+A pallas_call's grid is written one way (``grids``: a flattened grid as its two
+axes, grid axes in the order of the output's dimensions), and a store split into
+pieces as one store (``pieces``).
 
 The order of a commutative operation's operands is set aside by ``canonical``
 itself (it knows the operands' keys). Everything else is left as it is: the
@@ -40,6 +45,7 @@ from typing import Any
 import numpy as np
 
 from ...pallas_surface.program.schema import INLINED
+from . import pieces
 
 COMMUTATIVE = frozenset({"add", "mul", "max", "min", "and", "or", "xor", "eq", "ne"})
 MIRRORED = {"lt": "gt", "gt": "lt", "le": "ge", "ge": "le", "eq": "eq", "ne": "ne"}
@@ -128,7 +134,7 @@ class _Rewriter:
         used = {a["v"] for e in emitted.eqns for a in e["in"] if "v" in a} | {a["v"] for a in outvars if "v" in a}
         # A read nothing uses reads nothing (``canonical`` keeps every ref access, as an effect).
         eqns = [e for e in emitted.eqns if e["p"] != "get" or any(o["v"] in used for o in e["out"])]
-        return {**doc, "eqns": eqns, "outvars": outvars}
+        return {**doc, "eqns": pieces.merged(eqns), "outvars": outvars}
 
     def eqn(self, eqn: dict, env: dict, emitted: _Emitted) -> None:
         prim = eqn["p"]
@@ -147,6 +153,9 @@ class _Rewriter:
             env[eqn["out"][0]["v"]] = picked
             return
         params = [[k, self.value(v)] for k, v in params]
+        if prim == "pallas_call":
+            from . import grids  # (it reads this module's literals)
+            params = grids.call_params({"params": params})
         ins, params = _captures_in_order(prim, ins, params, emitted.origin)
         if prim in REF_ACCESS:
             params = [[k, _whole_ref_dropped(v) if k == "tree" else v] for k, v in params]
@@ -411,9 +420,15 @@ def _identity(eqn: dict, emitted: _Emitted, rw: _Rewriter) -> dict | bool | None
     """One identity applied to ``eqn`` (changed in place): True when it changed,
     the atom it reduces to when it is one of its operands, None when none applies."""
     prim, ins = eqn["p"], eqn["in"]
+    negated = [_negated(a, emitted) for a in ins]
+    if prim == "neg" and len(ins) == 1 and negated[0] is not None:
+        return negated[0]                                   # -(-x) is x
     if len(ins) != 2 or len(eqn.get("out", [])) != 1:
         return None
     x, c = ins
+    if prim == "sub" and negated[1] is not None:            # x - (-y) is x + y (exact)
+        eqn["p"], eqn["in"] = "add", [x, negated[1]]
+        return True
     lit_x, lit_c = _scalar(x), _scalar(c)
     if lit_x is not None and lit_c is None and (prim in COMMUTATIVE or prim in COMPARISONS):
         eqn["p"], eqn["in"] = MIRRORED.get(prim, prim), [c, x]
@@ -440,6 +455,12 @@ def _identity(eqn: dict, emitted: _Emitted, rw: _Rewriter) -> dict | bool | None
         eqn["p"], eqn["in"] = ("lt" if prim == "le" else "gt"), [x, _literal(lit_c + step, c)]
         return True
     return None
+
+
+def _negated(atom: dict, emitted: _Emitted) -> dict | None:
+    """y, when ``atom`` is -y (a neg equation's result)."""
+    made = emitted.made.get(atom["v"]) if "v" in atom else None
+    return made["in"][0] if made is not None and made["p"] == "neg" and len(made["in"]) == 1 else None
 
 
 def _constant_moved(eqn: dict, emitted: _Emitted, rw: _Rewriter) -> bool:

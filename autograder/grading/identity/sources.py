@@ -31,7 +31,7 @@ class KernelSource:
     body: str = ""       # the kernel function's name ("" when no line of it is the student's)
     lines: str = ""      # where the kernel body's traced lines are: "matmul.py:14-22"
     at: Place | None = None                  # the call's own line, quoted
-    grid: Place | None = None                # the grid= keyword
+    grid_at: Place | None = None             # the grid= keyword
     semantics: Place | None = None           # dimension_semantics
     in_maps: tuple[Place | None, ...] = ()   # each input's index map (its BlockSpec)
     out_maps: tuple[Place | None, ...] = ()
@@ -41,6 +41,7 @@ class KernelSource:
     refs: tuple[str, ...] = ()               # the kernel's ref names, inputs then outputs (errors name them)
     inputs: int = 0                          # how many of refs are inputs
     cores: int = 1                           # a pl.kernel mesh's cores (1: a grid)
+    grid: tuple[int, ...] = ()               # its grid at the first correctness case's shapes
 
 
 @dataclass(frozen=True)
@@ -49,6 +50,7 @@ class Sources:
     any line of the student's module, quoted."""
     kernels: tuple[KernelSource, ...] = ()
     outside: tuple[tuple[str, Place], ...] = ()     # (primitive, its first line) outside every kernel
+    case: str = ""                                  # the case whose program this is (the first correctness case)
     file: str = ""                                  # the module's name as the tracer records it
     text: tuple[str, ...] = ()                      # the module's lines as written
     where: Callable[[str, int], str] | None = field(default=None, compare=False, repr=False)
@@ -152,6 +154,12 @@ def _counts(eqn: dict) -> tuple[int, int, int]:
     return tuple(v if isinstance(v, int) else 0 for v in values)
 
 
+def _grid(eqn: dict) -> tuple[int, ...]:
+    grid = _field(_params(eqn).get("grid_mapping"), "grid")
+    items = grid.get("t") if isinstance(grid, dict) else None
+    return tuple(items) if isinstance(items, list) and all(type(g) is int for g in items) else ()
+
+
 def _cores(eqn: dict) -> int:
     meshes = _params(eqn).get("meshes") or _params(eqn).get("mesh")
     for mesh in (meshes.get("t") or []) if isinstance(meshes, dict) and "t" in meshes else [meshes]:
@@ -207,12 +215,14 @@ class _Reader:
             tuple(at(n) for n in lines.in_maps) if lines else (),
             tuple(at(n) for n in lines.out_maps) if lines else (), at(lines.scratch) if lines else None,
             self.places(written), self.places(e.get("src") for e in _eqns(eqn["params"]) if e["p"] == "dma_start"),
-            tuple(names[nio:nio + nin + nout]) if len(names) >= nio + nin + nout else (), nin, _cores(eqn))
+            tuple(names[nio:nio + nin + nout]) if len(names) >= nio + nin + nout else (), nin, _cores(eqn),
+            _grid(eqn))
 
 
-def of_program(doc: dict, where: Callable[[str, int], str], text: str = "", file: str = "") -> Sources:
-    """The places of a program document. ``where(file, line)`` names a line as the
-    student knows it (a notebook's cell); ``text``: the module ``file``'s source."""
+def of_program(doc: dict, where: Callable[[str, int], str], text: str = "", file: str = "",
+               case: str = "") -> Sources:
+    """The places of a program document (``case``'s). ``where(file, line)`` names a line
+    as the student knows it (a notebook's cell); ``text``: the module ``file``'s source."""
     lines = tuple(text.splitlines())
     r = _Reader(doc, where, lines, file)
     kernels, outside = [], {}
@@ -223,4 +233,4 @@ def of_program(doc: dict, where: Callable[[str, int], str], text: str = "", file
                 kernels.append(k)
         elif eqn["p"] not in outside and (s := r.source(eqn.get("src"))) is not None:
             outside[eqn["p"]] = r.place(s[0], s[1])
-    return Sources(tuple(kernels), tuple(outside.items()), file, lines, where)
+    return Sources(tuple(kernels), tuple(outside.items()), case, file, lines, where)
