@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .normal import _program_of, _scalar
+from .literals import _program_of, _scalar
 
 MAX_POINTS = 4096       # grid points an index map is evaluated at, at most
 AXIS_PRIMS = ("program_id", "num_programs")

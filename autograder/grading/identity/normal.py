@@ -39,19 +39,15 @@ malformed document is returned unchanged rather than raising.
 """
 from __future__ import annotations
 
-import base64
 from typing import Any
 
-import numpy as np
-
 from ...pallas_surface.program.schema import INLINED
-from . import pieces
+from . import grids, pieces
+from .literals import SIGNED, _dtype, _program_of, _scalar
 
 COMMUTATIVE = frozenset({"add", "mul", "max", "min", "and", "or", "xor", "eq", "ne"})
 MIRRORED = {"lt": "gt", "gt": "lt", "le": "ge", "ge": "le", "eq": "eq", "ne": "ne"}
 COMPARISONS = frozenset(MIRRORED)
-SIGNED = {"int8": 8, "int16": 16, "int32": 32, "int64": 64}
-NUMERIC = frozenset({*SIGNED, "uint8", "uint16", "uint32", "uint64", "bool", "float16", "float32", "float64"})
 REF_ACCESS = frozenset({"get", "swap", "addupdate"})
 MAX_PASSES = 8          # identities applied to one equation, at most (each removes or moves a literal)
 
@@ -154,7 +150,6 @@ class _Rewriter:
             return
         params = [[k, self.value(v)] for k, v in params]
         if prim == "pallas_call":
-            from . import grids  # (it reads this module's literals)
             params = grids.call_params({"params": params})
         ins, params = _captures_in_order(prim, ins, params, emitted.origin)
         if prim in REF_ACCESS:
@@ -219,14 +214,6 @@ def _wrapped(prim: str, params: list) -> tuple[dict, list] | None:
         return None
     value = next((v for k, v in params if k == key), None)
     return _program_of(value)
-
-
-def _program_of(value: Any) -> tuple[dict, list] | None:
-    if isinstance(value, dict) and isinstance(value.get("jx"), dict):
-        return value["jx"], []
-    if isinstance(value, dict) and isinstance(value.get("cjx"), dict) and isinstance(value["cjx"].get("jaxpr"), dict):
-        return value["cjx"]["jaxpr"], list(value["cjx"].get("consts", []))
-    return None
 
 
 def _taken_branch(prim: str, params: list, ins: list[dict]) -> tuple[dict, list] | None:
@@ -372,35 +359,6 @@ def _inputs_permuted(value: Any, spans: list | None, order: list[int]) -> Any:
 
 
 # ---- literals and identities -----------------------------------------------------------
-
-def _dtype(atom: dict) -> str | None:
-    aval = atom.get("aval")
-    if isinstance(aval, dict) and isinstance(aval.get("sa"), list) and len(aval["sa"]) >= 2:
-        dt = aval["sa"][1]
-        return dt.get("dt") if isinstance(dt, dict) else None
-    return None
-
-
-def _scalar(atom: dict) -> int | float | bool | None:
-    """The value of a scalar literal of a numeric type, else None."""
-    if "lit" not in atom or _dtype(atom) not in NUMERIC:
-        return None
-    aval = atom["aval"]["sa"]
-    if aval[0] != []:
-        return None
-    v = atom["lit"]
-    if isinstance(v, (bool, int, float)):
-        return v
-    if isinstance(v, dict) and isinstance(v.get("s"), list) and len(v["s"]) == 2 and \
-            isinstance(v["s"][1], (bool, int, float)):
-        return v["s"][1]
-    if isinstance(v, dict) and isinstance(v.get("a"), list) and len(v["a"]) == 3:
-        dtype, shape, data = v["a"]
-        if dtype in NUMERIC and shape == [] and isinstance(data, str):
-            raw = np.frombuffer(base64.b64decode(data, validate=True), dtype=np.dtype(dtype))
-            return raw[0].item() if raw.size == 1 else None
-    return None
-
 
 def _literal(value: int | float, like: dict) -> dict:
     """A scalar literal of ``like``'s type."""
