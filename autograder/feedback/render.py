@@ -15,6 +15,7 @@ from typing import Any
 
 import jinja2
 
+from .. import findings
 from ..findings import CATALOGUE, RUNGS, Finding, fix_line
 from ..grading.judge import figures
 from ..grading.judge.problems import Problem, key_of, summarize
@@ -58,7 +59,9 @@ def wrap(text: str, width: int = 79, indent: str = "") -> str:
 @lru_cache(maxsize=None)
 def _env(fmt: str) -> jinja2.Environment:
     env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(str(TEMPLATES)), undefined=jinja2.StrictUndefined,
+        # A finding's explanation lives beside its catalogue entry; templates include it as "findings/<id>.j2".
+        loader=jinja2.ChoiceLoader([jinja2.FileSystemLoader(str(TEMPLATES)), jinja2.PrefixLoader(
+            {"findings": jinja2.FileSystemLoader(str(findings.TEMPLATES))})]), undefined=jinja2.StrictUndefined,
         autoescape=(fmt == "html"), trim_blocks=True, lstrip_blocks=True,
         keep_trailing_newline=False, finalize=escaping.visible)
     env.globals["fmt"] = fmt

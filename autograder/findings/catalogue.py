@@ -1,0 +1,178 @@
+"""The finding catalogue: every finding ID's one home (pure data; imports nothing
+else from the package).
+
+A kind holds all the grader says of a class of bug, whoever says it: its title
+and summary, its one-line fix (and finer fixes by a fact of the finding), and
+its explanation template beside this module (``templates/<id>.j2``). Every other
+table that speaks of finding IDs reads its entry here, or is tested against it
+(tests/test_catalogue.py). IDs are a public contract: they appear in
+results.json tags, in the templates and in the README, so they never change
+once published.
+
+Adding a finding: one ``FindingKind`` below, its place in ``PRECEDENCE``, and
+``templates/<id>.j2``; then the check that detects it.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+from typing import Mapping
+
+# Each kind's explanation (``<id>.j2``) and the parts they share (``_*.j2``); the
+# feedback's templates include them as "findings/<id>.j2".
+TEMPLATES = Path(__file__).resolve().parent / "templates"
+
+
+@dataclass(frozen=True)
+class FindingKind:
+    """One finding ID and what every stage says of it.
+
+    ``fix``: the one-line fix the report's problem list gives (the finding's own
+    section gives the full fix with its evidence); ``fixes``: a finer fix by the
+    value of the finding's fact ``fix_by`` (a submission error's problem, the
+    compile rule the lowering refused), the general ``fix`` where none is named.
+    """
+
+    id: str
+    title: str
+    summary: str
+    fix: str
+    fixes: Mapping[str, str] = field(default_factory=dict)
+    fix_by: str = "problem"
+
+    def __post_init__(self) -> None:
+        if not (self.id and self.title and self.summary and self.fix):
+            raise ValueError(f"a finding kind needs an id, a title, a summary and a fix; got {self!r}")
+        object.__setattr__(self, "fixes", MappingProxyType(dict(self.fixes)))
+
+    @property
+    def template(self) -> Path:
+        """Its explanation template, beside this module."""
+        return TEMPLATES / f"{self.id}.j2"
+
+    def fix_for(self, facts: Mapping) -> str:
+        """The one-line fix of a finding of this kind with these facts."""
+        return self.fixes.get(facts.get(self.fix_by) or "", self.fix)
+
+
+_KINDS = (
+    FindingKind(
+        "submission-error", "Submission cannot be graded",
+        "missing file or function, syntax/import error, exception, wrong output "
+        "shape/dtype/type, timeout, memory limit",
+        fix="make the file import and run on its own (see the details)",
+        fixes={
+            "file-missing": "upload the file with the name the handout gives",
+            "syntax-error": "run the file locally and correct the line shown",
+            "import-error": "make the file import on its own, without files you did not upload",
+            "function-missing": "define the function the handout names, at the top level of the file",
+            "wrong-arity": "give the function exactly the handout's arguments",
+            "not-implemented": "replace the starter's raise NotImplementedError with your kernel",
+            "exception": "run the case locally (see the reproduction) and fix the error shown",
+            "timeout": "look for a loop that never ends or a DMA wait that nothing starts",
+            "import-timeout": "remove slow work done at import time",
+            "memory-limit": "avoid huge intermediate arrays",
+            "wrong-shape": "return the pallas_call's output with the handout's shape",
+            "wrong-dtype": "set out_shape's dtype as the handout says",
+            "wrong-type": "return one array, not a tuple or a NumPy value",
+            "killed": "do not call exit() or os._exit()",
+            "exit-at-import": "do not call exit() or os._exit()",
+            "unsupported": "use the operations the handout shows",
+        }),
+    FindingKind(
+        "wrong-result", "Wrong result",
+        "wrong on every rung alike: a logic error; the arithmetic on the interpreters "
+        "is real, so it is wrong on a chip too",
+        fix="compare your kernel's formula with the handout's on the smallest case"),
+    FindingKind(
+        "numerics", "Numerical problem",
+        "wrong through floating point: overflow/NaN from an unstable formula, "
+        "low-precision accumulation",
+        fix="accumulate in float32 and keep intermediates in a stable range"),
+    FindingKind(
+        "out-of-bounds", "Out-of-bounds access",
+        "reads or writes outside an array: an index map that addresses a block past "
+        "the end (or before the start), a DMA or pl.ds slice past the edge",
+        fix="make the grid pl.cdiv(size, block) long and keep every index map inside its array"),
+    FindingKind(
+        "output-block-revisit", "Output block revisited",
+        "an output block is written at grid points that are not consecutive, or "
+        "across a parallel axis",
+        fix="put the axis that revisits an output block last and mark it \"arbitrary\""),
+    FindingKind(
+        "uninitialized-memory", "Depends on uninitialized memory",
+        "the result depends on memory the kernel never wrote: an accumulator never "
+        "zeroed, an output block never written",
+        fix="zero accumulators at the first step and write every output block in full"),
+    FindingKind(
+        "grid-order-dependence", "Depends on grid order",
+        "the result changes when grid points run in another order or on two cores",
+        fix="mark an axis \"parallel\" only when no grid point depends on another along it"),
+    FindingKind(
+        "padding-dependence", "Depends on edge-block padding",
+        "the result depends on the padding of partial edge blocks",
+        fix="mask the padded part of edge blocks before it reaches a valid result",
+        # Padding past the end of an input, summed by a reduction along that axis (a K block
+        # in a matmul): the output's edge blocks are whole, so "mask edge blocks" would not say where.
+        fixes={"input-padding": "mask the padding of an input's partial block before the reduction sums it, "
+                                "or use a block size that divides that axis"}),
+    FindingKind(
+        "data-race", "Data race", "the race detector found conflicting accesses",
+        fix="never let two grid points on a parallel axis write the same block"),
+    FindingKind(
+        "dma-protocol", "DMA or semaphore misuse",
+        "a DMA or semaphore is misused: waited before started, never waited, buffer "
+        "reused while in flight, deadlock",
+        fix="start every copy before waiting on it, and wait on each copy once"),
+    FindingKind(
+        "compile-reject", "The TPU compiler will refuse it",
+        "block tiling, dtype or an unsupported op, though both interpreters run it",
+        # The block-tiling rule's fix is the general one.
+        fix="use blocks whose last two dimensions are multiples of (8, 128)",
+        # By the rule the lowering refused (the compile check's rule_id).
+        fix_by="rule_id",
+        fixes={
+            "unsupported-op": "compute with the operations the TPU lowering implements inside kernels "
+                              "(no sort or cumsum in a kernel)",
+            "64-bit-dtype": "use float32 or int32 inside the kernel, not 64-bit types",
+            "1d-block": "give a 1-D block the whole array, or a multiple of 1024 elements",
+            "buffer-count": "ask for at most two buffers per BlockSpec: pl.Buffered(1) or pl.Buffered(2)",
+            "matmul-accumulator": "give the product a float32 result: pass preferred_element_type=jnp.float32 "
+                                  "to jnp.dot (or lax.dot_general), and cast it where you store it",
+            "lowering": "change what the compiler's message names; the interpreters cannot check it",
+        }),
+    FindingKind(
+        "vmem-overflow", "Blocks overflow VMEM",
+        "blocks plus scratch exceed the target chip's VMEM at the real problem size",
+        fix="use fixed block sizes that fit VMEM at the real problem size"),
+    FindingKind(
+        "inconsistent-kernel", "A different kernel at other sizes",
+        "at a size no test runs (production, speed, stress) the function builds a kernel "
+        "the tests did not grade, or the graded kernel with numbers its shape does not derive",
+        fix="build the graded kernel at every size: derive its numbers from the shape by one rule"),
+    FindingKind(
+        "not-a-kernel", "Work done outside the kernel",
+        "the work is not done in a pallas_call (jnp outside the kernel, the "
+        "reference called)",
+        fix="do the assignment's work inside the kernel passed to pl.pallas_call"),
+    FindingKind(
+        "chip-reject", "Refused by the TPU compiler", "on a real TPU the compiler refused it",
+        fix="see the compiler's message for the construct it refused"),
+    FindingKind(
+        "chip-divergence", "Chip result differs",
+        "on a real TPU the compiled result differs from the interpreters'",
+        fix="compare the chip's output with the interpreters' on the failing case"),
+)
+CATALOGUE: Mapping[str, FindingKind] = MappingProxyType({k.id: k for k in _KINDS})
+
+# Root-cause order: when several findings hit one test, the earliest here is the
+# primary one (an out-of-bounds map explains the wrong numbers it causes).
+PRECEDENCE: tuple[str, ...] = (
+    "submission-error", "not-a-kernel", "inconsistent-kernel", "out-of-bounds", "output-block-revisit",
+    "dma-protocol", "data-race", "uninitialized-memory", "padding-dependence",
+    "grid-order-dependence", "compile-reject", "vmem-overflow", "chip-reject",
+    "numerics", "wrong-result", "chip-divergence",
+)
+if set(PRECEDENCE) != set(CATALOGUE) or len(PRECEDENCE) != len(CATALOGUE):
+    raise ValueError(f"every finding ID needs one place in PRECEDENCE; got {sorted(set(PRECEDENCE) ^ set(CATALOGUE))}")

@@ -1,0 +1,44 @@
+"""The finding catalogue is each finding ID's one home (autograder/findings/catalogue.py):
+every ID has every field, its explanation template beside it, and every other table
+keyed by finding ID reads the catalogue or names only IDs it holds. No JAX."""
+import re
+
+import pytest
+
+from autograder.findings import CATALOGUE, PRECEDENCE, TEMPLATES, Finding, FindingKind, fix_line
+from autograder.findings.catalogue import FindingKind as Kind
+
+
+def test_every_id_has_a_title_a_summary_a_fix_and_its_template():
+    assert FindingKind is Kind
+    for fid, kind in CATALOGUE.items():
+        assert kind.id == fid and re.fullmatch(r"[a-z]+(-[a-z]+)*", fid), fid
+        assert kind.title and kind.summary and kind.fix, fid
+        assert kind.template == TEMPLATES / f"{fid}.j2" and kind.template.is_file(), fid
+        assert all(isinstance(k, str) and v for k, v in kind.fixes.items()), fid
+    assert sorted(PRECEDENCE) == sorted(CATALOGUE)
+
+
+def test_every_template_beside_the_catalogue_is_an_ids_or_a_shared_part():
+    for path in TEMPLATES.glob("*.j2"):
+        assert path.stem in CATALOGUE or path.stem.startswith("_"), path.name
+
+
+def test_a_kind_is_immutable_and_validated():
+    kind = CATALOGUE["compile-reject"]
+    with pytest.raises(TypeError):
+        kind.fixes["block-tiling"] = "x"
+    with pytest.raises(ValueError, match="needs an id, a title, a summary and a fix"):
+        FindingKind("x", "X", "x", fix="")
+
+
+def test_a_finer_fix_by_the_findings_problem_or_rule_else_the_general_one():
+    def f(fid, **facts):
+        return Finding.make(fid, "static", "m", **facts)
+    assert fix_line(f("submission-error", problem="wrong-arity")) == "give the function exactly the handout's arguments"
+    assert fix_line(f("submission-error", problem="no-such")) == CATALOGUE["submission-error"].fix
+    assert fix_line(f("compile-reject", rule_id="1d-block")).startswith("give a 1-D block the whole array")
+    assert fix_line(f("compile-reject", rule_id="block-tiling")) == CATALOGUE["compile-reject"].fix
+    assert fix_line(f("padding-dependence", problem="input-padding")).startswith("mask the padding of an input")
+    assert fix_line(f("padding-dependence")) == CATALOGUE["padding-dependence"].fix
+    assert fix_line(f("numerics", problem="input-padding")) == CATALOGUE["numerics"].fix
