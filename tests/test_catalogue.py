@@ -42,3 +42,14 @@ def test_a_finer_fix_by_the_findings_problem_or_rule_else_the_general_one():
     assert fix_line(f("padding-dependence", problem="input-padding")).startswith("mask the padding of an input")
     assert fix_line(f("padding-dependence")) == CATALOGUE["padding-dependence"].fix
     assert fix_line(f("numerics", problem="input-padding")) == CATALOGUE["numerics"].fix
+
+
+def test_where_a_fix_points_is_the_call_or_the_body_for_every_kernel_bug():
+    at = {fid: kind.fix_at for fid, kind in CATALOGUE.items()}
+    assert {fid for fid, w in at.items() if w == "call"} == {
+        "out-of-bounds", "output-block-revisit", "grid-order-dependence", "compile-reject", "vmem-overflow",
+        "inconsistent-kernel"}
+    assert {fid for fid, w in at.items() if w == ""} == {"submission-error", "not-a-kernel", "chip-reject",
+                                                        "chip-divergence"}
+    with pytest.raises(ValueError, match="fix_at must be"):
+        FindingKind("x", "X", "x", fix="y", fix_at="kernel")

@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
-from typing import Mapping
+from typing import Literal, Mapping
 
 # Each kind's explanation (``<id>.j2``) and the parts they share (``_*.j2``); the
 # feedback's templates include them as "findings/<id>.j2".
@@ -31,7 +31,10 @@ class FindingKind:
     ``fix``: the one-line fix the report's problem list gives (the finding's own
     section gives the full fix with its evidence); ``fixes``: a finer fix by the
     value of the finding's fact ``fix_by`` (a submission error's problem, the
-    compile rule the lowering refused), the general ``fix`` where none is named.
+    compile rule the lowering refused), the general ``fix`` where none is named;
+    ``fix_at``: where in the student's file the fix goes: "call" (how the kernel is
+    called: grid, block specs, semantics, scratch: the pl.pallas_call's line),
+    "body" (what the kernel computes: its body's lines), or "" (no one place).
     """
 
     id: str
@@ -40,10 +43,13 @@ class FindingKind:
     fix: str
     fixes: Mapping[str, str] = field(default_factory=dict)
     fix_by: str = "problem"
+    fix_at: Literal["call", "body", ""] = ""
 
     def __post_init__(self) -> None:
         if not (self.id and self.title and self.summary and self.fix):
             raise ValueError(f"a finding kind needs an id, a title, a summary and a fix; got {self!r}")
+        if self.fix_at not in ("call", "body", ""):
+            raise ValueError(f"{self.id}: fix_at must be 'call', 'body' or ''; got {self.fix_at!r}")
         object.__setattr__(self, "fixes", MappingProxyType(dict(self.fixes)))
 
     @property
@@ -84,52 +90,62 @@ _KINDS = (
         "wrong-result", "Wrong result",
         "wrong on every rung alike: a logic error; the arithmetic on the interpreters "
         "is real, so it is wrong on a chip too",
-        fix="compare your kernel's formula with the handout's on the smallest case"),
+        fix="compare your kernel's formula with the handout's on the smallest case",
+        fix_at="body"),
     FindingKind(
         "numerics", "Numerical problem",
         "wrong through floating point: overflow/NaN from an unstable formula, "
         "low-precision accumulation",
-        fix="accumulate in float32 and keep intermediates in a stable range"),
+        fix="accumulate in float32 and keep intermediates in a stable range",
+        fix_at="body"),
     FindingKind(
         "out-of-bounds", "Out-of-bounds access",
         "reads or writes outside an array: an index map that addresses a block past "
         "the end (or before the start), a DMA or pl.ds slice past the edge",
-        fix="make the grid pl.cdiv(size, block) long and keep every index map inside its array"),
+        fix="make the grid pl.cdiv(size, block) long and keep every index map inside its array",
+        fix_at="call"),
     FindingKind(
         "output-block-revisit", "Output block revisited",
         "an output block is written at grid points that are not consecutive, or "
         "across a parallel axis",
-        fix="put the axis that revisits an output block last and mark it \"arbitrary\""),
+        fix="put the axis that revisits an output block last and mark it \"arbitrary\"",
+        fix_at="call"),
     FindingKind(
         "uninitialized-memory", "Depends on uninitialized memory",
         "the result depends on memory the kernel never wrote: an accumulator never "
         "zeroed, an output block never written",
-        fix="zero accumulators at the first step and write every output block in full"),
+        fix="zero accumulators at the first step and write every output block in full",
+        fix_at="body"),
     FindingKind(
         "grid-order-dependence", "Depends on grid order",
         "the result changes when grid points run in another order or on two cores",
-        fix="mark an axis \"parallel\" only when no grid point depends on another along it"),
+        fix="mark an axis \"parallel\" only when no grid point depends on another along it",
+        fix_at="call"),
     FindingKind(
         "padding-dependence", "Depends on edge-block padding",
         "the result depends on the padding of partial edge blocks",
         fix="mask the padded part of edge blocks before it reaches a valid result",
+        fix_at="body",
         # Padding past the end of an input, summed by a reduction along that axis (a K block
         # in a matmul): the output's edge blocks are whole, so "mask edge blocks" would not say where.
         fixes={"input-padding": "mask the padding of an input's partial block before the reduction sums it, "
                                 "or use a block size that divides that axis"}),
     FindingKind(
         "data-race", "Data race", "the race detector found conflicting accesses",
-        fix="never let two grid points on a parallel axis write the same block"),
+        fix="never let two grid points on a parallel axis write the same block",
+        fix_at="body"),
     FindingKind(
         "dma-protocol", "DMA or semaphore misuse",
         "a DMA or semaphore is misused: waited before started, never waited, buffer "
         "reused while in flight, deadlock",
-        fix="start every copy before waiting on it, and wait on each copy once"),
+        fix="start every copy before waiting on it, and wait on each copy once",
+        fix_at="body"),
     FindingKind(
         "compile-reject", "The TPU compiler will refuse it",
         "block tiling, dtype or an unsupported op, though both interpreters run it",
         # The block-tiling rule's fix is the general one.
         fix="use blocks whose last two dimensions are multiples of (8, 128)",
+        fix_at="call",
         # By the rule the lowering refused (the compile check's rule_id).
         fix_by="rule_id",
         fixes={
@@ -145,12 +161,14 @@ _KINDS = (
     FindingKind(
         "vmem-overflow", "Blocks overflow VMEM",
         "blocks plus scratch exceed the target chip's VMEM at the real problem size",
-        fix="use fixed block sizes that fit VMEM at the real problem size"),
+        fix="use fixed block sizes that fit VMEM at the real problem size",
+        fix_at="call"),
     FindingKind(
         "inconsistent-kernel", "A different kernel at other sizes",
         "at a size no test runs (production, speed, stress) the function builds a kernel "
         "the tests did not grade, or the graded kernel with numbers its shape does not derive",
-        fix="build the graded kernel at every size: derive its numbers from the shape by one rule"),
+        fix="build the graded kernel at every size: derive its numbers from the shape by one rule",
+        fix_at="call"),
     FindingKind(
         "not-a-kernel", "Work done outside the kernel",
         "the work is not done in a pallas_call (jnp outside the kernel, the "
