@@ -53,3 +53,25 @@ def test_where_a_fix_points_is_the_call_or_the_body_for_every_kernel_bug():
                                                         "chip-divergence"}
     with pytest.raises(ValueError, match="fix_at must be"):
         FindingKind("x", "X", "x", fix="y", fix_at="kernel")
+
+
+def test_how_findings_relate_in_scoring_is_each_kinds_and_names_only_catalogue_ids():
+    from autograder.findings import RUNGS
+    explaining = {fid: k.explains for fid, k in CATALOGUE.items() if k.explains}
+    assert explaining == {
+        "out-of-bounds": ("generic", "tpu-interpret"), "output-block-revisit": ("generic", "tpu-interpret"),
+        "dma-protocol": ("generic", "tpu-interpret"), "data-race": ("tpu-interpret",),
+        "uninitialized-memory": ("generic", "tpu-interpret"), "padding-dependence": ("generic", "tpu-interpret"),
+        "grid-order-dependence": ("tpu-interpret",)}
+    assert {fid for fid, k in CATALOGUE.items() if k.symptom} == {"wrong-result", "numerics"}
+    assert {fid for fid, k in CATALOGUE.items() if k.hang_explains_timeout} == {"dma-protocol",
+                                                                               "grid-order-dependence"}
+    for fid, k in CATALOGUE.items():
+        assert set(k.explains) <= set(RUNGS) and set(k.same_bug + k.same_bug_on_case) <= set(CATALOGUE), fid
+        assert fid not in k.same_bug + k.same_bug_on_case, fid
+        # A symptom is what a correctness comparison says; it explains no test itself.
+        assert not (k.symptom and k.explains), fid
+    assert CATALOGUE["output-block-revisit"].same_bug == ("grid-order-dependence", "data-race")
+    assert CATALOGUE["output-block-revisit"].same_bug_on_case == ("uninitialized-memory",)
+    with pytest.raises(ValueError, match="explains must name rungs"):
+        FindingKind("x", "X", "x", fix="y", explains=("gpu",))

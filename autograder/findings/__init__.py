@@ -9,23 +9,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any, Mapping
 
-from .catalogue import CATALOGUE, PRECEDENCE, TEMPLATES, FindingKind
+from .catalogue import CATALOGUE, PRECEDENCE, RUNGS, TEMPLATES, TEST_RUNGS, FindingKind
 
 __all__ = ["CATALOGUE", "PRECEDENCE", "RUNGS", "TEMPLATES", "TEST_RUNGS", "CheckNote", "Finding", "FindingKind",
            "FrozenMap", "fix_line", "primary"]
-
-# The ladder of rungs, in the order a kernel climbs it.
-RUNGS: dict[str, str] = {
-    "static": "static analysis (nothing runs)",
-    "generic": "generic interpreter (interpret=True)",
-    "tpu-interpret": "TPU interpret mode (pltpu.InterpretParams)",
-    "tpu": "real TPU (Mosaic compiler)",
-}
-# The rung in a test's name: short, so a test's line fits a terminal (the ladder
-# under each explanation says which switch selects it).
-TEST_RUNGS: dict[str, str] = {"generic": "generic interpreter", "tpu-interpret": "TPU interpret mode",
-                              "tpu": "real TPU"}
-
 
 class FrozenMap(tuple):
     """An immutable mapping stored as a tuple of (key, value) pairs."""

@@ -19,6 +19,18 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Literal, Mapping
 
+# The ladder of rungs, in the order a kernel climbs it.
+RUNGS: dict[str, str] = {
+    "static": "static analysis (nothing runs)",
+    "generic": "generic interpreter (interpret=True)",
+    "tpu-interpret": "TPU interpret mode (pltpu.InterpretParams)",
+    "tpu": "real TPU (Mosaic compiler)",
+}
+# The rung in a test's name: short, so a test's line fits a terminal (the ladder
+# under each explanation says which switch selects it).
+TEST_RUNGS: dict[str, str] = {"generic": "generic interpreter", "tpu-interpret": "TPU interpret mode",
+                              "tpu": "real TPU"}
+
 # Each kind's explanation (``<id>.j2``) and the parts they share (``_*.j2``); the
 # feedback's templates include them as "findings/<id>.j2".
 TEMPLATES = Path(__file__).resolve().parent / "templates"
@@ -35,6 +47,17 @@ class FindingKind:
     ``fix_at``: where in the student's file the fix goes: "call" (how the kernel is
     called: grid, block specs, semantics, scratch: the pl.pallas_call's line),
     "body" (what the kernel computes: its body's lines), or "" (no one place).
+
+    How scoring relates it to others (``grading.judge.scoring``): ``explains``: the
+    rungs on which a probe's finding of this kind explains a failed correctness
+    test on the same case (the test then reports the root cause, with the symptom
+    kept beside it); ``symptom``: a correctness test's own comparison says this
+    when another finding explains its failure (the symptom, never a problem of its
+    own); ``same_bug``: the IDs that are another view of this bug, never charged
+    again; ``same_bug_on_case``: another view only on the very case and rung whose
+    own test this bug broke; ``hang_explains_timeout``: a probe that saw the kernel
+    hang under this kind explains a run's timeout on that rung (the hang is the
+    root cause, though submission-error otherwise comes first).
     """
 
     id: str
@@ -44,12 +67,19 @@ class FindingKind:
     fixes: Mapping[str, str] = field(default_factory=dict)
     fix_by: str = "problem"
     fix_at: Literal["call", "body", ""] = ""
+    explains: tuple[str, ...] = ()
+    symptom: bool = False
+    same_bug: tuple[str, ...] = ()
+    same_bug_on_case: tuple[str, ...] = ()
+    hang_explains_timeout: bool = False
 
     def __post_init__(self) -> None:
         if not (self.id and self.title and self.summary and self.fix):
             raise ValueError(f"a finding kind needs an id, a title, a summary and a fix; got {self!r}")
         if self.fix_at not in ("call", "body", ""):
             raise ValueError(f"{self.id}: fix_at must be 'call', 'body' or ''; got {self.fix_at!r}")
+        if not set(self.explains) <= set(RUNGS):
+            raise ValueError(f"{self.id}: explains must name rungs of {list(RUNGS)}; got {self.explains!r}")
         object.__setattr__(self, "fixes", MappingProxyType(dict(self.fixes)))
 
     @property
@@ -91,36 +121,55 @@ _KINDS = (
         "wrong on every rung alike: a logic error; the arithmetic on the interpreters "
         "is real, so it is wrong on a chip too",
         fix="compare your kernel's formula with the handout's on the smallest case",
-        fix_at="body"),
+        fix_at="body",
+        symptom=True),
     FindingKind(
         "numerics", "Numerical problem",
         "wrong through floating point: overflow/NaN from an unstable formula, "
         "low-precision accumulation",
         fix="accumulate in float32 and keep intermediates in a stable range",
-        fix_at="body"),
+        fix_at="body",
+        symptom=True),
     FindingKind(
         "out-of-bounds", "Out-of-bounds access",
         "reads or writes outside an array: an index map that addresses a block past "
         "the end (or before the start), a DMA or pl.ds slice past the edge",
         fix="make the grid pl.cdiv(size, block) long and keep every index map inside its array",
-        fix_at="call"),
+        fix_at="call",
+        explains=("generic", "tpu-interpret")),
     FindingKind(
         "output-block-revisit", "Output block revisited",
         "an output block is written at grid points that are not consecutive, or "
         "across a parallel axis",
         fix="put the axis that revisits an output block last and mark it \"arbitrary\"",
-        fix_at="call"),
+        fix_at="call",
+        explains=("generic", "tpu-interpret"),
+        # One bug, several views: an output block shared across a parallel axis is also
+        # what makes the grid order matter and two cores race, so those are not charged again.
+        same_bug=("grid-order-dependence", "data-race"),
+        # A reduction axis marked parallel runs out of order on the very case and rung whose
+        # test it broke, so steps read the accumulator before the step that zeroes it, and the
+        # fills change what they read. (On another case, or beside a revisit elsewhere,
+        # unwritten memory is its own bug.)
+        same_bug_on_case=("uninitialized-memory",)),
     FindingKind(
         "uninitialized-memory", "Depends on uninitialized memory",
         "the result depends on memory the kernel never wrote: an accumulator never "
         "zeroed, an output block never written",
         fix="zero accumulators at the first step and write every output block in full",
-        fix_at="body"),
+        fix_at="body",
+        explains=("generic", "tpu-interpret"),
+        # A buffer written at one grid point only (scratch zeroed when every program id is
+        # 0) is read unwritten wherever that point has not run first: in another order, or
+        # on the other core. The order check sees that same unwritten read.
+        same_bug=("grid-order-dependence",)),
     FindingKind(
         "grid-order-dependence", "Depends on grid order",
         "the result changes when grid points run in another order or on two cores",
         fix="mark an axis \"parallel\" only when no grid point depends on another along it",
-        fix_at="call"),
+        fix_at="call",
+        explains=("tpu-interpret",),
+        hang_explains_timeout=True),
     FindingKind(
         "padding-dependence", "Depends on edge-block padding",
         "the result depends on the padding of partial edge blocks",
@@ -129,17 +178,25 @@ _KINDS = (
         # Padding past the end of an input, summed by a reduction along that axis (a K block
         # in a matmul): the output's edge blocks are whole, so "mask edge blocks" would not say where.
         fixes={"input-padding": "mask the padding of an input's partial block before the reduction sums it, "
-                                "or use a block size that divides that axis"}),
+                                "or use a block size that divides that axis"},
+        explains=("generic", "tpu-interpret")),
     FindingKind(
         "data-race", "Data race", "the race detector found conflicting accesses",
         fix="never let two grid points on a parallel axis write the same block",
-        fix_at="body"),
+        fix_at="body",
+        explains=("tpu-interpret",)),
     FindingKind(
         "dma-protocol", "DMA or semaphore misuse",
         "a DMA or semaphore is misused: waited before started, never waited, buffer "
         "reused while in flight, deadlock",
         fix="start every copy before waiting on it, and wait on each copy once",
-        fix_at="body"),
+        fix_at="body",
+        explains=("generic", "tpu-interpret"),
+        # Data read before its copy lands, or through a semaphore two copies share, is what
+        # the fills change (the poisoning check sees the DMA bug, not a second one) and what
+        # the race detector flags (the DMA engine writing a buffer the kernel reads).
+        same_bug=("uninitialized-memory", "data-race"),
+        hang_explains_timeout=True),
     FindingKind(
         "compile-reject", "The TPU compiler will refuse it",
         "block tiling, dtype or an unsupported op, though both interpreters run it",
@@ -194,3 +251,7 @@ PRECEDENCE: tuple[str, ...] = (
 )
 if set(PRECEDENCE) != set(CATALOGUE) or len(PRECEDENCE) != len(CATALOGUE):
     raise ValueError(f"every finding ID needs one place in PRECEDENCE; got {sorted(set(PRECEDENCE) ^ set(CATALOGUE))}")
+for _k in _KINDS:
+    if not set(_k.same_bug + _k.same_bug_on_case) <= set(CATALOGUE):
+        raise ValueError(f"{_k.id}: same_bug names IDs the catalogue does not hold: "
+                         f"{sorted(set(_k.same_bug + _k.same_bug_on_case) - set(CATALOGUE))}")
