@@ -75,3 +75,13 @@ def test_how_findings_relate_in_scoring_is_each_kinds_and_names_only_catalogue_i
     assert CATALOGUE["output-block-revisit"].same_bug_on_case == ("uninitialized-memory",)
     with pytest.raises(ValueError, match="explains must name rungs"):
         FindingKind("x", "X", "x", fix="y", explains=("gpu",))
+
+
+def test_a_secret_cases_words_for_a_finding_are_its_kinds():
+    assert CATALOGUE["wrong-result"].hidden_message("padding-read") == "the output is wrong"
+    assert CATALOGUE["data-race"].hidden_message() == "data race"
+    assert CATALOGUE["submission-error"].hidden_message("memory-limit") == "submission cannot be graded (memory limit)"
+    assert CATALOGUE["submission-error"].titled(None) == "submission cannot be graded"
+    for k in CATALOGUE.values():
+        # The grader's own words: a sentence fragment, never a value a submission chose.
+        assert k.hidden_message() and "{" not in k.hidden_message(), k.id

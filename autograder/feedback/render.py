@@ -16,7 +16,7 @@ from typing import Any
 import jinja2
 
 from .. import findings
-from ..findings import CATALOGUE, RUNGS, Finding, fix_line
+from ..findings import RUNGS, Finding, fix_line
 from ..grading.judge import figures
 from ..grading.judge.problems import Problem, key_of, summarize
 from ..grading.judge.scoring import TestResult, same_bug, symptom_of
@@ -32,12 +32,6 @@ TEMPLATES = Path(__file__).resolve().parents[1] / "templates"
 _HIDDEN_SAFE = {"problem", "mismatch_text", "nonfinite", "relative_to_output", "type",
                 "frames", "phase", "limit_s", "memory_mb", "disk_mb", "exit", "not_run", "rule",
                 "reason"}
-_HIDDEN_MESSAGES = {
-    "wrong-result": "the output is wrong",
-    "numerics": "the output has a numerical (precision or overflow) problem",
-    "out-of-bounds": "a block or DMA reaches outside an array",
-    "output-block-revisit": "an output block is revisited at grid points that are not consecutive",
-}
 
 
 # Said once, before the first test number or term: GLOSSARY.md (written into the
@@ -145,9 +139,7 @@ def _finding_view(f: Finding, visible: bool, ctx: Context | None = None) -> dict
                                   else f"{share:.1%} of the outputs")
     if not visible:
         facts = Redacted({k: v for k, v in facts.items() if k in _HIDDEN_SAFE}, set(facts) - _HIDDEN_SAFE)
-        problem = facts.get("problem", "")
-        message = _HIDDEN_MESSAGES.get(f.id, f"{CATALOGUE[f.id].title.lower()}"
-                                       + (f" ({problem.replace('-', ' ')})" if problem else ""))
+        message = f.kind.hidden_message(facts.get("problem", ""))
     else:
         message = f.message
     ctx = ctx or Context()

@@ -58,6 +58,10 @@ class FindingKind:
     own test this bug broke; ``hang_explains_timeout``: a probe that saw the kernel
     hang under this kind explains a run's timeout on that rung (the hang is the
     root cause, though submission-error otherwise comes first).
+
+    ``hidden``: what a secret case's test says in place of the finding's message
+    (which may quote what the tracer named); '' for its title in the grader's
+    words (``titled``).
     """
 
     id: str
@@ -72,6 +76,7 @@ class FindingKind:
     same_bug: tuple[str, ...] = ()
     same_bug_on_case: tuple[str, ...] = ()
     hang_explains_timeout: bool = False
+    hidden: str = ""
 
     def __post_init__(self) -> None:
         if not (self.id and self.title and self.summary and self.fix):
@@ -86,6 +91,14 @@ class FindingKind:
     def template(self) -> Path:
         """Its explanation template, beside this module."""
         return TEMPLATES / f"{self.id}.j2"
+
+    def titled(self, problem: object = "") -> str:
+        """Its title in lower case, with the problem when the finding names one."""
+        return self.title.lower() + (f" ({str(problem).replace('-', ' ')})" if problem else "")
+
+    def hidden_message(self, problem: object = "") -> str:
+        """What a secret case's test says of a finding of this kind."""
+        return self.hidden or self.titled(problem)
 
     def fix_for(self, facts: Mapping) -> str:
         """The one-line fix of a finding of this kind with these facts."""
@@ -122,21 +135,24 @@ _KINDS = (
         "is real, so it is wrong on a chip too",
         fix="compare your kernel's formula with the handout's on the smallest case",
         fix_at="body",
-        symptom=True),
+        symptom=True,
+        hidden="the output is wrong"),
     FindingKind(
         "numerics", "Numerical problem",
         "wrong through floating point: overflow/NaN from an unstable formula, "
         "low-precision accumulation",
         fix="accumulate in float32 and keep intermediates in a stable range",
         fix_at="body",
-        symptom=True),
+        symptom=True,
+        hidden="the output has a numerical (precision or overflow) problem"),
     FindingKind(
         "out-of-bounds", "Out-of-bounds access",
         "reads or writes outside an array: an index map that addresses a block past "
         "the end (or before the start), a DMA or pl.ds slice past the edge",
         fix="make the grid pl.cdiv(size, block) long and keep every index map inside its array",
         fix_at="call",
-        explains=("generic", "tpu-interpret")),
+        explains=("generic", "tpu-interpret"),
+        hidden="a block or DMA reaches outside an array"),
     FindingKind(
         "output-block-revisit", "Output block revisited",
         "an output block is written at grid points that are not consecutive, or "
@@ -151,7 +167,8 @@ _KINDS = (
         # test it broke, so steps read the accumulator before the step that zeroes it, and the
         # fills change what they read. (On another case, or beside a revisit elsewhere,
         # unwritten memory is its own bug.)
-        same_bug_on_case=("uninitialized-memory",)),
+        same_bug_on_case=("uninitialized-memory",),
+        hidden="an output block is revisited at grid points that are not consecutive"),
     FindingKind(
         "uninitialized-memory", "Depends on uninitialized memory",
         "the result depends on memory the kernel never wrote: an accumulator never "
