@@ -85,3 +85,10 @@ def test_a_secret_cases_words_for_a_finding_are_its_kinds():
     for k in CATALOGUE.values():
         # The grader's own words: a sentence fragment, never a value a submission chose.
         assert k.hidden_message() and "{" not in k.hidden_message(), k.id
+
+
+def test_the_scans_claims_a_run_must_confirm_are_the_kinds_with_a_claim():
+    from autograder.findings.catalogue import Claim
+    claims = {fid: k.claim for fid, k in CATALOGUE.items() if k.claim is not None}
+    assert set(claims) == {"output-block-revisit", "uninitialized-memory"}
+    assert all(isinstance(c, Claim) and c.saw and c.why for c in claims.values())

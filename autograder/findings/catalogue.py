@@ -37,6 +37,13 @@ TEMPLATES = Path(__file__).resolve().parent / "templates"
 
 
 @dataclass(frozen=True)
+class Claim:
+    """A static finding no run confirms, said as a note: what the scan saw, why it costs nothing."""
+    saw: str
+    why: str
+
+
+@dataclass(frozen=True)
 class FindingKind:
     """One finding ID and what every stage says of it.
 
@@ -62,6 +69,11 @@ class FindingKind:
     ``hidden``: what a secret case's test says in place of the finding's message
     (which may quote what the tracer named); '' for its title in the grader's
     words (``titled``).
+
+    ``claim``: the index-map scan's finding of this kind is a claim about running
+    that only a run can confirm (``grading.judge.unconfirmed``): what the scan saw,
+    in the grader's words (a secret case's), and why it costs nothing where no
+    run on that case shows a difference.
     """
 
     id: str
@@ -77,6 +89,7 @@ class FindingKind:
     same_bug_on_case: tuple[str, ...] = ()
     hang_explains_timeout: bool = False
     hidden: str = ""
+    claim: Claim | None = None
 
     def __post_init__(self) -> None:
         if not (self.id and self.title and self.summary and self.fix):
@@ -168,7 +181,11 @@ _KINDS = (
         # fills change what they read. (On another case, or beside a revisit elsewhere,
         # unwritten memory is its own bug.)
         same_bug_on_case=("uninitialized-memory",),
-        hidden="an output block is revisited at grid points that are not consecutive"),
+        hidden="an output block is revisited at grid points that are not consecutive",
+        claim=Claim("an output block is written from both sides of an axis marked \"parallel\"",
+                    "the writes agree (the same values written twice), and a chip computes it right; on a chip "
+                    "with two cores the two writes race, so keep each output block to one grid point if its "
+                    "values could ever differ")),
     FindingKind(
         "uninitialized-memory", "Depends on uninitialized memory",
         "the result depends on memory the kernel never wrote: an accumulator never "
@@ -179,7 +196,9 @@ _KINDS = (
         # A buffer written at one grid point only (scratch zeroed when every program id is
         # 0) is read unwritten wherever that point has not run first: in another order, or
         # on the other core. The order check sees that same unwritten read.
-        same_bug=("grid-order-dependence",)),
+        same_bug=("grid-order-dependence",),
+        claim=Claim("some output blocks are never visited by the grid",
+                    "the output is right there on every run (an aliased input, say, keeps its values)")),
     FindingKind(
         "grid-order-dependence", "Depends on grid order",
         "the result changes when grid points run in another order or on two cores",
