@@ -22,7 +22,7 @@ from ..grading.judge.problems import Problem, key_of, summarize
 from ..grading.judge.scoring import TestResult, same_bug, symptom_of
 from ..grading.run.plan import Run
 from ..speed import grade as speed_grade
-from . import blockmaps, chip_observed, escaping, fixes, repro
+from . import blockmaps, escaping, fixes, repro
 
 FORMATS = ("text", "md", "html")
 TEMPLATES = Path(__file__).resolve().parents[1] / "templates"
@@ -60,7 +60,7 @@ def _env(fmt: str) -> jinja2.Environment:
         keep_trailing_newline=False, finalize=escaping.visible)
     env.globals["fmt"] = fmt
     env.globals["rungs"] = RUNGS
-    env.globals["chip_line"] = chip_observed.line      # a ladder's "real TPU" line: what a chip did
+    env.globals["chip_line"] = lambda fid: findings.CATALOGUE[fid].chip_line()   # a ladder's "real TPU" line
     # Block maps as inline SVG: only in the self-contained page (``page.j2`` sets it).
     # Gradescope's html output is sanitized by rules it does not publish, so a
     # results.json gets the text map in every format (see README, "Block maps").

@@ -31,6 +31,15 @@ RUNGS: dict[str, str] = {
 TEST_RUNGS: dict[str, str] = {"generic": "generic interpreter", "tpu-interpret": "TPU interpret mode",
                               "tpu": "real TPU"}
 
+# What a real TPU did with each class of bug (each kind's ``chip``): observed on a real
+# TPU v5e (one TensorCore; jax 0.10.2, libtpu 0.0.42.1) by the chip check of 2026-12-06
+# (``benchmarks/chip_check.py``, outcomes phase): every solution and corpus kernel compiled
+# by Mosaic and run at its assignment's visible cases (docs/chip-outcomes.md lists each).
+# Where a line says what other chips do, it cites the document; where nothing backs it, it
+# says so. A line never promises more than the chip showed: a bug the v5e ran right is
+# latent there, and the charge stands.
+CHIP_SOURCE = "observed on a real TPU v5e, jax 0.10.2 (docs/chip-outcomes.md)"
+
 # Each kind's explanation (``<id>.j2``) and the parts they share (``_*.j2``); the
 # feedback's templates include them as "findings/<id>.j2".
 TEMPLATES = Path(__file__).resolve().parent / "templates"
@@ -70,6 +79,9 @@ class FindingKind:
     (which may quote what the tracer named); '' for its title in the grader's
     words (``titled``).
 
+    ``chip``: what a real TPU did with this class of bug, the "real TPU" line of
+    its ladder (``chip_line``: from the chip check's outcomes, never an assumption).
+
     ``claim``: the index-map scan's finding of this kind is a claim about running
     that only a run can confirm (``grading.judge.unconfirmed``): what the scan saw,
     in the grader's words (a secret case's), and why it costs nothing where no
@@ -90,6 +102,7 @@ class FindingKind:
     hang_explains_timeout: bool = False
     hidden: str = ""
     claim: Claim | None = None
+    chip: str = ""
 
     def __post_init__(self) -> None:
         if not (self.id and self.title and self.summary and self.fix):
@@ -112,6 +125,12 @@ class FindingKind:
     def hidden_message(self, problem: object = "") -> str:
         """What a secret case's test says of a finding of this kind."""
         return self.hidden or self.titled(problem)
+
+    def chip_line(self) -> str:
+        """The "real TPU" line of its ladder, with its source; says so where the chip was not asked."""
+        if not self.chip:
+            return "not run on a real TPU for this class (no chip observation backs a claim here)"
+        return f"{self.chip} ({CHIP_SOURCE})"
 
     def fix_for(self, facts: Mapping) -> str:
         """The one-line fix of a finding of this kind with these facts."""
@@ -141,7 +160,8 @@ _KINDS = (
             "killed": "do not call exit() or os._exit()",
             "exit-at-import": "do not call exit() or os._exit()",
             "unsupported": "use the operations the handout shows",
-        }),
+        },
+        chip="nothing reaches the chip until the submission loads and traces"),
     FindingKind(
         "wrong-result", "Wrong result",
         "wrong on every rung alike: a logic error; the arithmetic on the interpreters "
@@ -149,7 +169,8 @@ _KINDS = (
         fix="compare your kernel's formula with the handout's on the smallest case",
         fix_at="body",
         symptom=True,
-        hidden="the output is wrong"),
+        hidden="the output is wrong",
+        chip="a real v5e computed the same wrong values for every corpus kernel charged this"),
     FindingKind(
         "numerics", "Numerical problem",
         "wrong through floating point: overflow/NaN from an unstable formula, "
@@ -157,7 +178,9 @@ _KINDS = (
         fix="accumulate in float32 and keep intermediates in a stable range",
         fix_at="body",
         symptom=True,
-        hidden="the output has a numerical (precision or overflow) problem"),
+        hidden="the output has a numerical (precision or overflow) problem",
+        chip=("the chip rounds as the interpreters do or worse (its exp, log and tanh were measured less exact than "
+              "XLA's on a CPU): the corpus overflows gave inf on a real v5e too")),
     FindingKind(
         "out-of-bounds", "Out-of-bounds access",
         "reads or writes outside an array: an index map that addresses a block past "
@@ -165,7 +188,10 @@ _KINDS = (
         fix="make the grid pl.cdiv(size, block) long and keep every index map inside its array",
         fix_at="call",
         explains=("generic", "tpu-interpret"),
-        hidden="a block or DMA reaches outside an array"),
+        hidden="a block or DMA reaches outside an array",
+        chip=("the core halts: on a real v5e every out-of-bounds block or DMA index in the corpus stopped it "
+              "(RuntimeUnexpectedCoreHalt, \"BoundsCheck ... dma.hbm_to_vmem\"), and the process could use the "
+              "chip no more")),
     FindingKind(
         "output-block-revisit", "Output block revisited",
         "an output block is written at grid points that are not consecutive, or "
@@ -185,7 +211,10 @@ _KINDS = (
         claim=Claim("an output block is written from both sides of an axis marked \"parallel\"",
                     "the writes agree (the same values written twice), and a chip computes it right; on a chip "
                     "with two cores the two writes race, so keep each output block to one grid point if its "
-                    "values could ever differ")),
+                    "values could ever differ"),
+        chip=("on a real v5e a revisit after another block gave wrong values (the K axis outermost, a tile order "
+              "that repeats a tile); one across a 'parallel' axis ran right there in order (latent), and is a race "
+              "where a megacore chip splits that axis")),
     FindingKind(
         "uninitialized-memory", "Depends on uninitialized memory",
         "the result depends on memory the kernel never wrote: an accumulator never "
@@ -198,14 +227,19 @@ _KINDS = (
         # on the other core. The order check sees that same unwritten read.
         same_bug=("grid-order-dependence",),
         claim=Claim("some output blocks are never visited by the grid",
-                    "the output is right there on every run (an aliased input, say, keeps its values)")),
+                    "the output is right there on every run (an aliased input, say, keeps its values)"),
+        chip=("memory nothing wrote holds whatever it holds: on a real v5e five of the corpus kernels gave wrong "
+              "values and two happened to be right at the visible cases (latent: the charge stands)")),
     FindingKind(
         "grid-order-dependence", "Depends on grid order",
         "the result changes when grid points run in another order or on two cores",
         fix="mark an axis \"parallel\" only when no grid point depends on another along it",
         fix_at="call",
         explains=("tpu-interpret",),
-        hang_explains_timeout=True),
+        hang_explains_timeout=True,
+        chip=("a real v5e runs the grid in order on one core: the corpus kernels that need an order gave right "
+              "values there (latent); megacore chips split 'parallel' axes over two cores (JAX's Pallas TPU "
+              "pipelining guide): not run on one here")),
     FindingKind(
         "padding-dependence", "Depends on edge-block padding",
         "the result depends on the padding of partial edge blocks",
@@ -215,12 +249,17 @@ _KINDS = (
         # in a matmul): the output's edge blocks are whole, so "mask edge blocks" would not say where.
         fixes={"input-padding": "mask the padding of an input's partial block before the reduction sums it, "
                                 "or use a block size that divides that axis"},
-        explains=("generic", "tpu-interpret")),
+        explains=("generic", "tpu-interpret"),
+        chip=("the padding of a partial block holds whatever it holds: on a real v5e the corpus kernel overflowed "
+              "to inf at the case with a partial block")),
     FindingKind(
         "data-race", "Data race", "the race detector found conflicting accesses",
         fix="never let two grid points on a parallel axis write the same block",
         fix_at="body",
-        explains=("tpu-interpret",)),
+        explains=("tpu-interpret",),
+        chip=("a real v5e has one TensorCore and runs the grid in order: both corpus races gave right values there "
+              "(latent); megacore chips (v4, v5p) split 'parallel' axes over two TensorCores (JAX's Pallas TPU "
+              "pipelining guide), where the race can show: not run on one here")),
     FindingKind(
         "dma-protocol", "DMA or semaphore misuse",
         "a DMA or semaphore is misused: waited before started, never waited, buffer "
@@ -232,7 +271,10 @@ _KINDS = (
         # the fills change (the poisoning check sees the DMA bug, not a second one) and what
         # the race detector flags (the DMA engine writing a buffer the kernel reads).
         same_bug=("uninitialized-memory", "data-race"),
-        hang_explains_timeout=True),
+        hang_explains_timeout=True,
+        chip=("a DMA started and never waited halted a real v5e's core (\"Semaphore ... has a nonzero value upon "
+              "exit\"); a wait on a DMA never started hangs it for good; a buffer refilled before use or a shared "
+              "semaphore gave right values there by the DMA's timing alone (latent: the charge stands)")),
     FindingKind(
         "compile-reject", "The TPU compiler will refuse it",
         "block tiling, dtype or an unsupported op, though both interpreters run it",
@@ -250,23 +292,29 @@ _KINDS = (
             "matmul-accumulator": "give the product a float32 result: pass preferred_element_type=jnp.float32 "
                                   "to jnp.dot (or lax.dot_general), and cast it where you store it",
             "lowering": "change what the compiler's message names; the interpreters cannot check it",
-        }),
+        },
+        chip=("a real v5e's compiler refused every corpus kernel charged this (the block-tiling rule; a 16-bit "
+              "matmul result: \"Expected matmul acc to be 32-bit\")")),
     FindingKind(
         "vmem-overflow", "Blocks overflow VMEM",
         "blocks plus scratch exceed the target chip's VMEM at the real problem size",
         fix="use fixed block sizes that fit VMEM at the real problem size",
-        fix_at="call"),
+        fix_at="call",
+        chip=("a real v5e refused to compile blocks and scratch over its 16 MiB of scoped VMEM "
+              "(CompileTimeScopedVmemOom); at the visible cases' small sizes the same kernels ran")),
     FindingKind(
         "inconsistent-kernel", "A different kernel at other sizes",
         "at a size no test runs (production, speed, stress) the function builds a kernel "
         "the tests did not grade, or the graded kernel with numbers its shape does not derive",
         fix="build the graded kernel at every size: derive its numbers from the shape by one rule",
-        fix_at="call"),
+        fix_at="call",
+        chip="not a question for the chip: which program a size builds is decided before it runs"),
     FindingKind(
         "not-a-kernel", "Work done outside the kernel",
         "the work is not done in a pallas_call (jnp outside the kernel, the "
         "reference called)",
-        fix="do the assignment's work inside the kernel passed to pl.pallas_call"),
+        fix="do the assignment's work inside the kernel passed to pl.pallas_call",
+        chip="the chip runs work outside a kernel as ordinary XLA: no question for the TPU compiler"),
     FindingKind(
         "chip-reject", "Refused by the TPU compiler", "on a real TPU the compiler refused it",
         fix="see the compiler's message for the construct it refused"),
