@@ -92,3 +92,8 @@ def test_the_scans_claims_a_run_must_confirm_are_the_kinds_with_a_claim():
     claims = {fid: k.claim for fid, k in CATALOGUE.items() if k.claim is not None}
     assert set(claims) == {"output-block-revisit", "uninitialized-memory"}
     assert all(isinstance(c, Claim) and c.saw and c.why for c in claims.values())
+
+
+def test_every_kind_that_draws_has_a_block_map_maker_and_no_other():
+    from autograder.feedback import blockmaps
+    assert set(blockmaps.MAKERS) == set(blockmaps.SPATIAL) == {fid for fid, k in CATALOGUE.items() if k.drawn}

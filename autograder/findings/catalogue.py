@@ -82,6 +82,9 @@ class FindingKind:
     ``chip``: what a real TPU did with this class of bug, the "real TPU" line of
     its ladder (``chip_line``: from the chip check's outcomes, never an assumption).
 
+    ``drawn``: its evidence is spatial and draws as a block map (its maker is in
+    ``feedback.blockmaps.makers``).
+
     ``claim``: the index-map scan's finding of this kind is a claim about running
     that only a run can confirm (``grading.judge.unconfirmed``): what the scan saw,
     in the grader's words (a secret case's), and why it costs nothing where no
@@ -103,6 +106,7 @@ class FindingKind:
     hidden: str = ""
     claim: Claim | None = None
     chip: str = ""
+    drawn: bool = False
 
     def __post_init__(self) -> None:
         if not (self.id and self.title and self.summary and self.fix):
@@ -170,7 +174,8 @@ _KINDS = (
         fix_at="body",
         symptom=True,
         hidden="the output is wrong",
-        chip="a real v5e computed the same wrong values for every corpus kernel charged this"),
+        chip="a real v5e computed the same wrong values for every corpus kernel charged this",
+        drawn=True),
     FindingKind(
         "numerics", "Numerical problem",
         "wrong through floating point: overflow/NaN from an unstable formula, "
@@ -180,7 +185,8 @@ _KINDS = (
         symptom=True,
         hidden="the output has a numerical (precision or overflow) problem",
         chip=("the chip rounds as the interpreters do or worse (its exp, log and tanh were measured less exact than "
-              "XLA's on a CPU): the corpus overflows gave inf on a real v5e too")),
+              "XLA's on a CPU): the corpus overflows gave inf on a real v5e too"),
+        drawn=True),
     FindingKind(
         "out-of-bounds", "Out-of-bounds access",
         "reads or writes outside an array: an index map that addresses a block past "
@@ -191,7 +197,8 @@ _KINDS = (
         hidden="a block or DMA reaches outside an array",
         chip=("the core halts: on a real v5e every out-of-bounds block or DMA index in the corpus stopped it "
               "(RuntimeUnexpectedCoreHalt, \"BoundsCheck ... dma.hbm_to_vmem\"), and the process could use the "
-              "chip no more")),
+              "chip no more"),
+        drawn=True),
     FindingKind(
         "output-block-revisit", "Output block revisited",
         "an output block is written at grid points that are not consecutive, or "
@@ -214,7 +221,8 @@ _KINDS = (
                     "values could ever differ"),
         chip=("on a real v5e a revisit after another block gave wrong values (the K axis outermost, a tile order "
               "that repeats a tile); one across a 'parallel' axis ran right there in order (latent), and is a race "
-              "where a megacore chip splits that axis")),
+              "where a megacore chip splits that axis"),
+        drawn=True),
     FindingKind(
         "uninitialized-memory", "Depends on uninitialized memory",
         "the result depends on memory the kernel never wrote: an accumulator never "
@@ -229,7 +237,8 @@ _KINDS = (
         claim=Claim("some output blocks are never visited by the grid",
                     "the output is right there on every run (an aliased input, say, keeps its values)"),
         chip=("memory nothing wrote holds whatever it holds: on a real v5e five of the corpus kernels gave wrong "
-              "values and two happened to be right at the visible cases (latent: the charge stands)")),
+              "values and two happened to be right at the visible cases (latent: the charge stands)"),
+        drawn=True),
     FindingKind(
         "grid-order-dependence", "Depends on grid order",
         "the result changes when grid points run in another order or on two cores",
@@ -239,7 +248,8 @@ _KINDS = (
         hang_explains_timeout=True,
         chip=("a real v5e runs the grid in order on one core: the corpus kernels that need an order gave right "
               "values there (latent); megacore chips split 'parallel' axes over two cores (JAX's Pallas TPU "
-              "pipelining guide): not run on one here")),
+              "pipelining guide): not run on one here"),
+        drawn=True),
     FindingKind(
         "padding-dependence", "Depends on edge-block padding",
         "the result depends on the padding of partial edge blocks",
@@ -251,7 +261,8 @@ _KINDS = (
                                 "or use a block size that divides that axis"},
         explains=("generic", "tpu-interpret"),
         chip=("the padding of a partial block holds whatever it holds: on a real v5e the corpus kernel overflowed "
-              "to inf at the case with a partial block")),
+              "to inf at the case with a partial block"),
+        drawn=True),
     FindingKind(
         "data-race", "Data race", "the race detector found conflicting accesses",
         fix="never let two grid points on a parallel axis write the same block",
@@ -259,7 +270,8 @@ _KINDS = (
         explains=("tpu-interpret",),
         chip=("a real v5e has one TensorCore and runs the grid in order: both corpus races gave right values there "
               "(latent); megacore chips (v4, v5p) split 'parallel' axes over two TensorCores (JAX's Pallas TPU "
-              "pipelining guide), where the race can show: not run on one here")),
+              "pipelining guide), where the race can show: not run on one here"),
+        drawn=True),
     FindingKind(
         "dma-protocol", "DMA or semaphore misuse",
         "a DMA or semaphore is misused: waited before started, never waited, buffer "
