@@ -1,6 +1,7 @@
 """The finding catalogue is each finding ID's one home (autograder/findings/catalogue.py):
 every ID has every field, its explanation template beside it, and every other table
 keyed by finding ID reads the catalogue or names only IDs it holds. No JAX."""
+import dataclasses
 import re
 
 import pytest
@@ -97,3 +98,33 @@ def test_the_scans_claims_a_run_must_confirm_are_the_kinds_with_a_claim():
 def test_every_kind_that_draws_has_a_block_map_maker_and_no_other():
     from autograder.feedback import blockmaps
     assert set(blockmaps.MAKERS) == set(blockmaps.SPATIAL) == {fid for fid, k in CATALOGUE.items() if k.drawn}
+
+
+def test_every_other_table_that_names_finding_ids_names_catalogue_ids():
+    import tomllib
+    from pathlib import Path
+
+    from autograder.pallas_surface import release
+    from autograder.spec import PROBES
+    for terms in PROBES.values():
+        assert terms.ids and set(terms.ids) <= set(CATALOGUE), terms.name
+    assert {fid for _type, _pattern, fid, _words in release.ERROR_RULES} <= set(CATALOGUE)
+    # Every bundled corpus's expectations name a finding ID (or "clean").
+    files = sorted(Path(__file__).resolve().parents[1].glob("assignments/*/corpus/expectations.toml"))
+    assert files
+    for path in files:
+        wanted = tomllib.loads(path.read_text(encoding="utf-8"))["files"].values()
+        assert set(wanted) - {"clean"} <= set(CATALOGUE), path
+
+
+def test_a_corpus_expectation_that_names_no_finding_id_is_a_failed_row_that_says_so(tmp_path):
+    from autograder import spec
+    from autograder.instructor import check
+    a = spec.find("add")
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    (corpus / "expectations.toml").write_text('[files]\n"x.py" = "out-of-bound"\n')
+    a = dataclasses.replace(a, folder=tmp_path)
+    [row] = check._corpus_rows(a)
+    assert not row.ok and "expected 'out-of-bound': must be 'clean' or a finding ID" in row.detail
+    assert "out-of-bounds" in row.detail and str(corpus / "expectations.toml") in row.detail
