@@ -7,8 +7,8 @@ probe in ``autograder.grading.probes.REGISTRY`` (its spec terms included) is sho
 and so is every module-level table keyed by finding ID or by probe name in the
 modules listed in ``FINDING_TABLES`` and ``PROBE_TABLES`` (e.g. ``FIXES``). A
 callable is shown as where it lives and the first line of its docstring.
-Regenerate with ``python -m autograder.instructor.catalogue_page`` (it writes both
-pages; a test fails while a checked-in page differs).
+Regenerate with ``python -m autograder.instructor.catalogue_page`` from the checkout's
+root (it writes both pages; a test fails while a checked-in page differs).
 """
 from __future__ import annotations
 
@@ -301,7 +301,7 @@ def pages() -> dict[Path, str]:
     return {PAGES["findings"]: findings_page(), PAGES["probes"]: probes_page()}
 
 
-def write(root: Path = ROOT) -> list[Path]:
+def write(root: Path) -> list[Path]:
     written = []
     for rel, text in pages().items():
         path = root / rel
@@ -312,5 +312,8 @@ def write(root: Path = ROOT) -> list[Path]:
 
 
 if __name__ == "__main__":
-    for rel in write():
+    # Into the checkout it is run from (the package may be an installed copy).
+    if not (Path.cwd() / "mkdocs.yml").is_file():
+        sys.exit("catalogue_page: run it from the pallas-autograder checkout's root (no mkdocs.yml here)")
+    for rel in write(Path.cwd()):
         print(f"wrote {rel}")
