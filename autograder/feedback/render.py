@@ -63,7 +63,7 @@ def _env(fmt: str) -> jinja2.Environment:
     env.globals["chip_line"] = lambda fid: findings.CATALOGUE[fid].chip_line()   # a ladder's "real TPU" line
     # Block maps as inline SVG: only in the self-contained page (``page.j2`` sets it).
     # Gradescope's html output is sanitized by rules it does not publish, so a
-    # results.json gets the text map in every format (see README, "Block maps").
+    # results.json gets the text map in every format (see docs/guides/findings.md, "Block maps").
     env.globals["inline_svg"] = False
     env.filters.update(wrap=wrap, plain=escaping.plain, md_inline=escaping.md_inline, md_line=escaping.md_line,
                        md_fence=escaping.md_fence, num=figures.num, pct=figures.pct,
