@@ -93,4 +93,5 @@ def measured(rows: list[dict]) -> dict[str, float]:
 
 
 def pool() -> list[dict]:
-    return chip_points.all_points() + chip_points.fit2_points() + chip_points.blind_points()
+    return (chip_points.all_points() + chip_points.fit2_points() + chip_points.blind_points()
+            + chip_points.style_points_47())
