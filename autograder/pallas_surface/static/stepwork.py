@@ -58,7 +58,7 @@ FREE = frozenset({
     "semaphore_read", "semaphore_signal", "semaphore_wait", "dma_wait", "get_barrier_semaphore",
     "axis_index", "platform_index", "dim_as_value", "check", "trace_value", "empty_ref", "reshard", "split",
     "stack", "unstack", "add_dependency", "stage", "prng_seed", "random_seed", "random_wrap",
-    "random_unwrap", "prng_join", "copy_p"})
+    "random_unwrap", "prng_join", "copy_p", "copy"})
 _INLINE = {**release.INLINE_CLOSED, **release.INLINE_OPEN}
 _SMALL = 64          # scalar bookkeeping is evaluated; anything larger is data
 
@@ -364,15 +364,22 @@ class _Grid:
             self.work[col] = self.work.get(col, 0.0) + best
 
     def _trips(self, eqn, ins: list):
-        """A while loop's trip count at every point: fori_loop(lo, hi) runs hi - lo times."""
+        """A while loop's trip count at every point: a counter ``carry[k] < bound`` (or ``<=``) that
+        the body steps by a constant (fori_loop(lo, hi) runs hi - lo times; a hand-written counter
+        loop as many as its bound allows)."""
         p = eqn.params
         cn, bn = p["cond_nconsts"], p["body_nconsts"]
         cond, body = p["cond_jaxpr"].jaxpr, p["body_jaxpr"].jaxpr
-        carry = ins[cn + bn:]
-        if not _is_fori(cond, body, cn, bn):
+        form = _counter(cond, body, cn, bn)
+        if form is None:
             raise Unanalysable("the kernel body has a while_loop whose trip count the model cannot evaluate "
-                               "(only fori_loop bounds from grid indices or scalar-prefetch data)")
-        lo, hi = carry[0], carry[1]
+                               "(only a counter stepped by a constant up to a bound from grid indices, "
+                               "constants or scalar-prefetch data)")
+        k, bound, step, inclusive = form
+        carry = ins[cn + bn:]
+        lo = carry[k]
+        hi = _Val(np.asarray(bound.val), False) if isinstance(bound, jax_core.Literal) else \
+            (ins[cond.invars.index(bound)] if cond.invars.index(bound) < cn else carry[cond.invars.index(bound) - cn])
         if not (isinstance(lo, _Val) and isinstance(hi, _Val)) or (self.points is None and (lo.batched or
                                                                                             hi.batched)):
             raise Unanalysable("the kernel body has a fori_loop whose bound depends on data in its blocks, "
@@ -380,7 +387,8 @@ class _Grid:
                                "the kernel body has a fori_loop whose bound the model cannot evaluate without "
                                "the scalar-prefetch data")
         self.data_dependent |= lo.data or hi.data
-        trips = np.maximum(np.asarray(hi.value, np.float64) - np.asarray(lo.value, np.float64), 0.0)
+        span = np.asarray(hi.value, np.float64) - np.asarray(lo.value, np.float64) + (step if inclusive else 0)
+        trips = np.maximum(np.ceil(span / step), 0.0)
         return trips.reshape(-1) if (lo.batched or hi.batched) else float(trips)
 
     def _value(self, eqn, ins: list) -> list:
@@ -411,16 +419,31 @@ def _bind(jaxpr, consts, ins: list) -> dict:
     return env
 
 
-def _is_fori(cond, body, cn: int, bn: int) -> bool:
-    """The while_loop jax.lax.fori_loop builds: carry (i, upper, ...), ``i < upper``, ``i + 1``."""
-    if len(cond.eqns) != 1 or cond.eqns[0].primitive.name != "lt":
-        return False
-    if list(cond.eqns[0].invars) != list(cond.invars[cn:cn + 2]) or cond.outvars != cond.eqns[0].outvars:
-        return False
-    step = next((e for e in body.eqns if e.outvars and e.outvars[0] is body.outvars[0]), None)
-    return (step is not None and step.primitive.name == "add" and body.invars[bn] in step.invars
-            and any(isinstance(v, jax_core.Literal) and v.val == 1 for v in step.invars)
-            and body.outvars[1] is body.invars[bn + 1])
+def _counter(cond, body, cn: int, bn: int):
+    """(k, bound, step, inclusive) of a while_loop that counts ``carry[k]`` up by a constant ``step``
+    while ``carry[k] < bound`` (``<=``: inclusive); ``bound`` a literal, a condition constant or a
+    carry the body passes on unchanged (jax.lax.fori_loop's form: carry (i, upper, ...)). None
+    when the loop is not of that form."""
+    if len(cond.eqns) != 1 or cond.eqns[0].primitive.name not in ("lt", "le"):
+        return None
+    test = cond.eqns[0]
+    counter, bound = test.invars
+    if cond.outvars != test.outvars or isinstance(counter, jax_core.Literal) or counter not in cond.invars[cn:]:
+        return None
+    k = cond.invars.index(counter) - cn
+    if not isinstance(bound, jax_core.Literal):
+        if bound not in cond.invars:
+            return None
+        u = cond.invars.index(bound) - cn
+        if u >= 0 and body.outvars[u] is not body.invars[bn + u]:
+            return None            # a bound the body changes: not a counter loop
+    step_eqn = next((e for e in body.eqns if e.outvars and e.outvars[0] is body.outvars[k]), None)
+    if step_eqn is None or step_eqn.primitive.name != "add" or body.invars[bn + k] not in step_eqn.invars:
+        return None
+    step = next((float(v.val) for v in step_eqn.invars if isinstance(v, jax_core.Literal)), 0.0)
+    if step <= 0:
+        return None
+    return k, bound, step, test.primitive.name == "le"
 
 
 def _read_prefetch(eqn, ins: list) -> _Val | None:

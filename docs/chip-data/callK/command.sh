@@ -16,11 +16,11 @@ SPEED_DEV=""; CC_DEV="--device tpu"
 if [ "$DEV" != tpu ]; then SPEED_DEV="--device $DEV"; CC_DEV="--device $DEV --small"; fi
 REPO=$(pwd)
 T0=$(date +%s)
-K=$OUT/k
-mkdir -p $K
+K=/tmp/callK/k             # packed into $OUT/callK.tgz after every phase (one file comes back)
+rm -rf /tmp/callK; mkdir -p $K
 left() { echo $(( 540 - ($(date +%s) - T0) )); }
 cap() { local l=$(( $(left) - 8 )); if [ $l -lt $1 ]; then echo $(( l > 1 ? l : 1 )); else echo $1; fi; }
-pack() { tar czf $OUT/callK.tgz -C $OUT k 2>/dev/null; }
+pack() { tar czf $OUT/callK.tgz.part -C /tmp/callK k 2>/dev/null && mv $OUT/callK.tgz.part $OUT/callK.tgz; }
 stamp() { echo "$1 rc=$2 at $(( $(date +%s) - T0 )) s" >> $K/phases.log; }
 echo "bash docs/chip-data/callK/command.sh" > $K/command.txt
 echo "python3 benchmarks/chip_check.py run -o OUT --phases env,points --points s47" > $K/cc-points.cmd
