@@ -74,7 +74,12 @@ _SMALL = 64          # scalar bookkeeping is evaluated; anything larger is data
 # step, each waiting for the one before (a step waits for its chain's results before it ends).
 # Transposes, the cross-lane unit's throughput and pl.debug_print cost nothing measurable
 # on a v5e in the chip check's points, so none is counted.
-LOOP_COLUMNS = ("dots", "loop_dots", "loop_vector", "dma_starts", "loop_reductions", "chain")
+# "dma_exposed": manual DMA waits with no other DMA in flight, in program order (a synchronous
+# copy, a single buffer, the last of a double-buffered series: nothing hides its latency);
+# "loop_carry": the elements a loop carries from iteration to iteration, times its trips;
+# "loop_trips": its iterations.
+LOOP_COLUMNS = ("dots", "loop_dots", "loop_vector", "dma_starts", "loop_reductions", "chain", "dma_exposed",
+                "loop_carry", "loop_trips")
 
 
 def _lane_reduction(eqn) -> bool:
@@ -224,11 +229,26 @@ class _Grid:
         # a value's place in it, and the chain at every point.
         self.depth: dict = {}
         self.chain = np.zeros(self.n)
+        self.inflight = 0           # manual DMAs started and not yet waited, in program order
 
     def fork(self) -> _Grid:
         g = _Grid(self.points, self.grid, self.prefetch_known)
-        g.loops, g.depth = self.loops, self.depth
+        g.loops, g.depth, g.inflight = self.loops, self.depth, self.inflight
         return g
+
+    def _dma(self, name: str, local: dict) -> None:
+        """Follow the DMAs in flight: a wait with no other copy in flight shows its latency."""
+        if name == "dma_start":
+            self.inflight += 1
+        elif name == "dma_wait":
+            if self.inflight <= 1:
+                local["dma_exposed"] = local.get("dma_exposed", 0.0) + 1.0
+            self.inflight = max(self.inflight - 1, 0)
+
+    def _carry(self, avals, mask: np.ndarray, scale) -> None:
+        """A loop's carried values (beyond scalars) and its iterations, ``scale`` times."""
+        carried = float(sum(_size(a) for a in avals if _size(a) > 1))
+        self._add({"loop_carry": carried, "loop_trips": 1.0}, mask, scale)
 
     def _depth(self, vars_) -> int:
         return max((self.depth.get(v, 0) for v in vars_ if not isinstance(v, jax_core.Literal)), default=0)
@@ -295,8 +315,9 @@ class _Grid:
         if name == "scan":
             p = eqn.params
             body = p["jaxpr"]
-            nc = scan_counts(p)[0]
+            nc, ncarry = scan_counts(p)[:2]
             env = _bind(body.jaxpr, body.consts, ins[:nc] + [None] * (len(ins) - nc))
+            self._carry([v.aval for v in eqn.invars[nc:nc + ncarry]], mask, scale * int(p["length"]))
             self._loop(body.jaxpr, env, mask, scale * int(p["length"]))
             return [None] * len(eqn.outvars)
         if name == "while":
@@ -305,6 +326,7 @@ class _Grid:
             body = p["body_jaxpr"]
             cn, bn = p["cond_nconsts"], p["body_nconsts"]
             env = _bind(body.jaxpr, body.consts, ins[cn:cn + bn] + [None] * (len(ins) - cn - bn))
+            self._carry([v.aval for v in eqn.invars[cn + bn:]], mask, scale * trips)
             self._loop(body.jaxpr, env, mask, scale * trips)
             return [None] * len(eqn.outvars)
         if name in _INLINE:
@@ -317,6 +339,7 @@ class _Grid:
             return [None] * len(eqn.outvars)
         for col, amount in _counted(eqn_cost(eqn), eqn, self.loops > 0).items():
             local[col] = local.get(col, 0.0) + amount
+        self._dma(name, local)
         return self._value(eqn, ins)
 
     def _inline(self, eqn, ins: list, mask: np.ndarray, scale) -> list:
@@ -352,13 +375,15 @@ class _Grid:
                     self.walk(branch.jaxpr, _bind(branch.jaxpr, branch.consts, operands), sub, scale)
             return
         # A condition on block data: it may hold at any step, so the costliest branch counts.
-        parts = []
+        parts, inflight = [], self.inflight
         for branch in branches:
             g = self.fork()
             g.walk(branch.jaxpr, _bind(branch.jaxpr, branch.consts, operands), mask, scale)
             self.data_dependent |= g.data_dependent
             parts.append(g.work)
             self.chain = np.maximum(self.chain, g.chain)
+            inflight = max(inflight, g.inflight)
+        self.inflight = inflight
         for col in {c for part in parts for c in part}:
             best = np.max([part.get(col, np.zeros(self.n)) for part in parts], axis=0)
             self.work[col] = self.work.get(col, 0.0) + best
