@@ -44,11 +44,30 @@ def export_zip(path: Path, slug: str, files: list[Path]) -> Path:
     return path
 
 
+def grader_wheel(out: Path, repo: Path = REPO) -> Path:
+    """The grader's wheel, built from a copy of the files git sees (tracked, and untracked
+    ones it does not ignore). Built in the checkout, setuptools reuses its build/ folder, and
+    a module moved or deleted since the last build would still ship (and change the
+    grader's hash, so a host would find no grading of its own)."""
+    import tempfile
+    listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=repo,
+                            check=True, capture_output=True).stdout.decode().split("\0")
+    with tempfile.TemporaryDirectory() as tmp:
+        for name in filter(None, listed):
+            src = repo / name
+            if src.is_file() and (name.startswith("autograder/") or "/" not in name):
+                (Path(tmp) / name).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(src, Path(tmp) / name)
+        out.mkdir(parents=True, exist_ok=True)
+        subprocess.run([sys.executable, "-m", "build", "--wheel", "--outdir", str(out), tmp], check=True,
+                       capture_output=True)
+    (wheel,) = sorted(out.glob("pallas_autograder-*.whl"))
+    return wheel
+
+
 def wheels(out: Path, python_version: str) -> None:
     """The TPU guide's two wheel commands: the grader's wheel, and its needs for the host's Python."""
-    out.mkdir(parents=True, exist_ok=True)
-    subprocess.run([sys.executable, "-m", "build", "--wheel", "--outdir", str(out), str(REPO)], check=True,
-                   capture_output=True)
+    grader_wheel(out)
     subprocess.run([sys.executable, "-m", "pip", "download", "--only-binary=:all:", "--no-deps",
                     "--python-version", python_version, "--platform", "manylinux2014_x86_64", "-d", str(out),
                     *NEEDS], check=True, capture_output=True)
