@@ -94,17 +94,6 @@ def trace_for_tpu(fn: Callable, args: Sequence[Any], static: Sequence[int] = ())
         return trace(fn, args, static)
 
 
-def sub_jaxprs(value: Any):
-    """The jaxprs held by one equation parameter (bodies, branches)."""
-    if jaxprs.is_closed(value):
-        yield value.jaxpr
-    elif jaxprs.is_open(value):
-        yield value
-    elif isinstance(value, (tuple, list)):
-        for v in value:
-            yield from sub_jaxprs(v)
-
-
 def eqn_subprograms(eqn: Any):
     """The sub-programs an equation runs: every body and branch, except that of a
     lax.platform_dependent only the branch a TPU runs counts (see ``tpu_branch``)."""
@@ -113,7 +102,7 @@ def eqn_subprograms(eqn: Any):
         yield eqn.params["branches"][tpu_branch(platforms)].jaxpr
         return
     for v in eqn.params.values():
-        yield from sub_jaxprs(v)
+        yield from jaxprs.sub_jaxprs(v)
 
 
 def count_pallas_calls(jaxpr: Any) -> int:
@@ -269,7 +258,7 @@ def _eval_eqn(eqn: Any, invals: list, interpret: Any, stub: Callable | None = No
         return evaluate(p[release.INLINE_OPEN[name]], (), invals, interpret, stub)
     if name in ("cond", "while", "scan"):
         return _eval_loop(name, p, invals, interpret, stub)
-    if any(count_pallas_calls(sub) for v in p.values() for sub in sub_jaxprs(v)):
+    if any(count_pallas_calls(sub) for v in p.values() for sub in jaxprs.sub_jaxprs(v)):
         raise UnsupportedPrimitive(
             f"the grader cannot reach a pallas_call inside '{name}'; call the kernel directly, "
             "or through jit, cond, fori_loop/while_loop or scan")
