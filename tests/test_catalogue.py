@@ -109,6 +109,9 @@ def test_every_other_table_that_names_finding_ids_names_catalogue_ids():
     for terms in PROBES.values():
         assert terms.ids and set(terms.ids) <= set(CATALOGUE), terms.name
     assert {fid for _type, _pattern, fid, _words in release.ERROR_RULES} <= set(CATALOGUE)
+    # Why a charged bug ran right on a one-core chip (docs/chip-outcomes.md's column).
+    from benchmarks.chip import report
+    assert set(report.LATENT) <= set(CATALOGUE)
     # Every bundled corpus's expectations name a finding ID (or "clean").
     files = sorted(Path(__file__).resolve().parents[1].glob("assignments/*/corpus/expectations.toml"))
     assert files
