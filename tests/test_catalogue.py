@@ -29,6 +29,7 @@ def test_a_kind_is_immutable_and_validated():
     kind = CATALOGUE["compile-reject"]
     with pytest.raises(TypeError):
         kind.fixes["block-tiling"] = "x"
+    assert len({kind, CATALOGUE["compile-reject"], CATALOGUE["vmem-overflow"]}) == 2
     with pytest.raises(ValueError, match="needs an id, a title, a summary and a fix"):
         FindingKind("x", "X", "x", fix="")
 
