@@ -29,6 +29,7 @@ def test_a_kind_is_immutable_and_validated():
     kind = CATALOGUE["compile-reject"]
     with pytest.raises(TypeError):
         kind.fixes["block-tiling"] = "x"
+    assert len({kind, CATALOGUE["compile-reject"], CATALOGUE["vmem-overflow"]}) == 2
     with pytest.raises(ValueError, match="needs an id, a title, a summary and a fix"):
         FindingKind("x", "X", "x", fix="")
 
@@ -109,6 +110,9 @@ def test_every_other_table_that_names_finding_ids_names_catalogue_ids():
     for terms in PROBES.values():
         assert terms.ids and set(terms.ids) <= set(CATALOGUE), terms.name
     assert {fid for _type, _pattern, fid, _words in release.ERROR_RULES} <= set(CATALOGUE)
+    # Why a charged bug ran right on a one-core chip (docs/chip-outcomes.md's column).
+    from benchmarks.chip import report
+    assert set(report.LATENT) <= set(CATALOGUE)
     # Every bundled corpus's expectations name a finding ID (or "clean").
     files = sorted(Path(__file__).resolve().parents[1].glob("assignments/*/corpus/expectations.toml"))
     assert files

@@ -117,6 +117,10 @@ class FindingKind:
             raise ValueError(f"{self.id}: explains must name rungs of {list(RUNGS)}; got {self.explains!r}")
         object.__setattr__(self, "fixes", MappingProxyType(dict(self.fixes)))
 
+    def __hash__(self) -> int:
+        # Its ID names it (``fixes`` is a read-only mapping, which has no hash of its own).
+        return hash(self.id)
+
     @property
     def template(self) -> Path:
         """Its explanation template, beside this module."""
