@@ -101,10 +101,13 @@ def _save(out: Path, name: str, data) -> None:
 
 def phase_points(r: Runner, out: Path, deadline: float, small: bool, which: str = "all") -> None:
     rows = []
-    pool = chip_points.all_points() + chip_points.fit2_points() + chip_points.blind_points()
-    roles = {"fit", "heldout", "refusal", "blind"} if which == "all" else set(which.split(","))
-    # "fit2": the microbenchmarks added after call A (role "fit", ids "fit2/...").
-    pts = [p for p in pool if p["role"] in roles or ("fit2" in roles and p["id"].startswith("fit2/"))]
+    pool = (chip_points.all_points() + chip_points.fit2_points() + chip_points.blind_points()
+            + chip_points.style_points_47())
+    roles = {"fit", "heldout", "refusal", "blind", "styles"} if which == "all" else set(which.split(","))
+    # "fit2": the microbenchmarks added after call A (role "fit", ids "fit2/..."); "s47": issue 47's
+    # styles (ids "s47/...", roles "fit" and "styles").
+    pts = [p for p in pool if p["role"] in roles or any(t in roles and p["id"].startswith(f"{t}/")
+                                                        for t in ("fit2", "s47"))]
     for i, p in enumerate(pts):
         if small:
             p = chip_points.shrink(p)
@@ -120,19 +123,32 @@ def phase_points(r: Runner, out: Path, deadline: float, small: bool, which: str 
         _save(out, "points.json", rows)
 
 
-def outcome_files() -> list[tuple[str, str, str]]:
-    """(slug, file, what the grader concludes) for every solution and listed corpus file."""
+# Corpus files its expectations.toml does not list: the test suite grades them (they hang, exit
+# or exhaust memory on purpose); the chip runs them too (each in a worker of its own).
+UNLISTED = "(not in expectations.toml: the test suite grades it)"
+
+
+def outcome_files(unlisted: bool = False) -> list[tuple[str, str, str]]:
+    """(slug, file, what the grader concludes) for every solution and listed corpus file
+    (``unlisted``: the corpus's other kernel files too)."""
     out = []
     for slug in chip_points.SLUGS:
         out.append((slug, f"solutions/{slug}.py", "clean"))
-        exp = tomllib.loads((REPO / "assignments" / slug / "corpus" / "expectations.toml").read_text())["files"]
+        corpus = REPO / "assignments" / slug / "corpus"
+        exp = tomllib.loads((corpus / "expectations.toml").read_text())["files"]
         out += [(slug, f"assignments/{slug}/corpus/{f}", v) for f, v in sorted(exp.items())]
+        if unlisted:
+            out += [(slug, f"assignments/{slug}/corpus/{p.name}", UNLISTED) for p in sorted(corpus.iterdir())
+                    if p.suffix in (".py", ".ipynb") and p.name not in exp]
     return out
 
 
-def phase_outcomes(r: Runner, out: Path, deadline: float) -> None:
+def phase_outcomes(r: Runner, out: Path, deadline: float, skip: Path | None = None) -> None:
+    """Every solution and corpus file (``skip``: an earlier run's outcomes.json; the files it
+    measured are not run again)."""
     rows = []
-    files = outcome_files()
+    done = {row["file"] for row in json.loads(skip.read_text())} if skip else set()
+    files = [f for f in outcome_files(unlisted=True) if f[1] not in done]
     for i, (slug, file, grader) in enumerate(files):
         row = {"slug": slug, "file": file, "grader": grader}
         if time.monotonic() > deadline:
@@ -236,6 +252,7 @@ def main() -> int:
     rp.add_argument("--budget-s", type=float, default=520.0)
     rp.add_argument("--small", action="store_true", help="shrink the points' sizes (a CPU rehearsal)")
     rp.add_argument("--call-s", type=float, default=30.0, help="silence allowed during one call on the chip")
+    rp.add_argument("--outcomes-skip", type=Path, help="an earlier run's outcomes.json: its files are not run again")
     gp = sub.add_parser("report", help="docs/tpu-runs.md and docs/chip-outcomes.md from a run's JSON")
     gp.add_argument("runs", type=Path, nargs="+", help="OUT folders of `run` (later ones win per phase)")
     args = ap.parse_args()
@@ -270,7 +287,7 @@ def run(args) -> int:
             elif phase == "points":
                 phase_points(r, args.output, deadline, args.small, args.points)
             elif phase == "outcomes":
-                phase_outcomes(r, args.output, deadline)
+                phase_outcomes(r, args.output, deadline, args.outcomes_skip)
             summary["phases"][phase] = round(time.monotonic() - p0, 1)
             summary["wall_s"] = round(time.monotonic() - t0, 1)
             _save(args.output, "summary.json", summary)     # a run killed at its limit keeps what it did

@@ -96,3 +96,38 @@ def test_the_stage_gives_a_halt_or_a_hang_to_its_submission_and_times_the_rest()
     assert "RuntimeUnexpectedCoreHalt: BoundsCheck" in halted["message"] and halted["seconds"] is None
     assert hung["status"] == "chip-hang" and "calls 3" in hung["message"]
     assert len(chip.opens) == 3 and chip.replaced == ["after b: halt", "after c: hang"]
+
+
+def test_a_prestarted_worker_imports_first_and_opens_the_chip_only_when_asked():
+    w = ChipWorker("cpu", FAST)
+    w.prestart()
+    time.sleep(0.5)
+    assert w.alive and w.info is None               # started, the chip not opened yet
+    try:
+        info = w.open()
+        assert info["kind"] == "cpu" and w.warm_s > 0
+        assert w.call("tests.chipjobs.faults:answer", {"x": 3}).result == {"kind": "cpu", "echo": 3}
+    finally:
+        w.close()
+
+
+def test_a_prestarted_worker_let_go_unopened_ends_cleanly():
+    w = ChipWorker("cpu", FAST)
+    w.prestart()
+    w.close()
+    assert not w.alive and w._proc.returncode == 0
+
+
+def test_fresh_process_gives_each_submission_its_own_prestarted_process():
+    """`speed --fresh-process`: every submission a process of its own; the next one has imported JAX
+    and the stage while the last held the chip, and opens it once that one has ended."""
+    from autograder.tpu.command import Chip
+    chip = Chip("cpu", FAST, fresh=True)
+    try:
+        pids = [chip.stage(s, {}, None, job="tests.chipjobs.faults:pid")["pid"] for s in "abc"]
+        assert chip.next is not None and chip.next.alive and chip.next.info is None   # warm, not opened
+        waiting = chip.next
+    finally:
+        chip.end()
+    assert len(set(pids)) == 3 and len(chip.opens) == 3
+    assert not waiting.alive and chip.next is None

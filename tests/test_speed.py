@@ -414,6 +414,49 @@ def test_what_the_model_cannot_analyse_gets_no_estimate_and_the_reason(body, rea
         speed.estimate(s)
 
 
+def _counter_kernel(form: str):
+    def kernel(x_ref, o_ref):
+        import jax
+        import jax.numpy as jnp
+        from jax.experimental import pallas as pl
+        x = x_ref[...]
+        if form == "while":          # a hand-written counter: 0, 2, 4, 6, 8 (5 trips)
+            y = jax.lax.while_loop(lambda c: c[0] < 10, lambda c: (c[0] + 2, c[1] * 1.01), (0, x))[1]
+        elif form == "while_le":     # 0..9 inclusive (10 trips)
+            y = jax.lax.while_loop(lambda c: c[0] <= 9, lambda c: (c[0] + 1, c[1] * 1.01), (0, x))[1]
+        elif form == "grid":         # up to the grid index: 1, 2, ..., 8 trips
+            y = jax.lax.fori_loop(0, pl.program_id(0) + 1, lambda t, c: c * 1.01, x)
+        else:                        # a condition on block data: no count
+            y = jax.lax.while_loop(lambda c: jnp.sum(c[1]) < 5.0, lambda c: (c[0] + 1, c[1] * 1.01), (0, x))[1]
+        o_ref[...] = y
+    return kernel
+
+
+@pytest.mark.jax
+@pytest.mark.parametrize("form,trips", [("while", [5] * 8), ("while_le", [10] * 8), ("grid", list(range(1, 9))),
+                                        ("data", None)])
+def test_counter_loops_are_counted_and_a_condition_on_data_is_said(form, trips):
+    """A while_loop that steps a counter by a constant up to a bound (a literal, a constant, a grid
+    index) runs that many trips; one whose condition reads block data has no estimate."""
+    import jax
+    import jax.numpy as jnp
+    from jax.experimental import pallas as pl
+
+    def fn(x):
+        spec = pl.BlockSpec((8, 128), lambda i: (i, 0))
+        return pl.pallas_call(_counter_kernel(form), out_shape=jax.ShapeDtypeStruct((64, 128), jnp.float32),
+                              grid=(8,), in_specs=[spec], out_specs=spec)(x)
+    s = _schedule(fn, [jax.ShapeDtypeStruct((64, 128), jnp.float32)])
+    call = s.calls[0]
+    if trips is None:
+        assert "while_loop whose trip count the model cannot evaluate" in call.problem
+        return
+    # Each trip multiplies the (8, 128) block (1,024 vector operations) and adds to the counter (1 more).
+    per_trip = 1024 + 1
+    got = sorted(c.loop_vector for c in call.step_classes for _ in range(c.steps))
+    assert got == sorted(float(t * per_trip) for t in trips)
+
+
 @pytest.mark.jax
 @pytest.mark.grading
 def test_estimate_through_the_tracer_and_the_graders_child():

@@ -1068,3 +1068,20 @@ def test_a_timed_output_checked_a_slice_at_a_time_says_what_compare_says(monkeyp
     assert math.isclose(err, float(np.linalg.norm(near.astype(np.float64) - ref)), rel_tol=1e-12)
     assert math.isclose(size, float(np.linalg.norm(ref)), rel_tol=1e-12)
     assert stage.within(near[:5], ref, tol, 1) is False      # another shape is never within
+
+
+def test_references_kept_in_a_runs_folder_serve_its_next_process(tmp_path):
+    """`--fresh-process`: a process per submission; the run's references are left in its folder for the
+    next one (a half-written file is made again)."""
+    from autograder.tpu.stage.references import References
+    first, made = References(folder=tmp_path), []
+    value = first.get(("speed", 3, False), lambda: made.append(1) or np.arange(6.0))
+    assert (first.misses, first.disk_hits) == (1, 0) and len(list(tmp_path.glob("*.npy"))) == 1
+    second = References(folder=tmp_path)            # the next submission's process
+    again = second.get(("speed", 3, False), lambda: made.append(2) or np.zeros(6))
+    assert made == [1] and second.disk_hits == 1 and np.array_equal(again, value)
+    (only,) = tmp_path.glob("*.npy")
+    only.write_bytes(b"half written")
+    third = References(folder=tmp_path)
+    assert np.array_equal(third.get(("speed", 3, False), lambda: made.append(3) or np.ones(6)), np.ones(6))
+    assert made == [1, 3] and third.misses == 1

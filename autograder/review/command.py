@@ -63,16 +63,81 @@ def _jobs(subs: list[Submission], a: Assignment, store: batch.Store, opts: Optio
 
 def _solution(a: Assignment, site: Path) -> Submission | None:
     """The instructor solution as a submission of its own (a folder in the site
-    holding it under the entry file's name), for assignments the TPU stage times."""
-    if a.speed is None or not a.solution.is_file():
+    holding it under the entry file's name), for assignments the TPU stage times.
+    Where ``solutions/<slug>.py`` is not beside the assignments (a TPU host is given
+    the site, the export, the wheels and assignments/ only), the copy the site
+    graded stands for it."""
+    if a.speed is None:
         return None
     folder = site / SOLUTION / a.slug
-    folder.mkdir(parents=True, exist_ok=True)
     target = folder / a.entry_file
+    if not a.solution.is_file():
+        return Submission(f"{SOLUTION}/{a.slug}", folder) if target.is_file() else None
+    folder.mkdir(parents=True, exist_ok=True)
     data = a.solution.read_bytes()
     if not target.is_file() or target.read_bytes() != data:
         target.write_bytes(data)
     return Submission(f"{SOLUTION}/{a.slug}", folder)
+
+
+@dataclass(frozen=True)
+class SolutionSource:
+    """Where the instructor solution the TPU stage times came from, and whether the site's
+    grading is of that very file (its grading's key holds the file's content hash)."""
+    path: str                  # the file timed ("" when there is none)
+    sha256: str                # its bytes' hash ("" when there is none)
+    from_site: bool            # the site's copy (solutions/<slug>.py is not beside the assignments)
+    graded: bool               # the site holds this grader's grading of exactly this file
+    why: str = ""              # what is missing and where, when something is
+
+    def said(self) -> str:
+        if not self.path:
+            return self.why
+        where = ("taken from the review site (solutions/ is not beside the assignments here)" if self.from_site
+                 else "solutions/ beside the assignments")
+        graded = ("the file the site's grading of the solution was made from (same content hash)" if self.graded
+                  else "the site holds no grading of this file under this grader, JAX release and assignment")
+        return f"the instructor solution is {self.path} (sha256 {self.sha256[:16]}), {where}: {graded}"
+
+
+def solution_source(a: Assignment, site: Path) -> SolutionSource:
+    """Which solution file the stage would time, and whether the site graded exactly it."""
+    import hashlib
+    sol = _solution(a, site)
+    if sol is None:
+        return SolutionSource("", "", False, False, _no_solution(a, site))
+    path = sol.folder / a.entry_file
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    graded = stored_solution(a, site) is not None
+    why = "" if graded else _solution_ungraded(a, site, sol)
+    return SolutionSource(str(path), digest, not a.solution.is_file(), graded, why)
+
+
+def _no_solution(a: Assignment, site: Path) -> str:
+    if a.speed is None:
+        return f"{a.slug} has no [speed] section: the TPU stage times nothing for it"
+    return (f"the instructor solution is in neither {a.solution} (solutions/ beside the assignments folder) nor "
+            f"{site / SOLUTION / a.slug / a.entry_file} (the site's copy of the file it graded): the site was made "
+            f"without it. Run `pallas-autograder review` again on the CPU machine from a checkout whose solutions/ "
+            f"holds {a.slug}.py (it grades the solution into the site), or put that file at {a.solution}")
+
+
+def _solution_ungraded(a: Assignment, site: Path, sol: Submission) -> str:
+    """Why the site has no grading of this solution file: which gradings of the solution it has."""
+    content = sol.content_hash()
+    others = []
+    for path in (site / CACHE).glob("*.json"):
+        try:
+            g = batch.Graded.from_json(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError, TypeError):
+            continue
+        if g.submission_id == sol.id:
+            same = "this very file" if g.content == content else "another version of the file"
+            others.append(f"{same} under jax {g.jax or '?'}")
+    seen = f"; it has gradings of {', '.join(sorted(set(others)))}" if others else "; it has no grading of the solution"
+    return (f"{site} holds no grading of {sol.folder / a.entry_file} by this grader (jax {batch.jax_release()}) for "
+            f"this assignment{seen} (a grading is keyed by the file, the grader's source, its JAX release and the "
+            "assignment's files: any change misses it)")
 
 
 def stored_solution(a: Assignment, site: Path) -> batch.Graded | None:

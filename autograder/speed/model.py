@@ -73,6 +73,10 @@ class Fitted:
     eup_per_cycle: float = 1.317            # EUP operations (exp, log, tanh, reciprocal) per lane slot per cycle
     reduce_wait_cycles: float = 118.1      # waiting for a lane reduction's result inside a loop iteration
     call_s: float = 0.465e-6                # a pallas_call's fixed device cost
+    dma_latency_cycles: float = 0.0         # a manual DMA waited with no other copy in flight: its latency shows
+    sync_cycles: float = 0.0                # a single-buffered block's copy (pl.Buffered(1)): its latency
+    carry_cycles: float = 0.0               # a loop's carried vector register, loaded and stored each trip
+    trip_cycles: float = 0.0                # a loop iteration's own cost
     # A jax.debug.print outside the kernels: a host callback the device waits for. Fitted to add's
     # debug_prints on a v5e (5.09 ms in chip call A, 5.71 ms in call F, against 3.41 ms for the same
     # kernel without it; pl.debug_print inside a kernel cost nothing measurable: fit2/print-copy).
@@ -184,6 +188,9 @@ def _units(c, chip: Chip, fitted: Fitted) -> dict[str, float]:
     # A loop iteration with a dot or a lane reduction waits for its result before the next one starts.
     units["dot wait"] = c.loop_dots * fitted.dot_wait_cycles * cycle
     units["reduction wait"] = c.loop_reductions * fitted.reduce_wait_cycles * cycle
+    # A loop's carried values go through VMEM every trip (more than the vector registers hold).
+    units["loop carry"] = c.loop_carry / (chip.lanes * chip.sublanes) * fitted.carry_cycles * cycle
+    units["loop trips"] = c.loop_trips * fitted.trip_cycles * cycle
     return units
 
 
@@ -193,15 +200,20 @@ def _step_time(c, chip: Chip, fitted: Fitted) -> tuple[float, Bound, dict[str, f
     the step is longer than it, and the wait for the step's last dot."""
     units = _units(c, chip, fitted)
     compute = sum(units.values())
-    memory = (c.block_bytes + c.dma_bytes) / hbm_rate(chip, fitted)
+    bw = hbm_rate(chip, fitted)
+    memory = (c.block_bytes - c.sync_bytes + c.dma_bytes) / bw
     cycle = 1.0 / clock_hz(chip)
     own = (fitted.step_cycles + c.dma_starts * fitted.dma_cycles) * cycle
-    busy = max(compute, memory)
+    # What nothing overlaps: a single-buffered block's copy waits for the step that uses its buffer,
+    # and a DMA waited with no other in flight shows its latency.
+    latency = c.sync_moves * fitted.sync_cycles + c.dma_exposed * fitted.dma_latency_cycles
+    exposed = c.sync_bytes / bw + latency * cycle
+    busy = max(compute, memory) + exposed
     overhead = own * min(1.0, own / busy) if busy > 0 else own
     # The step ends once its longest chain of dependent dots and lane reductions has its results.
     overhead += c.chain * fitted.dot_wait_cycles * cycle
     bound: Bound = "per-step overhead" if overhead > busy else "compute" if compute >= memory else "memory"
-    return busy + overhead, bound, units, memory
+    return busy + overhead, bound, units, memory + exposed
 
 
 def _call(call: CostCall, chip: Chip, fitted: Fitted) -> _Part:

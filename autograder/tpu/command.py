@@ -20,7 +20,9 @@ import csv
 import json
 import re
 import secrets
+import shutil
 import sys
+import tempfile
 import time
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
@@ -71,7 +73,7 @@ def _flops(results: dict | None) -> dict[str, float]:
     return {name: float(s.get("flops") or 0.0) for name, s in sizes.items()}
 
 
-def _graded(a: Assignment, opts: Options) -> tuple[list, object]:
+def _graded(a: Assignment, opts: Options) -> tuple[list, object, object]:
     """(submission, stored grading) for every submission, and the solution's stored
     grading. On a TPU host nothing is graded here (student code never runs where
     the timing runs): every grading must be in the review site, made by `review`
@@ -82,16 +84,25 @@ def _graded(a: Assignment, opts: Options) -> tuple[list, object]:
         review.regrade(a, review.Options(opts.submissions, site, jobs=opts.jobs))
     graded = review.stored(a, opts.submissions, site)
     missing = [sub for sub, g in graded if g is None]
+    source = review.solution_source(a, site)
     sol = review.stored_solution(a, site)
+    if source.path:
+        print(f"pallas-autograder speed: {source.said()}", file=sys.stderr)
     if missing or sol is None or not sol.programs:
-        raise SystemExit(_missing_message(a, site, graded, missing, sol))
-    return graded, sol
+        raise SystemExit(_missing_message(a, site, graded, missing, sol, source))
+    return graded, sol, source
 
 
-def _missing_message(a: Assignment, site: Path, graded: list, missing: list, sol) -> str:
+def _missing_message(a: Assignment, site: Path, graded: list, missing: list, sol, source) -> str:
     from ..review import batch, command as review
-    what = (f"{len(missing)} of {len(graded)} submissions have no grading in {site}"
-            if missing else f"{site} holds no grading of the instructor solution ({a.solution.name})")
+    if not missing and source.why:
+        # The solution is what is missing: say which file, where it was looked for, and what the site holds.
+        return f"pallas-autograder speed: no baseline: {source.why}."
+    if not missing:
+        return (f"pallas-autograder speed: no baseline: the site's grading of the instructor solution "
+                f"({source.path}) kept no checked program to time; run `pallas-autograder review` again on the CPU "
+                "machine with this grader.")
+    what = f"{len(missing)} of {len(graded)} submissions have no grading in {site}"
     others = sorted({r for sub in missing[:50] for r in review.other_releases(site, sub)})
     release = (f" The site was graded under jax {', '.join(others)}; this host runs jax {batch.jax_release()}: "
                f"grade it with a grader on jax {batch.jax_release()} (`./setup.sh --jax {batch.jax_release()}`), "
@@ -148,12 +159,13 @@ class Chip:
     answers; after any submission that did not end in an answer (a halt kills a
     process's TPU client, a hang must be killed, an error may leave it broken),
     and whenever a health check between submissions fails, a fresh process
-    takes the next. With ``fresh``, every submission gets a process of its own
-    (measured on a v5e: about 8 s to open the chip and 2 s to let it go, each)."""
+    takes the next. With ``fresh``, every submission gets a process of its own, the next
+    one prestarted (JAX and the stage imported) while the last holds the chip."""
 
     def __init__(self, platform: str, limits: chipproc.Limits, fresh: bool = False) -> None:
         self.platform, self.limits, self.fresh = platform, limits, fresh
         self.worker: chipproc.ChipWorker | None = None
+        self.next: chipproc.ChipWorker | None = None     # prestarted (``fresh``): the next one to open
         self.info: dict = {}
         self.opens: list[float] = []
         self.replaced: list[str] = []       # why a worker was replaced (said in speed.json)
@@ -169,9 +181,14 @@ class Chip:
         if self.worker is not None and self.worker.alive and not self._healthy(self.worker):
             self.close()
         if self.worker is None or not self.worker.alive:
-            self.worker = chipproc.ChipWorker(self.platform, self.limits)
+            self.worker, self.next = self.next or chipproc.ChipWorker(self.platform, self.limits), None
             self.info = self.worker.open()
             self.opens.append(round(self.worker.open_s, 2))
+            if self.fresh:
+                # The next submission's process imports JAX and the stage while this one holds the
+                # chip (a second process cannot open the chip meanwhile; it opens once this one ends).
+                self.next = chipproc.ChipWorker(self.platform, self.limits)
+                self.next.prestart()
         return self.worker
 
     def stage(self, sub: str, args: dict, on_progress, job: str = "autograder.tpu.stage.jobs:run_stage") -> dict:
@@ -200,6 +217,13 @@ class Chip:
         if self.worker is not None:
             self.worker.close()
             self.worker = None
+
+    def end(self) -> None:
+        """Close the worker and let the prestarted one go."""
+        self.close()
+        if self.next is not None:
+            self.next.close()
+            self.next = None
 
 
 def _result(sub: str, status: str, message: str, evidence: dict | None = None) -> dict:
@@ -251,7 +275,7 @@ def stage_all(a: Assignment, opts: Options) -> dict:
         raise SystemExit(f"pallas-autograder speed: {a.slug} has no [speed] sizes (and no [production])")
     if opts.device == "fake":
         return _fake_stage(a, opts)
-    graded, sol = _graded(a, opts)
+    graded, sol, source = _graded(a, opts)
     sizes, notes = timed_sizes(a, opts, sol.programs)
     if opts.device in ("cpu", "gpu"):
         rule = replace(opts.rule, max_calls=min(opts.rule.max_calls, REHEARSAL_CALLS),
@@ -266,6 +290,9 @@ def stage_all(a: Assignment, opts: Options) -> dict:
     queued = sum(1 for _sub, g in graded if g is not None and passed_interpreters(g.results))
     progress = Progress(queued + 2)
     common = _args(a, opts, {}, secrets.randbits(63), _flops(sol.results), sizes)
+    if opts.fresh_process:
+        # Each submission's process leaves the run's float64 references for the next (private to this run).
+        common["references_dir"] = tempfile.mkdtemp(prefix="pallas-speed-references-")
     t0 = time.monotonic()
     try:
         progress.start("solution")
@@ -274,6 +301,7 @@ def stage_all(a: Assignment, opts: Options) -> dict:
         _said(first)
         common["solution"] = {s["size"]: s for s in first["sizes"]}
         doc = _document(a, opts, chip, first, notes)
+        doc["solution_source"] = asdict(source)
         for sub, g in graded:
             r = _one(chip, sub, g, common, progress)
             r["score"] = tpu_timing.score(a.speed, r, first.get("seconds"))
@@ -284,7 +312,9 @@ def stage_all(a: Assignment, opts: Options) -> dict:
         progress.start("solution (again)")
         again = chip.stage("solution (again)", {**common, "solution": {}, "programs": sol.programs}, progress)
     finally:
-        chip.close()
+        chip.end()
+        if common.get("references_dir"):
+            shutil.rmtree(common["references_dir"], ignore_errors=True)
     drift = baseline.drift(base, stage.from_json(again))
     if drift.message():
         print(f"pallas-autograder speed: {drift.message()}", file=sys.stderr)
@@ -322,7 +352,7 @@ def _fake_stage(a: Assignment, opts: Options) -> dict:
     from ..grading.run.draws import load_reference
     from .chip import interpreter
     from .chip.fake import FakeDevice, Script
-    graded, sol = _graded(a, opts)
+    graded, sol, source = _graded(a, opts)
     device = FakeDevice(Script(compute=load_reference(a), times=(1e-2, 1.01e-2, 0.99e-2),
                                profiled=(0.9e-2, 0.91e-2, 0.89e-2)))
     info = device.info()
@@ -340,7 +370,8 @@ def _fake_stage(a: Assignment, opts: Options) -> dict:
     drift = baseline.drift(base, stage.run(replace(ctx, solution={}), "solution (again)", enc(sol.programs)))
     doc = {"assignment": a.slug, "chip": info.chip, "spec_chip": a.speed.chip, "chip_note": "",
            "device": {**asdict(info), "label": info.label, "chip_note": ""}, "rule": asdict(opts.rule),
-           "solution": base.to_json(), "solution_drift": drift.to_json(), "results": out, "scaled_down": []}
+           "solution": base.to_json(), "solution_drift": drift.to_json(), "results": out, "scaled_down": [],
+           "solution_source": asdict(source)}
     for r in out:
         r["score"] = tpu_timing.score(a.speed, r, doc["solution"]["seconds"])
     return doc

@@ -18,9 +18,11 @@ REPO = Path(__file__).resolve().parent.parent.parent
 
 def _source_hash(p: dict) -> str:
     src = REPO / (p.get("file") or "benchmarks/chip/kernels.py")
-    cost = REPO / "autograder" / "pallas_surface"
+    cost = REPO / "autograder" / "pallas_surface" / "static"
     h = hashlib.sha256(src.read_bytes())
-    for name in ("cost.py", "stepwork.py", "analysis.py"):
+    if not p.get("file"):
+        h.update((REPO / "benchmarks" / "chip" / "styles.py").read_bytes())
+    for name in ("cost.py", "stepwork.py", "analysis.py", "facts.py"):
         h.update((cost / name).read_bytes())
     h.update(json.dumps(p, sort_keys=True).encode())
     return h.hexdigest()[:16]
@@ -93,4 +95,5 @@ def measured(rows: list[dict]) -> dict[str, float]:
 
 
 def pool() -> list[dict]:
-    return chip_points.all_points() + chip_points.fit2_points() + chip_points.blind_points()
+    return (chip_points.all_points() + chip_points.fit2_points() + chip_points.blind_points()
+            + chip_points.style_points_47())

@@ -541,7 +541,8 @@ BUILDERS = {f.__name__: f for f in (copy, vpu_chain, eup_chain, row_reduce, col_
 
 
 def build(name: str, **params):
-    return BUILDERS[name](**params)
+    from . import styles  # issue 47's styles, in a module of their own
+    return {**BUILDERS, **styles.BUILDERS}[name](**params)
 
 
 def partial_of(name: str, **params):

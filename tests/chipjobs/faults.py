@@ -44,3 +44,8 @@ def halts_in_its_last_words(device, args, progress):
     sys.stderr.write("F1206 core.cc:42] Semaphore (scratch argument 2) has a nonzero value upon exit\n")
     sys.stderr.flush()
     os._exit(134)
+
+
+def pid(device, args, progress):
+    """Which process answered (the --fresh-process tests)."""
+    return {"pid": os.getpid()}

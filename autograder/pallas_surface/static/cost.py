@@ -23,7 +23,8 @@ from jax._src import core as jax_core
 
 from .. import release
 from ..program import jaxprs
-from ..rungs.rung import Traced, sub_jaxprs
+from ..program.jaxprs import sub_jaxprs
+from ..rungs.rung import Traced
 from .analysis import _block_elems, _index_map, _memory_space, call_vmem, dimension_semantics, vmem_limit
 from .stepwork import LOOP_COLUMNS, Unanalysable, grid_work
 
@@ -152,24 +153,34 @@ def _operand(k: int, bm, gm, grid: tuple[int, ...], points: np.ndarray | None,
         res = jax.vmap(at)(*cols)
         idx = np.stack([np.broadcast_to(np.asarray(r), (len(points),)) for r in res], axis=1)
     moves = _moves(idx) if idx is not None else int(np.prod(grid, dtype=np.int64))
-    return {**facts, "pipelined": True, "block": list(elems), "block_bytes": block_bytes, "moves": moves}, idx
+    mode = getattr(bm, "pipeline_mode", None)
+    buffers = int(getattr(mode, "buffer_count", 2) or 2) if mode is not None else 2
+    return {**facts, "pipelined": True, "block": list(elems), "block_bytes": block_bytes, "moves": moves,
+            "buffers": buffers}, idx
 
 
-def _step_bytes(operands: list[tuple[dict, np.ndarray | None]], n: int) -> np.ndarray:
+def _step_bytes(operands: list[tuple[dict, np.ndarray | None]], n: int) -> dict[str, np.ndarray]:
     """Block bytes each step moves: the next step's changed input blocks, and the output
-    blocks the previous step finished (the first fetch and the last write-back are apart)."""
-    out = np.zeros(n)
+    blocks the previous step finished (the first fetch and the last write-back are apart);
+    apart, those of single-buffered operands (``sync_bytes``, ``sync_moves``): a copy into
+    or out of the one buffer waits for the step that uses it."""
+    out = {"block_bytes": np.zeros(n), "sync_bytes": np.zeros(n), "sync_moves": np.zeros(n)}
     for facts, idx in operands:
         if not facts["pipelined"]:
             continue
         if idx is None:
-            out += facts["block_bytes"]
-            continue
-        changed = np.any(idx[1:] != idx[:-1], axis=1) * float(facts["block_bytes"])
-        if facts["is_output"]:
-            out[1:] += changed
+            changed = np.ones(n)
         else:
-            out[:-1] += changed
+            changed = np.zeros(n)
+            moved = np.any(idx[1:] != idx[:-1], axis=1).astype(float)
+            if facts["is_output"]:
+                changed[1:] += moved
+            else:
+                changed[:-1] += moved
+        out["block_bytes"] += changed * float(facts["block_bytes"])
+        if facts.get("buffers", 2) == 1:
+            out["sync_bytes"] += changed * float(facts["block_bytes"])
+            out["sync_moves"] += changed
     return out
 
 
@@ -192,21 +203,24 @@ def _unique_rows(table: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return table[first], counts
 
 
-def _classes(columns: dict[str, np.ndarray], block_bytes: np.ndarray, steps: int) -> list[dict]:
+def _classes(columns: dict[str, np.ndarray], traffic: dict[str, np.ndarray], steps: int) -> list[dict]:
     """Grid points with the same work and traffic, counted."""
+    columns = {**columns, **{f"traffic:{k}": v for k, v in traffic.items()}}
     names = sorted(columns)
-    table = np.stack([columns[c] for c in names] + [block_bytes], axis=1)
+    table = np.stack([columns[c] for c in names], axis=1)
     rows, counts = _unique_rows(table)
     for digits in (3, 2, 1):
         if len(rows) <= MAX_CLASSES:
             break
         # Nearly every point differs (e.g. a loop bound from data): a few significant digits suffice.
         rows, counts = _unique_rows(_significant(table, digits))
-    scale = steps / max(len(block_bytes), 1)     # one point stands for the whole grid when not listed
+    scale = steps / max(len(table), 1)     # one point stands for the whole grid when not listed
     out = []
     for row, count in zip(rows, counts):
-        work = dict(zip(names, row[:-1].tolist()))
-        out.append({"steps": int(round(count * scale)), "block_bytes": float(row[-1]),
+        work = dict(zip(names, row.tolist()))
+        out.append({"steps": int(round(count * scale)), "block_bytes": work.get("traffic:block_bytes", 0.0),
+                    "sync_bytes": work.get("traffic:sync_bytes", 0.0),
+                    "sync_moves": work.get("traffic:sync_moves", 0.0),
                     "mxu_flops": {c.split(":", 1)[1]: w for c, w in work.items() if c.startswith("mxu:")},
                     "vector": work.get("vector", 0.0), "transcendental": work.get("transcendental", 0.0),
                     "dma_bytes": work.get("dma_bytes", 0.0),
@@ -275,9 +289,9 @@ def _call(site: Site) -> dict:
     maps = prefetch is not None and any(_reads_prefetch(bm, len(grid)) for bm in gm.block_mappings)
     # Tables computed from constants are part of the kernel; from arguments, they are the data drawn.
     drawn = any(v.inputs for v in pref) and (work.data_dependent or maps)
-    block_bytes = _step_bytes(ops, len(points) if points is not None else 1)
+    traffic = _step_bytes(ops, len(points) if points is not None else 1)
     return {**base, "operands": [facts for facts, _idx in ops], "data_dependent": bool(drawn),
-            "step_classes": _classes(work.columns, block_bytes, steps), "problem": ""}
+            "step_classes": _classes(work.columns, traffic, steps), "problem": ""}
 
 
 def chip_facts(chip: str) -> dict:

@@ -199,6 +199,11 @@ class StepWork:
     dma_starts: float = 0.0          # manual DMAs started
     loop_reductions: float = 0.0     # lane reductions inside a loop body
     chain: float = 0.0               # the longest chain of dependent dots and lane reductions (outside loops)
+    dma_exposed: float = 0.0         # manual DMA waits with no other DMA in flight (their latency shows)
+    loop_carry: float = 0.0          # elements a loop carries from one iteration to the next, summed over trips
+    loop_trips: float = 0.0          # loop iterations
+    sync_bytes: float = 0.0          # single-buffered (pl.Buffered(1)) blocks moved: nothing overlaps them
+    sync_moves: float = 0.0          # ... how many such copies
 
 
 @dataclass(frozen=True)
@@ -211,6 +216,7 @@ class CostOperand:
     block: Point = ()
     block_bytes: int = 0
     moves: int = 0
+    buffers: int = 2                 # pipeline buffers (pl.Buffered(n)); 1: each copy waits for the step
 
 
 @dataclass(frozen=True)

@@ -58,7 +58,7 @@ FREE = frozenset({
     "semaphore_read", "semaphore_signal", "semaphore_wait", "dma_wait", "get_barrier_semaphore",
     "axis_index", "platform_index", "dim_as_value", "check", "trace_value", "empty_ref", "reshard", "split",
     "stack", "unstack", "add_dependency", "stage", "prng_seed", "random_seed", "random_wrap",
-    "random_unwrap", "prng_join", "copy_p"})
+    "random_unwrap", "prng_join", "copy_p", "copy"})
 _INLINE = {**release.INLINE_CLOSED, **release.INLINE_OPEN}
 _SMALL = 64          # scalar bookkeeping is evaluated; anything larger is data
 
@@ -74,7 +74,12 @@ _SMALL = 64          # scalar bookkeeping is evaluated; anything larger is data
 # step, each waiting for the one before (a step waits for its chain's results before it ends).
 # Transposes, the cross-lane unit's throughput and pl.debug_print cost nothing measurable
 # on a v5e in the chip check's points, so none is counted.
-LOOP_COLUMNS = ("dots", "loop_dots", "loop_vector", "dma_starts", "loop_reductions", "chain")
+# "dma_exposed": manual DMA waits with no other DMA in flight, in program order (a synchronous
+# copy, a single buffer, the last of a double-buffered series: nothing hides its latency);
+# "loop_carry": the elements a loop carries from iteration to iteration, times its trips;
+# "loop_trips": its iterations.
+LOOP_COLUMNS = ("dots", "loop_dots", "loop_vector", "dma_starts", "loop_reductions", "chain", "dma_exposed",
+                "loop_carry", "loop_trips")
 
 
 def _lane_reduction(eqn) -> bool:
@@ -224,11 +229,26 @@ class _Grid:
         # a value's place in it, and the chain at every point.
         self.depth: dict = {}
         self.chain = np.zeros(self.n)
+        self.inflight = 0           # manual DMAs started and not yet waited, in program order
 
     def fork(self) -> _Grid:
         g = _Grid(self.points, self.grid, self.prefetch_known)
-        g.loops, g.depth = self.loops, self.depth
+        g.loops, g.depth, g.inflight = self.loops, self.depth, self.inflight
         return g
+
+    def _dma(self, name: str, local: dict) -> None:
+        """Follow the DMAs in flight: a wait with no other copy in flight shows its latency."""
+        if name == "dma_start":
+            self.inflight += 1
+        elif name == "dma_wait":
+            if self.inflight <= 1:
+                local["dma_exposed"] = local.get("dma_exposed", 0.0) + 1.0
+            self.inflight = max(self.inflight - 1, 0)
+
+    def _carry(self, avals, mask: np.ndarray, scale) -> None:
+        """A loop's carried values (beyond scalars) and its iterations, ``scale`` times."""
+        carried = float(sum(_size(a) for a in avals if _size(a) > 1))
+        self._add({"loop_carry": carried, "loop_trips": 1.0}, mask, scale)
 
     def _depth(self, vars_) -> int:
         return max((self.depth.get(v, 0) for v in vars_ if not isinstance(v, jax_core.Literal)), default=0)
@@ -295,8 +315,9 @@ class _Grid:
         if name == "scan":
             p = eqn.params
             body = p["jaxpr"]
-            nc = scan_counts(p)[0]
+            nc, ncarry = scan_counts(p)[:2]
             env = _bind(body.jaxpr, body.consts, ins[:nc] + [None] * (len(ins) - nc))
+            self._carry([v.aval for v in eqn.invars[nc:nc + ncarry]], mask, scale * int(p["length"]))
             self._loop(body.jaxpr, env, mask, scale * int(p["length"]))
             return [None] * len(eqn.outvars)
         if name == "while":
@@ -305,6 +326,7 @@ class _Grid:
             body = p["body_jaxpr"]
             cn, bn = p["cond_nconsts"], p["body_nconsts"]
             env = _bind(body.jaxpr, body.consts, ins[cn:cn + bn] + [None] * (len(ins) - cn - bn))
+            self._carry([v.aval for v in eqn.invars[cn + bn:]], mask, scale * trips)
             self._loop(body.jaxpr, env, mask, scale * trips)
             return [None] * len(eqn.outvars)
         if name in _INLINE:
@@ -317,6 +339,7 @@ class _Grid:
             return [None] * len(eqn.outvars)
         for col, amount in _counted(eqn_cost(eqn), eqn, self.loops > 0).items():
             local[col] = local.get(col, 0.0) + amount
+        self._dma(name, local)
         return self._value(eqn, ins)
 
     def _inline(self, eqn, ins: list, mask: np.ndarray, scale) -> list:
@@ -352,27 +375,36 @@ class _Grid:
                     self.walk(branch.jaxpr, _bind(branch.jaxpr, branch.consts, operands), sub, scale)
             return
         # A condition on block data: it may hold at any step, so the costliest branch counts.
-        parts = []
+        parts, inflight = [], self.inflight
         for branch in branches:
             g = self.fork()
             g.walk(branch.jaxpr, _bind(branch.jaxpr, branch.consts, operands), mask, scale)
             self.data_dependent |= g.data_dependent
             parts.append(g.work)
             self.chain = np.maximum(self.chain, g.chain)
+            inflight = max(inflight, g.inflight)
+        self.inflight = inflight
         for col in {c for part in parts for c in part}:
             best = np.max([part.get(col, np.zeros(self.n)) for part in parts], axis=0)
             self.work[col] = self.work.get(col, 0.0) + best
 
     def _trips(self, eqn, ins: list):
-        """A while loop's trip count at every point: fori_loop(lo, hi) runs hi - lo times."""
+        """A while loop's trip count at every point: a counter ``carry[k] < bound`` (or ``<=``) that
+        the body steps by a constant (fori_loop(lo, hi) runs hi - lo times; a hand-written counter
+        loop as many as its bound allows)."""
         p = eqn.params
         cn, bn = p["cond_nconsts"], p["body_nconsts"]
         cond, body = p["cond_jaxpr"].jaxpr, p["body_jaxpr"].jaxpr
-        carry = ins[cn + bn:]
-        if not _is_fori(cond, body, cn, bn):
+        form = _counter(cond, body, cn, bn)
+        if form is None:
             raise Unanalysable("the kernel body has a while_loop whose trip count the model cannot evaluate "
-                               "(only fori_loop bounds from grid indices or scalar-prefetch data)")
-        lo, hi = carry[0], carry[1]
+                               "(only a counter stepped by a constant up to a bound from grid indices, "
+                               "constants or scalar-prefetch data)")
+        k, bound, step, inclusive = form
+        carry = ins[cn + bn:]
+        lo = carry[k]
+        hi = _Val(np.asarray(bound.val), False) if isinstance(bound, jax_core.Literal) else \
+            (ins[cond.invars.index(bound)] if cond.invars.index(bound) < cn else carry[cond.invars.index(bound) - cn])
         if not (isinstance(lo, _Val) and isinstance(hi, _Val)) or (self.points is None and (lo.batched or
                                                                                             hi.batched)):
             raise Unanalysable("the kernel body has a fori_loop whose bound depends on data in its blocks, "
@@ -380,7 +412,8 @@ class _Grid:
                                "the kernel body has a fori_loop whose bound the model cannot evaluate without "
                                "the scalar-prefetch data")
         self.data_dependent |= lo.data or hi.data
-        trips = np.maximum(np.asarray(hi.value, np.float64) - np.asarray(lo.value, np.float64), 0.0)
+        span = np.asarray(hi.value, np.float64) - np.asarray(lo.value, np.float64) + (step if inclusive else 0)
+        trips = np.maximum(np.ceil(span / step), 0.0)
         return trips.reshape(-1) if (lo.batched or hi.batched) else float(trips)
 
     def _value(self, eqn, ins: list) -> list:
@@ -411,16 +444,31 @@ def _bind(jaxpr, consts, ins: list) -> dict:
     return env
 
 
-def _is_fori(cond, body, cn: int, bn: int) -> bool:
-    """The while_loop jax.lax.fori_loop builds: carry (i, upper, ...), ``i < upper``, ``i + 1``."""
-    if len(cond.eqns) != 1 or cond.eqns[0].primitive.name != "lt":
-        return False
-    if list(cond.eqns[0].invars) != list(cond.invars[cn:cn + 2]) or cond.outvars != cond.eqns[0].outvars:
-        return False
-    step = next((e for e in body.eqns if e.outvars and e.outvars[0] is body.outvars[0]), None)
-    return (step is not None and step.primitive.name == "add" and body.invars[bn] in step.invars
-            and any(isinstance(v, jax_core.Literal) and v.val == 1 for v in step.invars)
-            and body.outvars[1] is body.invars[bn + 1])
+def _counter(cond, body, cn: int, bn: int):
+    """(k, bound, step, inclusive) of a while_loop that counts ``carry[k]`` up by a constant ``step``
+    while ``carry[k] < bound`` (``<=``: inclusive); ``bound`` a literal, a condition constant or a
+    carry the body passes on unchanged (jax.lax.fori_loop's form: carry (i, upper, ...)). None
+    when the loop is not of that form."""
+    if len(cond.eqns) != 1 or cond.eqns[0].primitive.name not in ("lt", "le"):
+        return None
+    test = cond.eqns[0]
+    counter, bound = test.invars
+    if cond.outvars != test.outvars or isinstance(counter, jax_core.Literal) or counter not in cond.invars[cn:]:
+        return None
+    k = cond.invars.index(counter) - cn
+    if not isinstance(bound, jax_core.Literal):
+        if bound not in cond.invars:
+            return None
+        u = cond.invars.index(bound) - cn
+        if u >= 0 and body.outvars[u] is not body.invars[bn + u]:
+            return None            # a bound the body changes: not a counter loop
+    step_eqn = next((e for e in body.eqns if e.outvars and e.outvars[0] is body.outvars[k]), None)
+    if step_eqn is None or step_eqn.primitive.name != "add" or body.invars[bn + k] not in step_eqn.invars:
+        return None
+    step = next((float(v.val) for v in step_eqn.invars if isinstance(v, jax_core.Literal)), 0.0)
+    if step <= 0:
+        return None
+    return k, bound, step, test.primitive.name == "le"
 
 
 def _read_prefetch(eqn, ins: list) -> _Val | None:

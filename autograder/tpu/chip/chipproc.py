@@ -105,12 +105,14 @@ class ChipWorker:
         self._tail: deque = deque(maxlen=200)
         self._drains: list[threading.Thread] = []
         self._jobs = 0
+        self._prestarted = False
+        self.warm_s = 0.0            # a prestarted worker's imports (before it was asked to open)
 
     @property
     def alive(self) -> bool:
         return self._proc is not None and self._proc.poll() is None
 
-    def _start(self) -> None:
+    def _start(self, prestart: bool = False) -> None:
         read, write = os.pipe()
         env = {**os.environ, **(self.env or {})}
         # The worker imports this very package, from wherever it is (a checkout, an install).
@@ -118,22 +120,47 @@ class ChipWorker:
         if self.platform != "tpu":
             env["JAX_PLATFORMS"] = self.platform       # a rehearsal never takes the chip
         self._q, self._tail, self._drains = queue.Queue(), deque(maxlen=200), []
-        self._proc = subprocess.Popen([sys.executable, "-m", "autograder.tpu.chip.worker", str(write), self.platform],
-                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                      text=True, env=env, pass_fds=(write,), start_new_session=True)
+        cmd = [sys.executable, "-m", "autograder.tpu.chip.worker", str(write), self.platform]
+        self._proc = subprocess.Popen(cmd + (["--prestart"] if prestart else []), stdin=subprocess.PIPE,
+                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                                      pass_fds=(write,), start_new_session=True)
         os.close(write)
         threading.Thread(target=_events, args=(read, self._q), daemon=True).start()
         for stream in (self._proc.stderr, self._proc.stdout):
             self._drains.append(threading.Thread(target=_drain, args=(stream, self._tail), daemon=True))
             self._drains[-1].start()
 
+    def prestart(self) -> None:
+        """Start the worker without opening the chip: it imports JAX and the stage's modules and
+        waits; ``open()`` then only opens the device (measured on a v5e: docs/tpu-runs.md)."""
+        self._start(prestart=True)
+        self._prestarted = True
+
+    def _go(self, deadline: float) -> dict | None:
+        """Tell a prestarted worker to open the chip once it is warm (None: it never was)."""
+        event = self._next(self.limits.open_s, deadline)
+        if not event or event.get("event") != "warm":
+            return event
+        self.warm_s = float(event.get("import_s") or 0.0)
+        try:
+            self._proc.stdin.write("open\n")
+            self._proc.stdin.flush()
+        except OSError:
+            return None
+        return self._next(self.limits.open_s, deadline)
+
     def open(self, retry_s: float = 60.0) -> dict:
-        """Start the worker and wait until it holds the device; its DeviceInfo as a dict.
-        A chip held by another process (one just killed, say) is asked again for ``retry_s``."""
+        """Start the worker (unless ``prestart`` did) and wait until it holds the device; its
+        DeviceInfo as a dict. A chip held by another process (one just killed, say) is asked
+        again for ``retry_s``."""
         t0 = time.monotonic()
         while True:
-            self._start()
-            event = self._next(self.limits.open_s, t0 + self.limits.open_s)
+            if self._prestarted and self.alive:
+                event = self._go(t0 + self.limits.open_s)
+            else:
+                self._start()
+                event = self._next(self.limits.open_s, t0 + self.limits.open_s)
+            self._prestarted = False
             if event and event.get("event") == "ready":
                 self.info, self.open_s = event["info"], time.monotonic() - t0
                 return self.info

@@ -8,7 +8,10 @@ then on; a wait on a DMA that was never started hangs for good. Whatever the
 kernel does, the parent (``chipproc``) sees this process answer, halt, die or
 go silent, and the next submission gets a fresh process.
 
-The worker opens the device, says so, then runs jobs one at a time: a JSON
+The worker opens the device, says so, then runs jobs one at a time (a prestarted
+worker, ``--prestart``, first imports JAX and the stage's modules, says so, and
+opens the device only when its parent writes ``open``: the next submission's
+worker gets ready while the last one still holds the chip): a JSON
 line on stdin names a function (``module:function``, chosen by the parent,
 which is the grader: no job comes from a student) and its arguments; the
 function gets the device, the arguments and a ``progress`` callback. Events
@@ -50,6 +53,25 @@ def _open(platform: str) -> tuple[Any, Any, str]:
     return device, info, "" if info is not None else device.absent()
 
 
+# What a prestarted worker imports before it is told to open the chip: JAX, Pallas and the
+# stage's own modules (a TPU host took seconds over them; the chip itself opens only once the
+# worker before has let it go: a second process opening it is refused at once).
+WARM = ("jax", "jax.numpy", "jax.experimental.pallas", "jax.experimental.pallas.tpu",
+        "autograder.tpu.chip.real", "autograder.tpu.stage.jobs", "autograder.tpu.stage.kernel",
+        "autograder.grading.run.draws", "autograder.tpu.chip.interpreter",
+        "autograder.pallas_surface.program.rebuild", "autograder.pallas_surface.rungs.rung")
+
+
+def _warm() -> str:
+    """Import what the stage needs short of opening the chip ("" or why an import failed)."""
+    for name in WARM:
+        try:
+            importlib.import_module(name)
+        except Exception as e:  # noqa: BLE001 - said when the chip is opened (no JAX: one line there)
+            return f"{name}: {type(e).__name__}: {e}"
+    return ""
+
+
 def main(argv: list[str]) -> int:
     fd, platform = int(argv[0]), argv[1]
     events = os.fdopen(fd, "w", buffering=1, encoding="utf-8")
@@ -57,6 +79,12 @@ def main(argv: list[str]) -> int:
     def send(**event: Any) -> None:
         events.write(json.dumps(event, default=str) + "\n")
         events.flush()
+    if "--prestart" in argv[2:]:
+        t0 = time.perf_counter()
+        why = _warm()
+        send(event="warm", import_s=round(time.perf_counter() - t0, 3), why=why)
+        if sys.stdin.readline().strip() != "open":      # let go before it was needed: nothing held
+            return 0
     t0 = time.perf_counter()
     device, info, why = _open(platform)
     if info is None:

@@ -20,10 +20,12 @@ def health(device, args: dict, progress: Callable[..., None]) -> dict:
 _REFERENCES: dict[tuple, stage.References] = {}
 
 
-def _references(slug: str, secret: int) -> stage.References:
+def _references(slug: str, secret: int, folder: str | None = None) -> stage.References:
+    """The run's references (``folder``: the run's own, where a process of one submission leaves
+    them for the next: ``--fresh-process``)."""
     if (slug, secret) not in _REFERENCES:
         _REFERENCES.clear()
-        _REFERENCES[(slug, secret)] = stage.References()
+        _REFERENCES[(slug, secret)] = stage.References(folder=Path(folder) if folder else None)
     return _REFERENCES[(slug, secret)]
 
 
@@ -39,7 +41,7 @@ def run_stage(device, args: dict, progress: Callable[..., None]) -> dict:
                         {k: stage.from_json({"submission": "", "status": "timed", "sizes": [v]}).sizes[0]
                          for k, v in (args.get("solution") or {}).items()},
                         dict(args.get("flops") or {}), Path(evidence) if evidence else None, progress,
-                        _references(a.slug, int(args["secret"])))
+                        _references(a.slug, int(args["secret"]), args.get("references_dir")))
     sizes = tuple(stage.Size(**s) for s in args["sizes"]) if args.get("sizes") else None
     programs: dict[str, Any] = {k: v.encode("utf-8") for k, v in args["programs"].items()}
     return stage.run(ctx, args["submission"], programs, sizes).to_json()
