@@ -12,7 +12,7 @@ from typing import Any
 
 from ..findings import Finding, fix_line
 from ..grading.identity.sources import Place, Sources
-from . import faults
+from . import evidence, faults
 
 
 def _about_the_call(f: Finding) -> bool:
@@ -41,7 +41,7 @@ def fix(f: Finding, assignment=None, *, visible: bool = True, sources: Sources |
     ``numerics_hint`` and the handout's names of dimensions; ``sources``: where
     the program's parts are; ``related``: the grading's other findings."""
     f = faults.with_grid(f, sources)
-    specific = _specific(f, _dims(f, assignment)) if visible else None
+    specific = _said(f, assignment, sources, related) if visible else None
     if f.id == "numerics" and assignment is not None and assignment.numerics_hint:
         specific = assignment.numerics_hint.rstrip(".")
     found = faults.fault(f, sources, related)
@@ -55,8 +55,8 @@ def best(findings: list[Finding], assignment=None, *, shows=lambda f: True, sour
     in the student's terms, the static analysis's first (it knows the whole grid
     and every block), else the general line of the first finding."""
     ordered = sorted(findings, key=lambda f: f.rung != "static")
-    chosen = next((f for f in ordered if shows(f) and _specific(faults.with_grid(f, sources), _dims(f, assignment))),
-                  None)
+    chosen = next((f for f in ordered if shows(f) and _said(faults.with_grid(f, sources), assignment, sources,
+                                                              related)), None)
     if chosen is not None:
         return fix(chosen, assignment, visible=True, sources=sources, related=related)
     # No fact may be shown: the general line, at the place the static scan points to (a
@@ -85,6 +85,12 @@ def where(f: Finding, sources: Sources | None, related=()) -> str:
     if f.kind.fix_at == "body" and k.body and k.lines:
         return f"in {k.body}, {k.lines}"
     return ""
+
+
+def _said(f: Finding, assignment, sources: Sources | None, related) -> str | None:
+    """The fix in this finding's own terms: its facts' numbers (an axis, a block), else
+    what its evidence shows (``evidence``: the catalogue's words for it)."""
+    return _specific(f, _dims(f, assignment)) or evidence.fix(f, sources, related)
 
 
 def _tuple(values) -> str:

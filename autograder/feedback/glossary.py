@@ -1,6 +1,6 @@
 """GLOSSARY.md: what each number and word of the feedback means, for one
 assignment (its cases, rungs, probe checks), written into the handout kit.
-The feedback names it where those terms first appear (``render.GLOSSARY``).
+The feedback names it where those terms first appear (``render.glossary``).
 Nothing secret: a secret case is listed by number only. Imports no JAX."""
 from __future__ import annotations
 

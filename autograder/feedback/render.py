@@ -18,8 +18,8 @@ import jinja2
 from .. import findings
 from ..findings import RUNGS, Finding, fix_line
 from ..grading.judge import figures
-from ..grading.judge.problems import Problem, key_of, summarize
-from ..grading.judge.scoring import TestResult, same_bug, symptom_of
+from ..grading.judge.problems import Problem, key_of, summarize, tied_to, ties
+from ..grading.judge.scoring import TestResult, symptom_of
 from ..grading.run.plan import Run
 from ..speed import grade as speed_grade
 from . import blockmaps, escaping, fixes, repro
@@ -35,9 +35,15 @@ _HIDDEN_SAFE = {"problem", "mismatch_text", "nonfinite", "relative_to_output", "
 
 
 # Said once, before the first test number or term: GLOSSARY.md (written into the
-# handout kit by ``handout``) explains each.
-GLOSSARY = ("Test numbers: n.1, n.2 = case n on each rung; P = probe checks; S = speed estimate; T = TPU "
-            "timing; C = instructor checks. GLOSSARY.md in your handout explains every term of this report.")
+# handout kit by ``handout``) explains each. Only the letters the report's tests use.
+LETTERS = (("P", "probe checks"), ("S", "speed estimate"), ("T", "TPU timing"), ("C", "instructor checks"))
+
+
+def glossary(numbers) -> str:
+    used = {str(n)[:1] for n in numbers}
+    kinds = "".join(f"; {letter} = {what}" for letter, what in LETTERS if letter in used)
+    return (f"Test numbers: n.1, n.2 = case n on each rung{kinds}. GLOSSARY.md in your handout explains every "
+            "term of this report.")
 
 _STATES = {"passed": "passed", "failed": "failed", "not-run": "not run in this grading"}
 
@@ -130,6 +136,8 @@ class Context:
     how: repro.Invocation = repro.KIT
     related: tuple = ()                                 # the grading's findings (a race beside a DMA bug)
     problem_fixes: dict = field(default_factory=dict)   # problem key -> its fixes.Fix
+    tied: dict = field(default_factory=dict)            # a finding -> the root cause the grader tied it to
+    numbers: dict = field(default_factory=dict)         # a check's name -> its test's number
 
 
 def _finding_view(f: Finding, visible: bool, ctx: Context | None = None) -> dict[str, Any]:
@@ -189,17 +197,24 @@ def _problem_line(p: Problem) -> dict[str, Any]:
 
 
 def _placement(t: TestResult, problems: dict, ctx: Context, maps: dict) -> dict[str, Any]:
-    """Which findings this test explains in full, and which it only points to:
-    each problem is explained once, where the student first meets it (with its
-    block map, when it has one)."""
-    here, pointers, keys = [], [], set()
+    """Which findings this test explains in full, which it only points to, and
+    which are its own bug seen another way (one note line each, never a ladder or a
+    fix of their own): each problem is explained once, where the student first
+    meets it (with its block map, when it has one)."""
+    here, pointers, notes, keys = [], [], [], set()
     for i, f in enumerate((t.finding, *t.others) if t.finding else t.others):
         k = key_of(f)
-        if k in keys or symptom_of(t.finding, f):
+        if i and tied_to(t.finding, f, ctx.tied):
+            if k != key_of(t.finding) and k not in keys and not symptom_of(t.finding, f):
+                keys.add(k)
+                notes.append(_note(f, ctx))
+            continue
+        k = key_of(ctx.tied[f]) if i and f in ctx.tied else k     # another view of another problem
+        if k in keys:
             continue
         keys.add(k)
         p = problems.get(k)
-        if p is None or p.explained_in == t.number or same_bug(t.finding, f):
+        if p is None or p.explained_in == t.number:
             here.append((i == 0, f))
         else:
             pointers.append((i == 0, p))
@@ -212,19 +227,23 @@ def _placement(t: TestResult, problems: dict, ctx: Context, maps: dict) -> dict[
         "also_explained": [_with_map(_finding_view(f, _shows(f, ctx.assignment), ctx), f, t, problems, maps)
                            for first, f in here if not first],
         "also": [_problem_line(p) for first, p in pointers if not first],
+        "notes": notes if main_here else [],
     }
 
 
+def _note(f: Finding, ctx: Context) -> str:
+    """One line: a check that sees this test's bug too, as another finding."""
+    shown = _finding_view(f, _shows(f, ctx.assignment), ctx)["message"].rstrip(".")
+    check = ctx.numbers.get(f.check)
+    who = f"check {check} ({f.check.replace('-', ' ')})" if check else f"the {f.check.replace('-', ' ')} check"
+    return f"{who} sees this bug too, as {f.kind.title.lower()} [{f.id}]: {shown}"
+
+
 def _with_map(view: dict, f: Finding, t: TestResult, problems: dict, maps: dict) -> dict:
-    """The problem's map goes where the problem is explained in full, and nowhere
-    else; a finding explained there as another view of its bug brings its own."""
+    """The problem's map goes where the problem is explained in full, and nowhere else."""
     p = problems.get(key_of(f))
     if p is not None and p.explained_in == t.number and p.key in maps:
         view["map"], view["map_note"] = maps[p.key]
-    elif p is None and t.finding is not None and same_bug(t.finding, f):
-        main = problems.get(key_of(t.finding))
-        if main is not None and main.explained_in == t.number:
-            view["map"], view["map_note"] = maps.get(f, (None, ""))
     return view
 
 
@@ -269,11 +288,14 @@ def test_view(t: TestResult, plan, uploaded_as: str | None, problems: dict | Non
         "wide": bool(f and f.case is None),
         "ladder": [{"rung": r, "state": _STATES[st]} for r, st in t.ladder],
         # A check that keeps its points says so in one line: no evidence, snippet or command.
-        "snippet": _snippet(t, run, plan) if shows and state == "fail" else None,
+        # (A test gated by a check that failed (work outside the kernel) is not reproduced by its
+        # run: its output is right; the check's own explanation says what to change.)
+        "snippet": _snippet(t, run, plan) if shows and state == "fail" and not t.gated_by else None,
         # The grader's --case/--rung replays correctness runs only: a probe's
         # failure is reproduced by its snippet (its interpreter parameters).
         "command": (ctx.how.command(assignment, t.case, t.rung, uploaded_as, plan.run_key)
-                    if shows and t.probe is None and t.rung in ("generic", "tpu-interpret") else None),
+                    if shows and t.probe is None and t.rung in ("generic", "tpu-interpret") and not t.gated_by
+                    else None),
         "probe": t.probe,
         "charged_in": t.charged_in,
         # Kept from running by the case's own failing test (not settled by a static fact).
@@ -348,13 +370,6 @@ def problem_map(p: Problem, report) -> tuple[dict | None, str]:
     elif f.case != here:
         note = f"Drawn at case {f.case}, where the {f.check} check saw the same fault."
     return _map_view(m, note), ""
-
-
-def view_map(f: Finding, assignment) -> tuple[dict | None, str]:
-    """The map of a finding explained beside its test's problem as another view of
-    the same bug (grid order beside a shared output block): its own evidence."""
-    m = _drawn(f) if f.id in blockmaps.SPATIAL and _shows(f, assignment) else None
-    return (_map_view(m, ""), "") if m is not None else (None, "")
 
 
 def problem_fix(p: Problem, findings, ctx: Context) -> fixes.Fix:
@@ -443,12 +458,11 @@ def report_view(report, how: repro.Invocation = repro.KIT) -> dict[str, Any]:
     a = report.assignment
     problems = summarize(report.tests, lambda f: _shows(f, a))
     keyed = {p.key: p for p in problems}
-    ctx = Context(a, report.sources, how, report.findings)
+    ctx = Context(a, report.sources, how, report.findings, tied=ties(list(report.tests)),
+                  numbers={t.probe: t.number for t in report.tests if t.probe})
     # The test that explains a problem gives the problem's own fix line.
     ctx = replace(ctx, problem_fixes={p.key: problem_fix(p, report.findings, ctx) for p in problems})
     maps: dict = {p.key: problem_map(p, report) for p in problems if p.id in blockmaps.SPATIAL}
-    # Findings that are another view of a problem's bug, not problems of their own.
-    maps.update({f: view_map(f, a) for f in report.findings if key_of(f) not in keyed})
     # A check that keeps its points names the ID the bug was charged under there.
     charged_ids = {t.number: t.finding.id for t in report.tests if t.finding is not None}
     speed = speed_grade.view(report.speed) if report.speed and report.speed.visibility == "visible" else None
@@ -467,7 +481,8 @@ def report_view(report, how: repro.Invocation = repro.KIT) -> dict[str, Any]:
         "secret_cases": sum(1 for c in report.plan.cases if not c.visible),
         "student_output": report.student_output,   # already a capped tail (sandbox.Tail)
         "notes": list(report.notes),
-        "glossary": GLOSSARY,
+        "glossary": glossary([t.number for t in report.tests] + [e["number"] for e in speed_tests(report)]
+                             + (custom_numbers(report.custom) if report.custom else [])),
         "custom": custom_view(report),
         "speed": speed,
         "speed_line": speed_line(report.speed) if speed else "",

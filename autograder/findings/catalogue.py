@@ -82,6 +82,11 @@ class FindingKind:
     ``chip``: what a real TPU did with this class of bug, the "real TPU" line of
     its ladder (``chip_line``: from the chip check's outcomes, never an assumption).
 
+    ``seen``: the fix by what the finding's evidence shows (``feedback.evidence``
+    reads the evidence and the kernel's facts and names the entry; ``{name}``
+    fields are filled from them), before the general ``fix``: a row a mask leaves
+    out is not an accumulator to zero, two cores of a mesh are not a parallel axis.
+
     ``drawn``: its evidence is spatial and draws as a block map (its maker is in
     ``feedback.blockmaps.makers``).
 
@@ -98,6 +103,7 @@ class FindingKind:
     fixes: Mapping[str, str] = field(default_factory=dict)
     fix_by: str = "problem"
     fix_at: Literal["call", "body", ""] = ""
+    seen: Mapping[str, str] = field(default_factory=dict)
     explains: tuple[str, ...] = ()
     symptom: bool = False
     same_bug: tuple[str, ...] = ()
@@ -116,6 +122,7 @@ class FindingKind:
         if not set(self.explains) <= set(RUNGS):
             raise ValueError(f"{self.id}: explains must name rungs of {list(RUNGS)}; got {self.explains!r}")
         object.__setattr__(self, "fixes", MappingProxyType(dict(self.fixes)))
+        object.__setattr__(self, "seen", MappingProxyType(dict(self.seen)))
 
     def __hash__(self) -> int:
         # Its ID names it (``fixes`` is a read-only mapping, which has no hash of its own).
@@ -144,6 +151,14 @@ class FindingKind:
         """The one-line fix of a finding of this kind with these facts."""
         return self.fixes.get(facts.get(self.fix_by) or "", self.fix)
 
+    def fix_seen(self, key: str, values: Mapping) -> str | None:
+        """The fix the evidence calls for (``seen[key]`` filled from ``values``), or None."""
+        text = self.seen.get(key)
+        try:
+            return text.format_map(dict(values)) if text is not None else None
+        except (KeyError, IndexError, ValueError):
+            return None
+
 
 _KINDS = (
     FindingKind(
@@ -168,6 +183,13 @@ _KINDS = (
             "killed": "do not call exit() or os._exit()",
             "exit-at-import": "do not call exit() or os._exit()",
             "unsupported": "use the operations the handout shows",
+        },
+        seen={
+            "trace-hang": "the Python around your kernel never returned (it was running {where} when stopped): "
+                          "make that loop end",
+            "trace-stuck": "the Python around your kernel never returned: look for a loop that never ends",
+            "run-hang": "the kernel never finished: look for a loop in it that never ends, or a DMA wait that "
+                        "nothing starts",
         },
         chip="nothing reaches the chip until the submission loads and traces"),
     FindingKind(
@@ -233,6 +255,13 @@ _KINDS = (
         "zeroed, an output block never written",
         fix="zero accumulators at the first step and write every output block in full",
         fix_at="body",
+        seen={
+            "never-stored": "the kernel never stores {count} of the output's elements (the first at index "
+                            "[{first}]): make the store write every valid element of its block (its mask or slice "
+                            "stops short)",
+            "read-first": "the output is computed from memory nothing wrote first: initialize what you accumulate "
+                          "into (zero it under @pl.when at the reduction's first step) before the first +=",
+        },
         explains=("generic", "tpu-interpret"),
         # A buffer written at one grid point only (scratch zeroed when every program id is
         # 0) is read unwritten wherever that point has not run first: in another order, or
@@ -248,6 +277,10 @@ _KINDS = (
         "the result changes when grid points run in another order or on two cores",
         fix="mark an axis \"parallel\" only when no grid point depends on another along it",
         fix_at="call",
+        seen={
+            "hang": "a grid step waits on a copy another step started, along an axis marked \"parallel\": mark "
+                    "that axis \"arbitrary\", or make each step start and wait on its own copies",
+        },
         explains=("tpu-interpret",),
         hang_explains_timeout=True,
         chip=("a real v5e runs the grid in order on one core: the corpus kernels that need an order gave right "
@@ -271,6 +304,14 @@ _KINDS = (
         "data-race", "Data race", "the race detector found conflicting accesses",
         fix="never let two grid points on a parallel axis write the same block",
         fix_at="body",
+        seen={
+            "cores-overlap": "both cores of the pl.kernel mesh write {what}: give each core a part of its own "
+                             "(split the work by jax.lax.axis_index so the two ranges do not overlap)",
+            "dma-in-flight": "the kernel reads {what} while a DMA into it is still in flight: wait on the copy "
+                             "(.wait()) before reading the buffer",
+            "blocks-shared": "two grid points that may run at once both write {what}: give each grid point along a "
+                             "parallel axis an output block of its own, or mark that axis \"arbitrary\"",
+        },
         explains=("tpu-interpret",),
         chip=("a real v5e has one TensorCore and runs the grid in order: both corpus races gave right values there "
               "(latent); megacore chips (v4, v5p) split 'parallel' axes over two TensorCores (JAX's Pallas TPU "
@@ -282,6 +323,17 @@ _KINDS = (
         "reused while in flight, deadlock",
         fix="start every copy before waiting on it, and wait on each copy once",
         fix_at="body",
+        seen={
+            "refilled": "a copy lands in a buffer while its data is still to be read (right only when the copy "
+                        "completes late): start the next copy into another buffer slot, and refill a slot only "
+                        "after its data has been read",
+            "read-early": "a buffer is read before its copy is waited on (right only when the copy completes "
+                          "early): call .wait() on the copy before reading its destination",
+            "hang": "a .wait() that no .start() satisfies: start every copy before waiting on it, and wait on "
+                    "each copy once",
+            "never-waited": "a copy is started and never waited on: wait on every copy you start before the "
+                            "kernel ends",
+        },
         explains=("generic", "tpu-interpret"),
         # Data read before its copy lands, or through a semaphore two copies share, is what
         # the fills change (the poisoning check sees the DMA bug, not a second one) and what
@@ -330,6 +382,10 @@ _KINDS = (
         "the work is not done in a pallas_call (jnp outside the kernel, the "
         "reference called)",
         fix="do the assignment's work inside the kernel passed to pl.pallas_call",
+        seen={
+            "outside": "{prim} computes on the inputs' data outside the kernel: do that work inside the kernel "
+                       "passed to pl.pallas_call (outside it, data may only be moved and handed to kernels)",
+        },
         chip="the chip runs work outside a kernel as ordinary XLA: no question for the TPU compiler"),
     FindingKind(
         "chip-reject", "Refused by the TPU compiler", "on a real TPU the compiler refused it",

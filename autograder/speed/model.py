@@ -318,6 +318,11 @@ def _advice(parts: list[_Part], bound: Bound, chip: Chip, units: dict[str, float
         blocks = ", ".join(f"{op.operand} {tuple(op.block)}" for p in parts for op in p.operands
                            if op.pipelined)
         per_step = step_seconds(chip, fitted) * 1e6
+        if not blocks:
+            # No block is pipelined: the cost is the kernel's own copies (issued and waited in its steps).
+            return (f"the pipeline's own cost is most of the time: in its {steps:,} grid "
+                    f"step{'s' if steps != 1 else ''} the kernel issues and waits on its own DMAs, each at a fixed "
+                    "cost: copy fewer, larger chunks")
         return (f"blocks of {blocks} give {steps:,} grid steps; the per-step overhead (about {per_step:.2f} us "
                 f"a step on a {chip.chip}) is most of the time: use larger blocks")
     if bound == "memory":

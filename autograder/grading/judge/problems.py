@@ -39,7 +39,32 @@ def key_of(f: Finding) -> tuple[str, str]:
     return (f.id, (f.problem or "") if f.id == "submission-error" else "")
 
 
-def _appearances(tests: list[TestResult]) -> list[tuple[TestResult, Finding, bool]]:
+def ties(tests: list[TestResult]) -> dict[Finding, Finding]:
+    """Findings the grader ties to another's bug -> that other (the root cause it
+    was charged as): a check that kept its points because its finding is another
+    view of a bug charged elsewhere ("the same bug as problem 1") said so of that
+    very finding, wherever else it appears."""
+    numbered = {t.number: t for t in tests}
+    out: dict[Finding, Finding] = {}
+    for t in tests:
+        charged = numbered.get(t.charged_in) if t.probe is not None and t.charged_in else None
+        if charged is not None and charged.finding is not None and t.finding is not None \
+                and key_of(t.finding) != key_of(charged.finding) and not _benign(t.finding):
+            out[t.finding] = charged.finding
+    return out
+
+
+def tied_to(primary: Finding | None, f: Finding, tied: dict[Finding, Finding]) -> bool:
+    """``f`` beside ``primary`` on a test is ``primary``'s own bug seen another way:
+    a symptom, a same-bug view, the same ID from another probe case, or a finding
+    the grader tied to it."""
+    if primary is None:
+        return False
+    return (symptom_of(primary, f) or same_bug(primary, f) or f.id == primary.id
+            or (f in tied and key_of(tied[f]) == key_of(primary)))
+
+
+def _appearances(tests: list[TestResult], tied: dict[Finding, Finding]) -> list[tuple[TestResult, Finding, bool]]:
     """(test, finding, primary?) for every finding on every test, in test order;
     symptoms and other views of a test's root cause are that root cause, not
     problems of their own."""
@@ -47,10 +72,7 @@ def _appearances(tests: list[TestResult]) -> list[tuple[TestResult, Finding, boo
     for t in tests:
         if t.finding is not None:
             out.append((t, t.finding, True))
-        # The same ID beside the primary is the same bug seen on another probe case.
-        out += [(t, f, False) for f in t.others
-                if not symptom_of(t.finding, f) and not same_bug(t.finding, f)
-                and not (t.finding is not None and f.id == t.finding.id)]
+        out += [(t, f, False) for f in t.others if not tied_to(t.finding, f, tied) and f not in tied]
     return out
 
 
@@ -71,7 +93,7 @@ def summarize(tests: list[TestResult], shows) -> tuple[Problem, ...]:
     cost: dict = {}
     seen: dict = {}
     numbered = {t.number: t for t in tests}
-    for t, f, is_primary in _appearances(tests):
+    for t, f, is_primary in _appearances(tests, ties(tests)):
         blocker = blocking_test(f, tests) if is_primary and t.charges else None
         if blocker is not None and key_of(blocker.finding) in first:
             # A check the case's failing test kept from running lost its points to

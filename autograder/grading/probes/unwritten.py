@@ -180,7 +180,8 @@ def _by_fills(a: Assignment, test: Run, out: np.ndarray, reference: np.ndarray, 
                     first_differing=[int(i) for i in np.argwhere(changed)[0]],
                     wrong_unwritten=int((changed & wrong).sum()), wrong=int(wrong.sum()),
                     changed_by_block=regions.per_block(changed, geometry), own_case=True,
-                    rerun_rung="generic", never_written=int(never.sum()))
+                    rerun_rung="generic", never_written=int(never.sum()),
+                    first_never=[int(i) for i in np.argwhere(never)[0]] if never.any() else [])
     partial = _partial_mask(scan, changed.shape)
     # Output padding is dropped, so an element that holds the fill is a valid one
     # the kernel never stored, even inside a partial edge block (a masked store
