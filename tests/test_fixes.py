@@ -128,7 +128,7 @@ def _kernel_of(text: str, call_line: int, **more) -> Sources:
 
 
 def test_the_fault_is_the_line_that_holds_it_quoted_as_written():
-    from autograder.feedback import faults
+    from autograder.feedback import evidence as faults
     src = _kernel_of(REVERSED_K, 4, refs=("x_ref", "y_ref", "o_ref"), inputs=2)
     # The grid one step too long: its grid= line, not the call's.
     oob = Finding.make("out-of-bounds", "static", "...", case="f32-256x384x256", check="index-maps",

@@ -1,26 +1,169 @@
-"""Which fix a finding's evidence calls for: the key of its kind's ``seen``
-entry in the catalogue, and the values that fill it, read from the finding's
-facts and the kernel's (``grading.identity.sources``). A row a mask leaves out
-(the fill comes back as it was) is not an accumulator to zero; two cores of a
-``pl.kernel`` mesh writing one range is not a parallel grid axis; a DMA that is
-wrong only when copies complete early is a buffer refilled too soon. None when
-the evidence does not say (the catalogue's general line stands). The wording is
-the catalogue's; this module only chooses. Plain data; no JAX.
+"""What a finding's evidence says for the feedback, read from its facts and the
+kernel's (``grading.identity.sources``); plain data, no JAX.
+
+Where: the line of the student's file that holds the fault (``fault``): the
+``grid=`` of a grid one step too long, the index map that asks for a block past
+the end, the ``dimension_semantics`` that marks a reduction parallel, the store
+that leaves a row out, the lines the race detector names, the work done outside
+the kernel, the line an endless loop was running. None when the evidence does
+not point at one line (the feedback then names the call or the kernel's lines).
+
+Which fix (``fix``): the key of its kind's ``seen`` entry in the catalogue, and
+the values that fill it. A row a mask leaves out (the fill comes back as it
+was) is not an accumulator to zero; two cores of a ``pl.kernel`` mesh writing
+one range is not a parallel grid axis; a DMA that is wrong only when copies
+complete early is a buffer refilled too soon. None when the evidence does not
+say (the catalogue's general line stands). The wording is the catalogue's; this
+module only chooses.
 """
 from __future__ import annotations
 
+import re
+from dataclasses import dataclass
 from typing import Iterable
 
 from ..findings import Finding
-from ..grading.identity.sources import Sources
+from ..grading.identity.sources import KernelSource, Place, Sources
 
+
+@dataclass(frozen=True)
+class Fault:
+    what: str          # what the line is: "the grid", "the index map of input 0", ...
+    place: Place
+
+
+def oob_axis(x: dict) -> tuple[int, int, int, int] | None:
+    """An out-of-bounds finding's array axis, block size, block index and block
+    count along it (the first axis the block falls outside on), else None."""
+    w = x.get("window") if isinstance(x.get("window"), dict) else x
+    shape, block, point = w.get("array_shape"), w.get("block_index"), w.get("grid_point")
+    if not shape or not block or point is None:
+        return None
+    sizes = x.get("block_shape") or [hi - lo for lo, hi in w["element_range"]]
+    axis = next((d for d, (n, b, i) in enumerate(zip(shape, sizes, block)) if i < 0 or i * b >= n), None)
+    if axis is None:
+        return None
+    return axis, sizes[axis], block[axis], -(-shape[axis] // sizes[axis])
+
+
+def grid_too_long(x: dict) -> int | None:
+    """The grid axis an out-of-bounds block comes from by running past the
+    array's blocks (the grid's length is the fault, not the index map), else None."""
+    found = oob_axis(x)
+    w = x.get("window") if isinstance(x.get("window"), dict) else x
+    grid, point = x.get("grid") or [], w.get("grid_point")
+    if found is None or point is None:
+        return None
+    _axis, _b, i, count = found
+    steps = [g for g in range(min(len(grid), len(point))) if point[g] == i and grid[g] > count]
+    return steps[0] if i >= 0 and len(steps) == 1 else None
+
+
+def _operand(name: str, k: KernelSource) -> tuple[str, int] | None:
+    """("input"|"output", position) of an operand as a finding names it: 'input 0',
+    'output 0', or a ref's name as the interpreter says it ('input "x_ref"')."""
+    m = re.fullmatch(r'(input|output) (\d+)', name or "")
+    if m:
+        return m[1], int(m[2])
+    m = re.fullmatch(r'(?:input|output) "([^"]+)"', name or "")
+    if m and m[1] in k.refs:
+        i = k.refs.index(m[1])
+        return ("input", i) if i < k.inputs else ("output", i - k.inputs)
+    return None
+
+
+def _index_map(f: Finding, k: KernelSource) -> Fault | None:
+    x = f.facts()
+    w = x.get("window") if isinstance(x.get("window"), dict) else x
+    which = _operand(str(w.get("operand", "")), k)
+    if which is None:
+        return None
+    maps = k.in_maps if which[0] == "input" else k.out_maps
+    place = maps[which[1]] if which[1] < len(maps) else None
+    return Fault(f"the index map of {which[0]} {which[1]}", place) if place is not None else None
+
+
+def _line_of(where: str, sources: Sources) -> Place | None:
+    """'add.py:36:11 (kernel)' (a race report's access) as a quoted line."""
+    m = re.match(r"\s*([^\s:]+\.py):(\d+)", where or "")
+    return sources.place(m[1], int(m[2])) if m else None
+
+
+def _race(f: Finding, sources: Sources) -> Fault | None:
+    accesses = [a for a in f.facts().get("accesses") or [] if isinstance(a, dict)]
+    # The write first: a DMA landing in a buffer, or the second core's store.
+    accesses.sort(key=lambda a: a.get("access") != "write")
+    for a in accesses:
+        place = _line_of(str(a.get("where", "")), sources)
+        if place is not None:
+            return Fault("the racing " + str(a.get("access", "access")), place)
+    return None
+
+
+def _kernel_fault(f: Finding, k: KernelSource, related: Iterable[Finding], sources: Sources) -> Fault | None:
+    x = f.facts()
+    if f.id == "out-of-bounds":
+        if grid_too_long(x) is not None and k.grid_at is not None:
+            return Fault("the grid", k.grid_at)
+        return _index_map(f, k)
+    if f.id == "output-block-revisit":
+        if x.get("kind") == "parallel-shared" and k.semantics is not None:
+            return Fault("the dimension semantics", k.semantics)
+        return Fault("the grid", k.grid_at) if k.grid_at is not None else None
+    if f.id == "grid-order-dependence" and f.problem != "hang":
+        return Fault("the dimension semantics", k.semantics) if k.semantics is not None else None
+    if f.id == "uninitialized-memory":
+        if (x.get("unwritten_count") or f.problem == "unwritten-blocks") and k.grid_at is not None:
+            return Fault("the grid", k.grid_at)
+        if x.get("never_written") and len(k.stores) == 1:
+            return Fault("the store", k.stores[0])
+        return None
+    if f.id == "dma-protocol" and f.problem == "mode-dependent":
+        race = next((r for r in related if r.id == "data-race" and r.case == f.case), None)
+        found = _race(race, sources) if race is not None else None
+        if found is not None:
+            return Fault("the copy's start", found.place) if found.what == "the racing write" else found
+        return Fault("the copy's start", k.dma_starts[-1]) if len(k.dma_starts) == 1 else None
+    return None
+
+
+def with_grid(f: Finding, sources: Sources | None) -> Finding:
+    """An out-of-bounds error TPU interpret mode raised names the grid point, not the
+    grid: the kernel's grid on that very case, from its program, where it is known."""
+    if f.id != "out-of-bounds" or "grid" in f.facts() or sources is None or len(sources.kernels) != 1:
+        return f
+    k = sources.kernels[0]
+    return f.with_facts(grid=list(k.grid)) if k.grid and f.case is not None and f.case == sources.case else f
+
+
+def fault(f: Finding, sources: Sources | None, related: Iterable[Finding] = ()) -> Fault | None:
+    """The line that holds ``f``'s fault, from its evidence (``related``: the
+    grading's other findings, e.g. the race report beside a DMA bug)."""
+    if sources is None:
+        return None
+    if f.id == "data-race":
+        return _race(f, sources)
+    if f.id == "not-a-kernel":
+        outside = dict(sources.outside)
+        named = [p for p in (f.facts().get("outside") or {}) if p in outside]
+        return Fault("the work outside the kernel", outside[named[0]]) if named else None
+    if f.id == "submission-error" and f.problem in ("timeout", "import-timeout"):
+        at = f.facts().get("at")
+        place = sources.place(at[0], at[1]) if isinstance(at, list) and len(at) == 2 else None
+        return Fault("where it was running", place) if place is not None else None
+    if len(sources.kernels) != 1:
+        return None
+    return _kernel_fault(with_grid(f, sources), sources.kernels[0], related, sources)
+
+
+# ---- which fix ---------------------------------------------------------------------------
 
 def _range(access: dict) -> str:
     rng = access.get("element_range") or []
     return "[" + ", ".join(f"{lo}:{hi}" for lo, hi in rng) + "]" if rng else ""
 
 
-def _race(x: dict, sources: Sources | None) -> tuple[str, dict] | None:
+def _race_fix(x: dict, sources: Sources | None) -> tuple[str, dict] | None:
     accesses = [a for a in x.get("accesses") or [] if isinstance(a, dict)]
     if len(accesses) != 2:
         return None
@@ -37,8 +180,10 @@ def _race(x: dict, sources: Sources | None) -> tuple[str, dict] | None:
     return None
 
 
-def _uninitialized(x: dict) -> tuple[str, dict] | None:
-    if "never_written" not in x or x.get("unwritten_count"):
+def _uninitialized(f: Finding, x: dict) -> tuple[str, dict] | None:
+    if f.problem == "unwritten-blocks":
+        return "unvisited", {}
+    if not isinstance(x.get("never_written"), int) or x.get("unwritten_count"):
         return None     # no fill reruns to tell (or blocks the grid never visits: the grid's own fix)
     if x["never_written"] and x.get("first_never"):
         return "never-stored", {"count": x["never_written"], "first": ", ".join(str(i) for i in x["first_never"])}
@@ -62,13 +207,23 @@ def _hang(x: dict, sources: Sources | None) -> tuple[str, dict] | None:
     return ("run-hang", {}) if x.get("phase") == "run" else None
 
 
-def seen(f: Finding, sources: Sources | None = None, related: Iterable[Finding] = ()) -> tuple[str, dict] | None:
-    """(key, values) of the fix ``f``'s evidence calls for, or None."""
+# What a secret case's finding may say: keys chosen from the grader's own words alone
+# (its problem, its DMA mode: ``secrecy.KEPT``), filled with nothing of the case's.
+SECRET_SAFE = frozenset({"unvisited", "refilled", "read-early", "hang", "never-waited"})
+
+
+def seen(f: Finding, sources: Sources | None = None, related: Iterable[Finding] = (),
+         visible: bool = True) -> tuple[str, dict] | None:
+    """(key, values) of the fix ``f``'s evidence calls for, or None (``visible``
+    False: a secret case's finding, said only in the grader's own words)."""
+    if not visible:
+        found = seen(f, None, ())
+        return found if found is not None and found[0] in SECRET_SAFE and not found[1] else None
     x = f.facts()
     if f.id == "uninitialized-memory":
-        return _uninitialized(x)
+        return _uninitialized(f, x)
     if f.id == "data-race":
-        return _race(x, sources)
+        return _race_fix(x, sources)
     if f.id == "dma-protocol":
         return _dma(f, x)
     if f.id == "grid-order-dependence" and f.problem == "hang":
@@ -80,7 +235,8 @@ def seen(f: Finding, sources: Sources | None = None, related: Iterable[Finding] 
     return None
 
 
-def fix(f: Finding, sources: Sources | None = None, related: Iterable[Finding] = ()) -> str | None:
+def fix(f: Finding, sources: Sources | None = None, related: Iterable[Finding] = (),
+        visible: bool = True) -> str | None:
     """The fix ``f``'s evidence calls for, in the catalogue's words, or None."""
-    found = seen(f, sources, related)
+    found = seen(f, sources, related, visible)
     return f.kind.fix_seen(*found) if found is not None else None

@@ -12,7 +12,7 @@ from typing import Any
 
 from ..findings import Finding, fix_line
 from ..grading.identity.sources import Place, Sources
-from . import evidence, faults
+from . import evidence
 
 
 def _about_the_call(f: Finding) -> bool:
@@ -40,11 +40,11 @@ def fix(f: Finding, assignment=None, *, visible: bool = True, sources: Sources |
     """``visible``: the finding's facts may be shown; ``assignment``: for its
     ``numerics_hint`` and the handout's names of dimensions; ``sources``: where
     the program's parts are; ``related``: the grading's other findings."""
-    f = faults.with_grid(f, sources)
-    specific = _said(f, assignment, sources, related) if visible else None
+    f = evidence.with_grid(f, sources)
+    specific = _said(f, assignment, sources, related) if visible else evidence.fix(f, visible=False)
     if f.id == "numerics" and assignment is not None and assignment.numerics_hint:
         specific = assignment.numerics_hint.rstrip(".")
-    found = faults.fault(f, sources, related)
+    found = evidence.fault(f, sources, related)
     return Fix(specific or fix_line(f), specific is not None, where(f, sources, related),
                found.place if found is not None else None)
 
@@ -55,13 +55,15 @@ def best(findings: list[Finding], assignment=None, *, shows=lambda f: True, sour
     in the student's terms, the static analysis's first (it knows the whole grid
     and every block), else the general line of the first finding."""
     ordered = sorted(findings, key=lambda f: f.rung != "static")
-    chosen = next((f for f in ordered if shows(f) and _said(faults.with_grid(f, sources), assignment, sources,
+    chosen = next((f for f in ordered if shows(f) and _said(evidence.with_grid(f, sources), assignment, sources,
                                                               related)), None)
     if chosen is not None:
         return fix(chosen, assignment, visible=True, sources=sources, related=related)
     # No fact may be shown: the general line, at the place the static scan points to (a
     # file's line is no secret), else the first finding's.
     general = fix(findings[0], assignment, visible=shows(findings[0]))
+    if not general.specific:      # what a static finding's own words say (no secret value in them)
+        general = next((g for f in ordered if (g := fix(f, assignment, visible=False)).specific), general)
     for f in (ordered[0], findings[0]):
         placed = fix(f, assignment, visible=False, sources=sources, related=related)
         if placed.where:
@@ -73,7 +75,7 @@ def where(f: Finding, sources: Sources | None, related=()) -> str:
     """'at add.py:15' (the line that holds the fault), else 'in the pl.pallas_call at
     add.py:14' or 'in kernel, add.py:9-12'; '' when unknown or when there are
     several calls and the finding does not say which."""
-    found = faults.fault(f, sources, related)
+    found = evidence.fault(f, sources, related)
     if found is not None:
         return f"at {found.place.where}"
     kernels = sources.kernels if sources is not None else ()
@@ -156,7 +158,7 @@ def _revisit(x: dict[str, Any]) -> str | None:
 
 
 def _out_of_bounds(x: dict[str, Any], dims: dict, case: str | None) -> str | None:
-    found = faults.oob_axis(x)
+    found = evidence.oob_axis(x)
     if found is None:
         return None
     axis, b, i, count = found
@@ -166,7 +168,7 @@ def _out_of_bounds(x: dict[str, Any], dims: dict, case: str | None) -> str | Non
     dim = dims.get(axis)
     size = dim or str(n)
     along = f"along {dim}" if dim else f"along its axis {axis}"
-    g = faults.grid_too_long(x)
+    g = evidence.grid_too_long(x)
     if g is not None:
         on = f" on case {case}" if case else ""
         return (f"grid axis {g} runs {x['grid'][g]} steps{on}, but {operand} has pl.cdiv({size}, {b}) = {count} "

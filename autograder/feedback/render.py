@@ -23,6 +23,7 @@ from ..grading.judge.scoring import TestResult, symptom_of
 from ..grading.run.plan import Run
 from ..speed import grade as speed_grade
 from . import blockmaps, escaping, fixes, repro
+from .maps import problem_map, shows as _shows
 
 FORMATS = ("text", "md", "html")
 TEMPLATES = Path(__file__).resolve().parents[1] / "templates"
@@ -313,12 +314,6 @@ def test_view(t: TestResult, plan, uploaded_as: str | None, problems: dict | Non
     return view
 
 
-def _shows(f: Finding, assignment) -> bool:
-    """Redact by the finding's own case: submission-wide findings are about the
-    student's file, and probe findings come from (usually visible) probe cases."""
-    return f.case is None or assignment.case(f.case).visible
-
-
 def _snippet(t: TestResult, run: Run | None, plan) -> str | None:
     """A plain-JAX reproduction: the test's own case and seed; a probe check's
     run with its interpreter parameters."""
@@ -332,44 +327,6 @@ def _snippet(t: TestResult, run: Run | None, plan) -> str | None:
     rung = run.rung if run.rung in ("generic", "tpu-interpret") else "tpu-interpret"
     return repro.snippet(plan.assignment, run.draw.case, rung, params, run.draw.seed,
                          run.stress.tolerance if run.stress is not None else None)
-
-
-def _drawn(f: Finding) -> blockmaps.BlockMap | None:
-    return blockmaps.build(f.id, f.facts(), f.case or "")
-
-
-def _map_view(m: blockmaps.BlockMap, note: str) -> dict:
-    m = replace(m, notes=(note, *m.notes)) if note else m
-    return {"text": blockmaps.text(m), "figure": blockmaps.figure(m), "data": blockmaps.encode(m)}
-
-
-def problem_map(p: Problem, report) -> tuple[dict | None, str]:
-    """A spatial problem's block map and a note on where it is drawn: from the
-    finding explained, else another finding of the same problem, the explaining
-    test's own case first, on a case whose shapes may be shown (the probe case's
-    static scan, say). Secret cases never give a map; when only they show the
-    fault, the note says there is none."""
-    a = report.assignment
-    test = next((t for t in report.tests if t.number == p.explained_in), None)
-    here = test.case.name if test is not None and test.probe is None else p.finding.case
-    order = {c.name: i for i, c in enumerate(report.plan.cases)}
-    same = [f for f in report.findings if key_of(f) == p.key and f.case is not None and _shows(f, a)]
-    same.sort(key=lambda f: (f.case != here, f is not p.finding, order.get(f.case, len(order))))
-    drawn = next(((f, m) for f in same if (m := _drawn(f)) is not None), None)
-    secret = here is not None and not a.case(here).visible
-    if drawn is None:
-        if secret:
-            return None, "No block map: this fault was seen only on secret cases, whose shapes are never shown."
-        # A hang leaves no order to draw: say so rather than draw an order that did not run.
-        return None, ("No map of the grid order: the shuffled run hung, so it recorded none."
-                      if p.finding.problem == "hang" else "")
-    f, m = drawn
-    note = ""
-    if secret:
-        note = f"Drawn at case {f.case}, which shows the same fault: a secret case's shapes are never shown."
-    elif f.case != here:
-        note = f"Drawn at case {f.case}, where the {f.check} check saw the same fault."
-    return _map_view(m, note), ""
 
 
 def problem_fix(p: Problem, findings, ctx: Context) -> fixes.Fix:

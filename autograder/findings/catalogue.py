@@ -261,6 +261,8 @@ _KINDS = (
                             "stops short)",
             "read-first": "the output is computed from memory nothing wrote first: initialize what you accumulate "
                           "into (zero it under @pl.when at the reduction's first step) before the first +=",
+            "unvisited": "the grid never visits some of the output's blocks: make the grid cover every output "
+                         "block (pl.cdiv(size, block) steps along each axis)",
         },
         explains=("generic", "tpu-interpret"),
         # A buffer written at one grid point only (scratch zeroed when every program id is

@@ -59,7 +59,7 @@ def _operand_findings(r: ProbeResults, call: CallMap, op: OperandMap, where: str
             f"{op.operand}{where}: {op.unwritten_count} of its blocks are never visited "
             f"by the grid (e.g. block {_tuple(op.unwritten_blocks[0])}), so they are never written",
             operand=op.operand, unwritten_blocks=op.unwritten_blocks, unwritten_count=op.unwritten_count,
-            block_grid=op.block_grid, grid=call.grid, static=True, variant="index-maps",
+            block_grid=op.block_grid, grid=call.grid, static=True, variant="index-maps", problem="unwritten-blocks",
             array_shape=op.array_shape, block_shape=op.block_shape))
     if op.revisits:
         ex = op.revisits[0]
