@@ -203,7 +203,7 @@ def _hang(x: dict, sources: Sources | None) -> tuple[str, dict] | None:
         at = x.get("at")
         place = sources.place(at[0], at[1]) if sources is not None and isinstance(at, list) and len(at) == 2 \
             else None
-        return ("trace-hang", {"where": place.where}) if place is not None else ("trace-stuck", {})
+        return ("trace-hang", {}) if place is not None else ("trace-stuck", {})
     return ("run-hang", {}) if x.get("phase") == "run" else None
 
 

@@ -21,6 +21,7 @@ from ..grading.judge import figures
 from ..grading.judge.problems import Problem, key_of, summarize, tied_to, ties
 from ..grading.judge.scoring import TestResult, symptom_of
 from ..grading.run.plan import Run
+from ..spec import PROBES
 from ..speed import grade as speed_grade
 from . import blockmaps, escaping, fixes, repro
 from .maps import problem_map, shows as _shows
@@ -237,7 +238,8 @@ def _note(f: Finding, ctx: Context) -> str:
     shown = _finding_view(f, _shows(f, ctx.assignment), ctx)["message"].rstrip(".")
     check = ctx.numbers.get(f.check)
     who = f"check {check} ({f.check.replace('-', ' ')})" if check else f"the {f.check.replace('-', ' ')} check"
-    return f"{who} sees this bug too, as {f.kind.title.lower()} [{f.id}]: {shown}"
+    said = "" if shown.lower().startswith(f.kind.title.lower()) else f": {shown}"
+    return f"{who} sees this bug too, as {f.kind.title.lower()} [{f.id}]{said}"
 
 
 def _with_map(view: dict, f: Finding, t: TestResult, problems: dict, maps: dict) -> dict:
@@ -306,6 +308,9 @@ def test_view(t: TestResult, plan, uploaded_as: str | None, problems: dict | Non
         "note": t.note,
     }
     view.update(_placement(t, problems or {}, ctx, maps or {}))
+    # A check that passed beside a problem of the kind it looks for, found by other evidence.
+    kinds = PROBES[t.probe].ids if t.probe and state == "pass" else ()
+    view["kin"] = next((_problem_line(p) for p in (problems or {}).values() if p.id in kinds), None)
     if f is not None and view["finding"] is not None and view["explained_here"]:
         _with_map(view["finding"], f, t, problems or {}, maps or {})
         fix = ctx.problem_fixes.get(key_of(f))

@@ -185,8 +185,8 @@ _KINDS = (
             "unsupported": "use the operations the handout shows",
         },
         seen={
-            "trace-hang": "the Python around your kernel never returned (it was running {where} when stopped): "
-                          "make that loop end",
+            "trace-hang": "the Python around your kernel never returned: make the loop it was running when it "
+                          "was stopped end",
             "trace-stuck": "the Python around your kernel never returned: look for a loop that never ends",
             "run-hang": "the kernel never finished: look for a loop in it that never ends, or a DMA wait that "
                         "nothing starts",
