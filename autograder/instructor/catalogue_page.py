@@ -85,6 +85,8 @@ def value(v, links: Links) -> str | None:
         return links.word(v)
     if isinstance(v, (int, float)):
         return f"`{v!r}`"
+    if isinstance(v, Path):    # a file of the package, by its path in the repository (never this machine's)
+        return f"`{v.relative_to(ROOT) if v.is_relative_to(ROOT) else v.name}`"
     if isinstance(v, type) or callable(v):
         doc = _doc_line(v)
         return _where(v) + (f": {_escape(doc)}" if doc else "")
