@@ -49,14 +49,27 @@ def test_k_axis_marked_parallel(grade_cli):
     assert order["output"] == (
         "Same bug, not charged again: this check saw Depends on grid order [grid-order-dependence], another view "
         "of problem 1, Output block revisited [output-block-revisit], which already cost points in test 1.2.\n")
-    # The fix in the kernel's own terms: K is already the last axis, only its semantics are wrong.
-    fix = ('Fix: grid axis 2 is already last: mark it "arbitrary", dimension_semantics=("parallel", "parallel", '
-           '"arbitrary") (in the pl.pallas_call at k_axis_parallel.py:29).')
-    assert fix in " ".join(tpu["output"].split()) and "put the axis that revisits an output block" not in out
+    # At the line that holds the fault (the semantics, not the call), quoted as written; the fix
+    # in the kernel's own terms: K is already the last axis, only its semantics are wrong.
+    assert ('At k_axis_parallel.py:36:\n\n```\ncompiler_params=pltpu.CompilerParams(dimension_semantics=('
+            '"parallel", "parallel", "parallel")),\n```') in tpu["output"]
+    fix = ('grid axis 2 is already last: mark it "arbitrary", dimension_semantics=("parallel", "parallel", '
+           '"arbitrary")')
+    assert f"Fix: {fix}." in " ".join(tpu["output"].split()) and "put the axis that revisits an output block" not in out
+    # One bug, one problem: what the poisoning and grid-order checks saw of it is one note
+    # line each under it (no ladder or fix of their own; issue 45 had three, and a problem 2).
+    notes = [ln for ln in tpu["output"].splitlines() if ln.startswith("note: ")]
+    assert notes == ["note: check P5 (poisoning) sees this bug too, as depends on uninitialized memory "
+                     "[uninitialized-memory].",
+                     "note: check P6 (grid order) sees this bug too, as depends on grid order [grid-order-dependence]: "
+                     "the result is wrong when grid points run in another order (random_seed=1, 1 core) though it "
+                     "is right in row-major order."]
+    assert tpu["output"].count("Which rung catches it") == 1 and "Also on this test" not in tpu["output"]
     last = " ".join(out.splitlines()[-24:])
     assert "Tiled matrix multiplication with a K reduction axis: 13 / 18" in " ".join(last.split())
-    assert "1. Output block revisited [output-block-revisit]: cost 5 points in tests 1.2, 2.2, 3.2, 4.2. " + \
-        fix + " Explained under test 1.2." in " ".join(last.split())
+    assert ("Problems found: 1 ----------------- 1. Output block revisited [output-block-revisit]: cost 5 points in "
+            f"tests 1.2, 2.2, 3.2, 4.2. Fix: {fix} (at k_axis_parallel.py:36). Explained under test 1.2.") in \
+        " ".join(last.split())
 
 
 def test_an_overflow_without_the_running_max_is_one_numerics_problem_with_the_hint(grade_cli):
@@ -211,15 +224,41 @@ def test_cross_step_prefetch_on_a_parallel_axis_is_grid_order_not_dma(grade_cli)
     assert "a DMA wait that nothing satisfies" not in out
 
 
-@pytest.mark.parametrize("name,expected", [
-    # a buffer refilled while in use: wrong on generic (eager-like), right with on_wait.
-    ("dma_refill_before_use.py", [["dma-protocol"], []] * 4),
+def test_a_dma_chunk_past_the_end_is_out_of_bounds(grade_cli):
     # a chunk past the end: generic clamps, TPU interpret mode raises.
-    ("dma_oob_chunk.py", [[], ["out-of-bounds"]] * 4),
-])
-def test_dma_bugs(grade_cli, name, expected):
-    doc, _ = grade_cli(DMA / name, "dma_scale")
-    assert tags(doc) == expected
+    doc, _ = grade_cli(DMA / "dma_oob_chunk.py", "dma_scale")
+    assert tags(doc) == [[], ["out-of-bounds"]] * 4
+
+
+def test_a_buffer_refilled_while_in_use_is_said_so_at_the_copys_start(grade_cli):
+    # Wrong on generic (eager-like), right with on_wait: the evidence (wrong only when copies
+    # complete early) is a buffer refilled too soon, not "start every copy before waiting";
+    # the race detector names the copy's line.
+    doc, out = grade_cli(DMA / "dma_refill_before_use.py", "dma_scale")
+    assert tags(doc) == [["dma-protocol"], []] * 4 and doc["score"] == 11
+    first = doc["tests"][0]["output"]
+    assert ("At dma_refill_before_use.py:34:\n\n```\ncopy(c + 1).start()       # overwrites buf[0] while chunk c "
+            "is still to be read\n```") in first
+    fix = ("a copy lands in a buffer while its data is still to be read (right only when the copy completes late): "
+           "start the next copy into another buffer slot, and refill a slot only after its data has been read")
+    assert f"Fix: {fix}." in " ".join(first.split())
+    assert f"Fix: {fix} (at dma_refill_before_use.py:34)." in " ".join(out.split())
+    assert "start every copy before waiting on it" not in out and "What your code printed" not in out
+
+
+def test_two_mesh_cores_writing_one_range_is_a_race_at_its_line_with_a_mesh_fix(grade_cli):
+    # pl.kernel over a two-core mesh: both cores write rows 64:128. Right values (the same
+    # written twice); the race detector's report is the check's evidence, never the
+    # student's output, and the fix speaks of the mesh's cores, not a parallel grid axis.
+    doc, out = grade_cli(DMA / "kernel_core_race.py", "dma_scale")
+    assert tags(doc) == [[]] * 8 and probe_tags(doc)["Races and DMA protocol"] == ["data-race"]
+    assert doc["score"] == 15 and "What your code printed" not in out and "NpVectorClock" not in out
+    race = _probe(doc, "Races and DMA protocol")
+    assert "At kernel_core_race.py:32:\n\n```\npltpu.sync_copy(buf, o_hbm.at[pl.ds(c * CHUNK, CHUNK)])\n```" in \
+        race["output"]
+    fix = ("both cores of the pl.kernel mesh write output 0 [64:128, 0:256]: give each core a part of its own "
+           "(split the work by jax.lax.axis_index so the two ranges do not overlap)")
+    assert f"Fix: {fix}." in " ".join(race["output"].split()) and "parallel axis" not in race["output"]
 
 
 @pytest.mark.parametrize("path,slug,needle", [
@@ -235,6 +274,12 @@ def test_work_outside_a_kernel_earns_no_correctness_points(grade_cli, path, slug
     assert tags(doc) == [["not-a-kernel"]] * 8
     assert all(x["score"] == 0 and x["status"] == "failed" for x in doc["tests"] if x["number"][0].isdigit())
     assert "Work done outside the kernel [not-a-kernel]: cost" in out and "the rubric makes this test depend" in out
+    # Replaying a test gated by the check reproduces nothing (its output is right): no grader
+    # command or snippet under any of them (issue 45: 12 copies, 10.6 KB).
+    assert "autograder grade" not in json.dumps(doc) and "default_rng" not in out
+    if slug == "matmul":
+        assert "At jnp_dot_outside.py:13:\n\n    product = jnp.dot(x, y, preferred_element_type=jnp.float32)" in out
+        assert sum(len(t["output"]) for t in doc["tests"]) + len(doc["output"]) < 7000
 
 
 @releases
@@ -309,6 +354,14 @@ def test_a_valid_row_a_masked_store_leaves_out_of_a_partial_block_is_uninitializ
     assert tags(doc) == [["uninitialized-memory"]] * 12
     _charged_once(doc, "uninitialized-memory")
     assert doc["score"] == 7.0 and "Problems found: 1" in out
+    # At the store whose mask leaves the row out, and the fix the evidence calls for (the row
+    # comes back as the fill: never stored), not "zero the accumulator" (there is none).
+    first = doc["tests"][0]["output"]
+    assert ("At masked_store_partial_block.py:19:\n\n```\npltpu.store(o_ref, e / jnp.sum(e, axis=-1, keepdims=True), "
+            "mask=rows < m - 1)\n```") in first
+    assert ("Fix: the kernel never stores 256 of the output's elements (the first at index [19, 0]): make the store "
+            "write every valid element of its block (its mask or slice stops short).") in " ".join(first.split())
+    assert "accumulat" not in first
 
 
 def test_scratch_zeroed_at_the_first_grid_point_only_is_one_bug_charged_once(grade_cli):

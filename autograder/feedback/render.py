@@ -194,8 +194,11 @@ def _inputs_text(assignment, case) -> str:
         for i in assignment.inputs)
 
 
-def _problem_line(p: Problem) -> dict[str, Any]:
-    return {"number": p.number, "id": p.id, "title": p.title, "explained_in": p.explained_in}
+def _problem_line(p: Problem, f: Finding | None = None) -> dict[str, Any]:
+    """A problem as a line names it (``f``: the finding a pointer stands for; its
+    message is said again only where it differs from the one explained)."""
+    return {"number": p.number, "id": p.id, "title": p.title, "explained_in": p.explained_in,
+            "same": f is not None and f == p.finding}
 
 
 def _placement(t: TestResult, problems: dict, ctx: Context, maps: dict) -> dict[str, Any]:
@@ -223,7 +226,7 @@ def _placement(t: TestResult, problems: dict, ctx: Context, maps: dict) -> dict[
     main_here = bool(here) and here[0][0]
     return {
         "explained_here": main_here,
-        "points_to": next((_problem_line(p) for first, p in pointers if first), None),
+        "points_to": next((_problem_line(p, t.finding) for first, p in pointers if first), None),
         "problem": _problem_line(problems[key_of(t.finding)]) if t.finding and key_of(t.finding) in problems
         else None,
         "also_explained": [_with_map(_finding_view(f, _shows(f, ctx.assignment), ctx), f, t, problems, maps)

@@ -246,7 +246,8 @@ def race(x: dict, case: str) -> BlockMap | None:
         marked[idx] = Block("race", f"elements {_rng(acc[0]['element_range'])}: {who[0]}; and "
                                     f"{_rng(acc[1]['element_range'])}: {who[1]}; no order between them")
     title = _heading(x["operand"], shape, block, None, case, "windows (the accesses' size)")
-    note = (f"The race detector ({x['cores']} cores simulated) saw a {who[0]} and a {who[1]} of "
+    cores = f"{x['cores']} core{'s' if x['cores'] != 1 else ''}"
+    note = (f"The race detector ({cores} simulated) saw a {who[0]} and a {who[1]} of "
             f"buffer ({acc[0]['buffer']}), taken to be {x['operand']}, with no order between them.")
     return _map("data-race", title, Field(x["operand"], tuple(shape), tuple(block), marked),
                 [Legend("race", "!", "two accesses with no order between them, one a write")], [note], case)
