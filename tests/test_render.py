@@ -1,4 +1,6 @@
 """Rendering from findings (no JAX): formats, hidden-case redaction, strict templates."""
+from dataclasses import replace
+
 import jinja2
 import pytest
 
@@ -231,6 +233,22 @@ def test_secret_cases_never_give_a_map_and_the_feedback_says_so():
     assert "No block map: this fault was seen only on secret cases, whose shapes are never shown." in \
         " ".join(out.split())
     assert "256" not in out and "x_ref" not in out
+
+
+def test_a_secret_cases_map_drawn_at_a_stress_input_names_that_input():
+    # Issue 45: a secret case's map was said to be drawn at a visible case that passed, with
+    # a stress input's shapes. What was drawn is named: the check and its stress input.
+    a = spec.find("matmul")
+    hidden = [c for c in a.cases if not c.visible][0]
+    rep = _report([_runtime_oob(hidden.name)], probes=True)
+    stress = next(r for r in rep.plan.runs if r.stress is not None)
+    seen = replace(_static_oob(stress.case.name), check="numerics", run=stress.index)
+    rep = _report([_runtime_oob(hidden.name), seen], probes=True)
+    t = next(t for t in render.report_view(rep)["tests"] if t["finding"] and t["finding"]["map"])
+    text = " ".join(t["finding"]["map"]["text"].split())
+    drawn = f"case {stress.case.name}, the numerics check's stress input {stress.stress.name}"
+    assert f"Drawn at {drawn}, where the numerics check shows the same fault: a secret case's shapes are " \
+        "never shown." in text and f"; {drawn}" in text
 
 
 def test_a_grid_order_hang_says_it_has_no_order_to_draw():
