@@ -226,7 +226,9 @@ def _placement(t: TestResult, problems: dict, ctx: Context, maps: dict) -> dict[
     main_here = bool(here) and here[0][0]
     return {
         "explained_here": main_here,
-        "points_to": next((_problem_line(p, t.finding) for first, p in pointers if first), None),
+        # (A test gated by a failed check carries that check's finding: its message, said once.)
+        "points_to": next((_problem_line(p, t.finding if t.gated_by else None) for first, p in pointers if first),
+                          None),
         "problem": _problem_line(problems[key_of(t.finding)]) if t.finding and key_of(t.finding) in problems
         else None,
         "also_explained": [_with_map(_finding_view(f, _shows(f, ctx.assignment), ctx), f, t, problems, maps)

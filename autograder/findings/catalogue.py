@@ -280,8 +280,10 @@ _KINDS = (
         fix="mark an axis \"parallel\" only when no grid point depends on another along it",
         fix_at="call",
         seen={
-            "hang": "a grid step waits on a copy another step started, along an axis marked \"parallel\": mark "
-                    "that axis \"arbitrary\", or make each step start and wait on its own copies",
+            "hang": "a grid step waits on a copy another step started (a prefetch of the next block across "
+                    "steps), along an axis marked \"parallel\": mark it \"arbitrary\" in "
+                    "pltpu.CompilerParams(dimension_semantics=...), or keep it \"parallel\" and make each step "
+                    "start and wait on its own copies",
         },
         explains=("tpu-interpret",),
         hang_explains_timeout=True,
