@@ -1,6 +1,6 @@
 """GLOSSARY.md: what each number and word of the feedback means, for one
 assignment (its cases, rungs, probe checks), written into the handout kit.
-The feedback names it where those terms first appear (``render.glossary``).
+The feedback names it where those terms first appear (``legend``).
 Nothing secret: a secret case is listed by number only. Imports no JAX."""
 from __future__ import annotations
 
@@ -26,6 +26,19 @@ RUNG_NOTES = {
     "tpu": ": the Mosaic compiler and the chip, the only rung that can refuse a kernel or time it; your own "
            "grading never runs here.",
 }
+
+
+# Said once, before the first test number or term: GLOSSARY.md explains each. Only
+# the letters the report's tests use.
+LETTERS = (("P", "probe checks"), ("S", "speed estimate"), ("T", "TPU timing"), ("C", "instructor checks"))
+
+
+def legend(numbers) -> str:
+    """The feedback's line on test numbers, for the tests it lists (their numbers)."""
+    used = {str(n)[:1] for n in numbers}
+    kinds = "".join(f"; {letter} = {what}" for letter, what in LETTERS if letter in used)
+    return (f"Test numbers: n.1, n.2 = case n on each rung{kinds}. {FILE} in your handout explains every "
+            "term of this report.")
 
 
 def text(assignment: Assignment, names: dict[str, str | None] | None = None) -> str:

@@ -19,11 +19,12 @@ from .. import findings
 from ..findings import RUNGS, Finding, fix_line
 from ..grading.judge import figures
 from ..grading.judge.problems import Problem, key_of, summarize, tied_to, ties
-from ..grading.judge.scoring import TestResult, symptom_of
+from ..grading.judge.scoring import TestResult, blocking_test, symptom_of
 from ..grading.run.plan import Run
 from ..spec import PROBES
 from ..speed import grade as speed_grade
 from . import blockmaps, escaping, fixes, repro
+from .glossary import legend
 from .maps import problem_map, shows as _shows
 
 FORMATS = ("text", "md", "html")
@@ -35,17 +36,6 @@ _HIDDEN_SAFE = {"problem", "mismatch_text", "nonfinite", "relative_to_output", "
                 "frames", "phase", "limit_s", "memory_mb", "disk_mb", "exit", "not_run", "rule",
                 "reason"}
 
-
-# Said once, before the first test number or term: GLOSSARY.md (written into the
-# handout kit by ``handout``) explains each. Only the letters the report's tests use.
-LETTERS = (("P", "probe checks"), ("S", "speed estimate"), ("T", "TPU timing"), ("C", "instructor checks"))
-
-
-def glossary(numbers) -> str:
-    used = {str(n)[:1] for n in numbers}
-    kinds = "".join(f"; {letter} = {what}" for letter, what in LETTERS if letter in used)
-    return (f"Test numbers: n.1, n.2 = case n on each rung{kinds}. GLOSSARY.md in your handout explains every "
-            "term of this report.")
 
 _STATES = {"passed": "passed", "failed": "failed", "not-run": "not run in this grading"}
 
@@ -139,6 +129,7 @@ class Context:
     related: tuple = ()                                 # the grading's findings (a race beside a DMA bug)
     problem_fixes: dict = field(default_factory=dict)   # problem key -> its fixes.Fix
     tied: dict = field(default_factory=dict)            # a finding -> the root cause the grader tied it to
+    tests: tuple = ()                                   # the scored tests (a check a test kept from running)
     numbers: dict = field(default_factory=dict)         # a check's name -> its test's number
 
 
@@ -215,6 +206,9 @@ def _placement(t: TestResult, problems: dict, ctx: Context, maps: dict) -> dict[
                 notes.append(_note(f, ctx))
             continue
         k = key_of(ctx.tied[f]) if i and f in ctx.tied else k     # another view of another problem
+        blocker = blocking_test(f, list(ctx.tests)) if f.problem == "check-not-run" else None
+        if blocker is not None and blocker.finding is not None:
+            k = key_of(blocker.finding)       # a check its case's failing test kept from running: that problem
         if k in keys:
             continue
         keys.add(k)
@@ -425,7 +419,7 @@ def report_view(report, how: repro.Invocation = repro.KIT) -> dict[str, Any]:
     a = report.assignment
     problems = summarize(report.tests, lambda f: _shows(f, a))
     keyed = {p.key: p for p in problems}
-    ctx = Context(a, report.sources, how, report.findings, tied=ties(list(report.tests)),
+    ctx = Context(a, report.sources, how, report.findings, tied=ties(list(report.tests)), tests=report.tests,
                   numbers={t.probe: t.number for t in report.tests if t.probe})
     # The test that explains a problem gives the problem's own fix line.
     ctx = replace(ctx, problem_fixes={p.key: problem_fix(p, report.findings, ctx) for p in problems})
@@ -448,7 +442,7 @@ def report_view(report, how: repro.Invocation = repro.KIT) -> dict[str, Any]:
         "secret_cases": sum(1 for c in report.plan.cases if not c.visible),
         "student_output": report.student_output,   # already a capped tail (sandbox.Tail)
         "notes": list(report.notes),
-        "glossary": glossary([t.number for t in report.tests] + [e["number"] for e in speed_tests(report)]
+        "glossary": legend([t.number for t in report.tests] + [e["number"] for e in speed_tests(report)]
                              + (custom_numbers(report.custom) if report.custom else [])),
         "custom": custom_view(report),
         "speed": speed,
