@@ -170,6 +170,11 @@ def test_infinite_loop_is_a_timeout_and_grading_stays_bounded(grade_cli):
     # The tracer says where the student's code was when it was stopped: the loop's line, as written.
     assert "At infinite_loop.py:8:\n\n    while True:\n" in out
     assert "(at infinite_loop.py:8)" in " ".join(out.split())
+    # The checks the hang kept from running point there in one line each (no explanation,
+    # snippet or command of their own: issue 45's report of this kernel was 294 lines).
+    assert out.count("default_rng") == 1 and all(
+        t["output"].startswith("Problem 1, Submission cannot be graded [submission-error], explained under test 1.1")
+        for t in doc["tests"] if t["number"].startswith("P"))
     # Each hang takes its tracer down; after two hangs and no finished trace the
     # third signature is not tried, and with nothing traced no grader child starts.
     assert doc["extra_data"]["children"] == 2
