@@ -38,7 +38,10 @@ def _minimal_doc() -> dict:
 
 
 @pytest.mark.parametrize("mutate,needle", [
-    (lambda d: d["program"]["jaxpr"]["eqns"][0].update(p="os_system"), "'os_system'"),
+    # A name off the grammar, or one never rebound whatever module defines it (the child decides
+    # the rest: test_the_child_refuses_what_the_parent_cannot_see).
+    (lambda d: d["program"]["jaxpr"]["eqns"][0].update(p="os.system"), "'os.system'"),
+    (lambda d: d["program"]["jaxpr"]["eqns"][0].update(p="ffi_call"), "'ffi_call'"),
     (lambda d: d["program"]["jaxpr"]["eqns"][0].update(p="pure_callback"), "host callback"),
     (lambda d: d["program"]["jaxpr"]["eqns"][0]["params"].append(["fn", {"dc": ["os.system", []]}]),
      "'os.system'"),
@@ -201,6 +204,8 @@ def test_every_real_document_the_schema_accepts_is_one_the_parent_can_analyse():
     (lambda d: d["program"]["jaxpr"]["invars"][0]["aval"]["sa"].__setitem__(0, [1 << 20, 1 << 20]),
      "more than"),
     (lambda d: d["program"]["jaxpr"]["eqns"][0]["params"].append(["x", {"zz": 1}]), "unknown tag"),
+    # A name the grammar allows that no array module of this JAX defines.
+    (lambda d: d["program"]["jaxpr"]["eqns"][0].update(p="os_system"), "'os_system'"),
     (lambda d: d["program"]["jaxpr"]["eqns"][0]["params"].append(["x", {"dc": ["GridMapping", [["bogus", 1]]]}]),
      "GridMapping could not be rebuilt"),
 ])
