@@ -214,7 +214,7 @@ SUBMISSION_FIXES: dict[str, str] = {
     "wrong-type": "return one array, not a tuple or a NumPy value",
     "killed": "do not call exit() or os._exit()",
     "exit-at-import": "do not call exit() or os._exit()",
-    "unsupported": "use the operations the handout shows",
+    "unsupported": "rewrite the line the details name with the call they suggest",
 }
 
 
@@ -225,9 +225,13 @@ def fix_line(f: Finding) -> str:
         return COMPILE_FIXES.get(f.facts().get("rule_id") or "", FIXES[f.id])
     if f.id == "padding-dependence" and f.problem == "input-padding":
         return INPUT_PADDING_FIX
+    if f.id == "wrong-result" and f.problem == "failed-check":
+        return FAILED_CHECK_FIX
     return FIXES[f.id]
 
 
+# A pl.debug_check of the student's that failed while the kernel ran.
+FAILED_CHECK_FIX = "make what your failing check guards hold: its line and message are in the test's details"
 # Padding past the end of an input, summed by a reduction along that axis (a K block in a
 # matmul): the output's edge blocks are whole, so "mask edge blocks" would not say where.
 INPUT_PADDING_FIX = ("mask the padding of an input's partial block before the reduction sums it, or use a "

@@ -50,6 +50,7 @@ class Program:
         self.out_tree = dec.value(doc.get("out_tree"), 0)
         if not isinstance(self.out_tree, jax.tree_util.PyTreeDef):
             raise Refused("the program does not say how its outputs are structured")
+        self.sources = list(dec.sources)
         self.frames = [_traceback_at(*src) for src in dec.sources]
 
     def function(self) -> Callable:
@@ -59,6 +60,17 @@ class Program:
         return rebuilt
 
     def apply(self, eqn: Eqn, invals: list) -> list:
+        try:
+            return self._apply(eqn, invals)
+        except Refused as r:
+            if getattr(r, "placed", False) or eqn.src is None:
+                raise
+            file, line, _function = self.sources[eqn.src]
+            placed = Refused(f"{r} (at {file}:{line})")
+            placed.placed = True
+            raise placed from None
+
+    def _apply(self, eqn: Eqn, invals: list) -> list:
         where = self.frames[eqn.src] if eqn.src is not None else None
         with source_info_util.user_context(where) if where is not None else contextlib.nullcontext():
             if eqn.prim in names.INLINED:
@@ -77,7 +89,7 @@ class Program:
                 if taken is not None:
                     return taken
             if eqn.prim == "check":
-                return special.check(invals, eqn.params)
+                return special.check(invals, eqn.params, self.sources[eqn.src] if eqn.src is not None else None)
             if eqn.prim == release.MPMD_MAP:
                 prim, params = registry.PRIMITIVES[release.PALLAS_CALL], self._mpmd_map(dict(eqn.params), invals)
             else:

@@ -56,6 +56,7 @@ MAX_NAME = 200                   # a source's file and function names
 # refuses host callbacks by name, and leaves the rest to the child, which knows
 # which primitives this release defines.
 FIRST_ORDER, HIGHER_ORDER, INLINED = names.FIRST_ORDER, names.HIGHER_ORDER, names.INLINED
+WORK = names.WORK       # what computes on data outside a kernel (a spec's [structure] allow may name it)
 HOST_CALLBACKS = names.HOST_CALLBACKS
 
 # Outside every kernel, data may only be moved and handed to kernels

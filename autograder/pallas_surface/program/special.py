@@ -10,6 +10,7 @@ one ``names.EFFECTFUL`` names after review, or is refused).
 from __future__ import annotations
 
 import dataclasses
+import string
 from typing import Any
 
 import numpy as np
@@ -54,11 +55,12 @@ def generic(name: str, prim: jax_core.Primitive, invals: list, params: dict) -> 
                       "the grader rebinds by name only primitives without")
 
 
-def check(invals: list, params: dict) -> list:
+def check(invals: list, params: dict, source: list | None) -> list:
     """pl.debug_check / checkify.check: the student's message over the predicate
     the document computes (the first operand, already negated: true means the
     check failed), with the format arguments after the error code (which says
-    which of several errors fired: one here, so code 0)."""
+    which of several errors fired: one here, so code 0). The message is the
+    student's, with their line after it (``release.CHECK_FAILED`` reads both back)."""
     from jax._src import checkify
     from jax._src.tree_util import tree_flatten, tree_unflatten
     message, debug, payload = params.get("message"), params.get("debug"), params.get("payload")
@@ -69,12 +71,27 @@ def check(invals: list, params: dict) -> list:
     args, kwargs = tree_unflatten(payload, values)
     if not (isinstance(args, tuple) and isinstance(kwargs, dict) and all(isinstance(k, str) for k in kwargs)):
         raise Refused("a malformed check: its format arguments must be positional and named")
-    error = checkify.FailedCheckError(checkify.get_traceback(), message, *args, **kwargs)
+    where = f"{source[0]}:{source[1]}" if source else "a line outside your files"
+    text = f"{_plain_format(message)} (at {where.replace('{', '{{').replace('}', '}}')})"
+    error = checkify.FailedCheckError(checkify.get_traceback(), text, *args, **kwargs)
     leaves, metadata = tree_flatten(error)
     effect = error.get_effect_type()
     checkify._check_error(checkify.Error({effect: failed}, {effect: np.int32(0)}, {0: metadata}, {effect: leaves}),
                           debug=debug)
     return []
+
+
+def _plain_format(message: str) -> str:
+    """A check's message as it formats its arguments: "{}", "{0}", "{name}" with a
+    format spec. Any other field ("{0.__class__}" would reach the grader's objects
+    from the student's words; "{0, 1}" would fail) leaves the message as its text."""
+    try:
+        fields = list(string.Formatter().parse(message))
+    except ValueError:
+        fields = [("", "(", "", None)]
+    plain = all(field is None or field == "" or (field.isdigit() or field.isidentifier())
+                and "{" not in (spec or "") for _t, field, spec, _c in fields)
+    return message if plain else message.replace("{", "{{").replace("}", "}}")
 
 
 def reduce(program, prim: jax_core.Primitive, invals: list, params: dict) -> list:

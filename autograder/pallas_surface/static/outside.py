@@ -2,7 +2,8 @@
 
 Outside every ``pallas_call``, the inputs' data may only be *moved* and handed
 to kernels: reshaped, transposed, broadcast, squeezed, reversed, sliced,
-padded with a fill that is not data, concatenated, split, gathered or
+padded with a fill that is not data, concatenated, split, stacked, unstacked,
+tiled, gathered or
 updated at positions that are not data, selected by a mask that is not data,
 cast to another dtype, printed, and passed to a ``pallas_call`` (whose
 outputs are data again, so kernels may be chained). Every output element of a
