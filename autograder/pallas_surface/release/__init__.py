@@ -100,7 +100,12 @@ RUN_SCOPED = "run_scoped"
 # below). The rebuild keeps it; on the interpreters the rung rewrite runs each one
 # in a kernel as a plain check (debug=False), which XLA:CPU raises at run time
 # through a host callback once this config is on (else lowering refuses it); for
-# a TPU, Pallas lowers it to an assertion with its debug checks on.
+# a TPU, Pallas lowers it to an assertion with its debug checks on. Measured on the
+# lent v5e (jax 0.10.2): switch off (the default), a failing check is dropped; on,
+# a passing check runs and a failing one halts the core ("RuntimeUnexpectedCoreHalt:
+# ... Assertion", CHIP_HALT: that process's TPU client is dead). The compile check
+# and the TPU stage keep the default (both releases lower the check either way:
+# tests/test_canaries.py).
 CHECKS_AT_RUN_TIME = "jax_experimental_unsafe_xla_runtime_errors"
 PALLAS_DEBUG_CHECKS = "jax_pallas_enable_debug_checks"
 CHECK = "check"
