@@ -470,3 +470,31 @@ def test_the_parent_refuses_a_mesh_off_the_allow_list():
     doc["program"]["jaxpr"]["eqns"][0]["params"].append(["mesh", {"dc": ["GPUMesh", []]}])
     with pytest.raises(schema.Refused, match="'GPUMesh'"):
         schema.loads(json.dumps(doc).encode())
+
+
+@jax_only
+def test_a_print_formats_its_arguments_never_their_attributes(capfd):
+    """A format string is the student's: the grader's child formats its fields of the
+    arguments ("{}", "{0}", "{name}", with a spec), never an attribute or an item of one,
+    which would reach the child's objects ("{0.sharding.__class__.__module__}" printed
+    "jax.sharding" from the traced program as it was); such a format prints as its text."""
+    import jax
+    import jax.numpy as jnp
+    from jax.experimental import pallas as pl
+
+    from autograder.pallas_surface.program import rebuild, serial
+    from autograder.pallas_surface.rungs import hooks, rung
+    hooks.install()
+
+    def kernel(x_ref, o_ref):
+        pl.debug_print("reach {0.sharding.__class__.__module__} {1}", x_ref[0, 0], x_ref[0, 1])
+        pl.debug_print("plain {} {:.1f}", x_ref[0, 0], x_ref[0, 1])
+        o_ref[...] = x_ref[...]
+
+    x = jnp.ones((8, 128), jnp.float32)
+    traced = rung.trace(lambda a: pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct(a.shape, a.dtype))(a), [x])
+    doc = schema.loads(json.dumps(serial.encode(traced, set())).encode())
+    rung.run(rung.trace(rebuild.load(doc).function(), [x]), [x], "generic")
+    out = capfd.readouterr().out
+    assert "reach {0.sharding.__class__.__module__} {1}" in out and "jax.sharding" not in out
+    assert "plain 1.0 1.0" in out

@@ -88,6 +88,10 @@ class Program:
                 eqn, taken = self._platform_cond(eqn, invals)
                 if taken is not None:
                     return taken
+            if eqn.prim == release.HOST_PRINT and isinstance(eqn.params.get("fmt"), str):
+                # Formatted by the grader's child: fields of its arguments only, never their attributes.
+                eqn = Eqn(eqn.prim, eqn.inputs, eqn.outputs,
+                          {**eqn.params, "fmt": special.plain_format(eqn.params["fmt"])}, eqn.src)
             if eqn.prim == "check":
                 return special.check(invals, eqn.params, self.sources[eqn.src] if eqn.src is not None else None)
             if eqn.prim == release.MPMD_MAP:

@@ -72,7 +72,7 @@ def check(invals: list, params: dict, source: list | None) -> list:
     if not (isinstance(args, tuple) and isinstance(kwargs, dict) and all(isinstance(k, str) for k in kwargs)):
         raise Refused("a malformed check: its format arguments must be positional and named")
     where = f"{source[0]}:{source[1]}" if source else "a line outside your files"
-    text = f"{_plain_format(message)} (at {where.replace('{', '{{').replace('}', '}}')})"
+    text = f"{plain_format(message)} (at {where.replace('{', '{{').replace('}', '}}')})"
     error = checkify.FailedCheckError(checkify.get_traceback(), text, *args, **kwargs)
     leaves, metadata = tree_flatten(error)
     effect = error.get_effect_type()
@@ -81,10 +81,11 @@ def check(invals: list, params: dict, source: list | None) -> list:
     return []
 
 
-def _plain_format(message: str) -> str:
-    """A check's message as it formats its arguments: "{}", "{0}", "{name}" with a
-    format spec. Any other field ("{0.__class__}" would reach the grader's objects
-    from the student's words; "{0, 1}" would fail) leaves the message as its text."""
+def plain_format(message: str) -> str:
+    """A check's message (or a print's format) as it formats its arguments: "{}",
+    "{0}", "{name}" with a format spec. Any other field ("{0.__class__}" would reach
+    the grader's objects from the student's words; "{0, 1}" would fail) leaves the
+    message as its text."""
     try:
         fields = list(string.Formatter().parse(message))
     except ValueError:
