@@ -114,5 +114,5 @@ def called_at(info: Any, student_files: set[str]) -> tuple[str, int, str] | None
         if os.path.realpath(fr.file_name) in student_files:
             called = next((f.function_name for f in reversed(frames[:i]) if "/jax/" in f.file_name
                            and f.function_name not in _WRAPPERS and not f.function_name.startswith("<")), "")
-            return os.path.basename(fr.file_name), int(fr.line_num), called
+            return os.path.basename(fr.file_name), int(fr.line_num), called.split(".<locals>")[0]
     return None

@@ -4,9 +4,13 @@
 JSON-ready document (``schema`` says what it may hold). Values are encoded by
 type, each by an explicit rule; anything else (a Python callable, an unknown
 class) raises ``Refused`` naming it. Bodies of jit, custom_jvp/vjp and remat
-are kept and inlined on rebuild; host callbacks are refused wherever they
-occur. Source locations in the student's own files are kept (file name, line,
-function) so the race detector can still name the line.
+are kept and inlined on rebuild; a few equations are kept in the form the
+document can hold (``forms``: high-level primitives, linear solves, composites,
+checks, reduce); a primitive the child would not rebind (``registry.kind``) and
+host callbacks are refused wherever they occur, naming the student's line and
+the call it made there, with what to write instead (``names.instead``). Source
+locations in the student's own files are kept (file name, line, function) so the
+race detector can still name the line.
 """
 from __future__ import annotations
 
