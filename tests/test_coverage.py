@@ -98,7 +98,10 @@ def _equations(jaxpr, constant: frozenset = frozenset()) -> list:
             out += _equations(inner, frozenset([*inner.constvars, *(v for v, a in zip(inner.invars, operands)
                                                                      if is_fixed(a))]))
             continue
-        if eqn.primitive.name == "platform_index":     # resolved to the TPU's branch (rebuild._platform)
+        if eqn.primitive.name == "platform_index" or eqn.primitive.name == "empty" or \
+                eqn.primitive.name == "broadcast_in_dim" and all(map(is_fixed, eqn.invars)):
+            # A platform index is resolved to the TPU's branch (rebuild._platform), and empty
+            # rebuilt as zeros (special.empty): constants either way.
             fixed.update(eqn.outvars)
             continue
         ins, outs = [v.aval for v in eqn.invars], [v.aval for v in eqn.outvars]

@@ -65,15 +65,17 @@ INLINED = {"jit": "jaxpr", "pjit": "jaxpr", "closed_call": "call_jaxpr", "core_c
 #   holds a traceback object); in a kernel it fires on the interpreters (rung.checked);
 # reduce (lax.reduce with a computation of the student's, jnp.minmax): its computation
 #   is the sub-program the document holds, not a Python function;
-# random_*: the PRNG implementation, by its registered name.
-SPECIAL = frozenset({"check", "reduce", "random_seed", "random_wrap", "random_bits", "random_split",
-                     "random_fold_in"})
+# empty (jnp.empty, lax.empty): zeros, as XLA:CPU lowers it, on every platform (a TPU
+#   lowers it to a buffer never written, which could hold an earlier run's data).
+SPECIAL = frozenset({"check", "reduce", "empty"})
 # Host callbacks run Python the grader would have to take from the student.
 HOST_CALLBACKS = frozenset({"pure_callback", "io_callback", "debug_callback"})
 # Never rebound, whatever module defines them: they reach the host or run code the
-# document would name (a foreign function by its registered name, a Mosaic module).
+# document would name (a foreign function by its registered name, a Mosaic module), or
+# hand out memory never written (empty2: an allocation).
 NEVER = HOST_CALLBACKS | frozenset({"ffi_call", "custom_call", "tpu_custom_call", "xla_call", "infeed", "outfeed",
-                                    "send", "recv", "callback", "device_put", "create_token", "after_all"})
+                                    "send", "recv", "callback", "device_put", "create_token", "after_all",
+                                    "empty2"})
 # What to write instead of a call the grader cannot rebuild (by the primitive it emits).
 INSTEAD = {
     "create_token": "drop the token: a kernel's operations are ordered by their data",
