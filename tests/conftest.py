@@ -22,6 +22,7 @@ REPO = Path(__file__).resolve().parent.parent
 LONGEST_FIRST = (
     "tests/test_guide_commands.py::test_every_",
     "tests/test_serial.py::test_every_corpus_kernel",
+    "tests/test_coverage.py::test_every_public_call",
     "tests/test_gradescope_zip.py",
     "tests/test_load.py",
     "tests/test_cli.py::test_correct_corpus_submissions_get_full_marks",

@@ -968,3 +968,56 @@ def test_parallel_after_arbitrary_runs_on_tpu_interpret_mode_in_order():
     assert tuple(rewrites.parallel_as_prefix(params)["compiler_params"].dimension_semantics) == ("arbitrary",) * 3
     assert rewrites.parallel_after_arbitrary(("parallel", "parallel", "arbitrary")) == ()
     assert _lower(_parallel_after_arbitrary, [x])["ok"]
+
+
+def _checked_add(x, y):
+    """An add kernel with a student's own check (pl.debug_check) on its data."""
+    spec = pl.BlockSpec((8, 128), lambda i, j: (i, j))
+
+    def kernel(x_ref, y_ref, o_ref):
+        pl.debug_check(jnp.all(x_ref[...] < 5.0), "x stays below five")
+        o_ref[...] = x_ref[...] + y_ref[...]
+    return pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),
+                          grid=(x.shape[0] // 8, x.shape[1] // 128), in_specs=[spec, spec], out_specs=spec)(x, y)
+
+
+@pytest.mark.parametrize("which", ["generic", "tpu-interpret"])
+def test_a_debug_check_is_a_no_op_on_the_interpreters_unless_the_rewrite_runs_it(which):
+    """Pallas reads its debug-check switch only when it lowers for a TPU (Mosaic's
+    lowering rule of check_p): on the interpreters pl.debug_check does nothing, with
+    the switch on or off, so the grader runs each one itself (rung.checked, with the
+    config release.CHECKS_AT_RUN_TIME that hooks.install turned on), and reads a
+    failure back by the text checkify gives it (release.CHECK_FAILED)."""
+    from autograder.pallas_surface.program import rebuild, schema, serial
+    x, y = _xy()
+    big = x + 10.0
+    assert getattr(jax.config, release.CHECKS_AT_RUN_TIME) is True       # hooks.install
+    traced = rung.trace(_checked_add, [x, y])
+    check = [e for e in traced.closed.jaxpr.eqns[0].params["jaxpr"].eqns if e.primitive.name == release.CHECK]
+    assert len(check) == 1 and check[0].params["debug"] is True
+    eqn = traced.closed.jaxpr.eqns[0]
+    # Unrewritten (the student's pallas_call bound on the interpreter): no error, switch on or off.
+    for on in (False, True):
+        with pl.enable_debug_checks(on):
+            out = jax.jit(lambda a, b: eqn.primitive.bind(a, b, **{**eqn.params,
+                                                                   "interpret": rung.interpret_value(which)}))(big, y)
+        np.testing.assert_array_equal(np.asarray(out[0]), np.asarray(big + y))
+    rung.reset_state()
+    # The rebuilt program, rewritten: fails with the student's words and line; passes silently.
+    doc = schema.loads(__import__("json").dumps(serial.encode(traced, {__file__})).encode())
+    rebuilt = rung.trace(rebuild.load(doc).function(), [x, y])
+    np.testing.assert_array_equal(np.asarray(rung.run(rebuilt, [x, y], which)), np.asarray(x + y))
+    with pytest.raises(WRAPPED) as err:
+        rung.run(rebuilt, [big, y], which)
+    rung.reset_state()
+    kind, text = rung.unwrap_error(err.value)
+    failed = release.CHECK_FAILED.match(text)
+    assert kind == "JaxRuntimeError" and failed is not None and failed["message"] == "x stays below five"
+    assert failed["where"].startswith("test_canaries.py:")
+
+
+def test_a_debug_check_lowers_for_a_tpu_with_pallas_checks_on_and_off():
+    x, y = _xy()
+    for on in (False, True):
+        with pl.enable_debug_checks(on):
+            _lower(_checked_add, [x, y])

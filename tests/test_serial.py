@@ -38,7 +38,10 @@ def _minimal_doc() -> dict:
 
 
 @pytest.mark.parametrize("mutate,needle", [
-    (lambda d: d["program"]["jaxpr"]["eqns"][0].update(p="os_system"), "'os_system'"),
+    # A name off the grammar, or one never rebound whatever module defines it (the child decides
+    # the rest: test_the_child_refuses_what_the_parent_cannot_see).
+    (lambda d: d["program"]["jaxpr"]["eqns"][0].update(p="os.system"), "'os.system'"),
+    (lambda d: d["program"]["jaxpr"]["eqns"][0].update(p="ffi_call"), "'ffi_call'"),
     (lambda d: d["program"]["jaxpr"]["eqns"][0].update(p="pure_callback"), "host callback"),
     (lambda d: d["program"]["jaxpr"]["eqns"][0]["params"].append(["fn", {"dc": ["os.system", []]}]),
      "'os.system'"),
@@ -201,6 +204,8 @@ def test_every_real_document_the_schema_accepts_is_one_the_parent_can_analyse():
     (lambda d: d["program"]["jaxpr"]["invars"][0]["aval"]["sa"].__setitem__(0, [1 << 20, 1 << 20]),
      "more than"),
     (lambda d: d["program"]["jaxpr"]["eqns"][0]["params"].append(["x", {"zz": 1}]), "unknown tag"),
+    # A name the grammar allows that no array module of this JAX defines.
+    (lambda d: d["program"]["jaxpr"]["eqns"][0].update(p="os_system"), "'os_system'"),
     (lambda d: d["program"]["jaxpr"]["eqns"][0]["params"].append(["x", {"dc": ["GridMapping", [["bogus", 1]]]}]),
      "GridMapping could not be rebuilt"),
 ])
@@ -238,10 +243,15 @@ def _load(path: Path, slug: str):
 
 def _run(rung_mod, traced, arrays, which):
     import numpy as np
+
+    from autograder.pallas_surface import release
     try:
         return np.asarray(rung_mod.run(traced, arrays, which), np.float32)
     except Exception as e:  # noqa: BLE001 - an error must round-trip too
-        return f"{rung_mod.unwrap_error(e)[0]}: {rung_mod.unwrap_error(e)[1][:200]}"
+        kind, text = rung_mod.unwrap_error(e)
+        # A failed pl.debug_check: the rebuild writes the student's line after their message.
+        failed = release.CHECK_FAILED.match(text)
+        return f"{kind}: {(failed['message'] + ' (`check` failed)') if failed else text[:200]}"
     finally:
         rung_mod.reset_state()
 
@@ -275,7 +285,7 @@ def test_every_corpus_kernel_and_solution_round_trips_bit_for_bit():
             else:
                 np.testing.assert_array_equal(got, want, err_msg=f"{path.name} on {which}")
         checked.append(path.name)
-    assert len(checked) == len(KERNELS) == 71
+    assert len(checked) == len(KERNELS) == 75
 
 
 def _outside_cases():
@@ -460,3 +470,31 @@ def test_the_parent_refuses_a_mesh_off_the_allow_list():
     doc["program"]["jaxpr"]["eqns"][0]["params"].append(["mesh", {"dc": ["GPUMesh", []]}])
     with pytest.raises(schema.Refused, match="'GPUMesh'"):
         schema.loads(json.dumps(doc).encode())
+
+
+@jax_only
+def test_a_print_formats_its_arguments_never_their_attributes(capfd):
+    """A format string is the student's: the grader's child formats its fields of the
+    arguments ("{}", "{0}", "{name}", with a spec), never an attribute or an item of one,
+    which would reach the child's objects ("{0.sharding.__class__.__module__}" printed
+    "jax.sharding" from the traced program as it was); such a format prints as its text."""
+    import jax
+    import jax.numpy as jnp
+    from jax.experimental import pallas as pl
+
+    from autograder.pallas_surface.program import rebuild, serial
+    from autograder.pallas_surface.rungs import hooks, rung
+    hooks.install()
+
+    def kernel(x_ref, o_ref):
+        pl.debug_print("reach {0.sharding.__class__.__module__} {1}", x_ref[0, 0], x_ref[0, 1])
+        pl.debug_print("plain {} {:.1f}", x_ref[0, 0], x_ref[0, 1])
+        o_ref[...] = x_ref[...]
+
+    x = jnp.ones((8, 128), jnp.float32)
+    traced = rung.trace(lambda a: pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct(a.shape, a.dtype))(a), [x])
+    doc = schema.loads(json.dumps(serial.encode(traced, set())).encode())
+    rung.run(rung.trace(rebuild.load(doc).function(), [x]), [x], "generic")
+    out = capfd.readouterr().out
+    assert "reach {0.sharding.__class__.__module__} {1}" in out and "jax.sharding" not in out
+    assert "plain 1.0 1.0" in out

@@ -182,7 +182,7 @@ _KINDS = (
             "wrong-type": "return one array, not a tuple or a NumPy value",
             "killed": "do not call exit() or os._exit()",
             "exit-at-import": "do not call exit() or os._exit()",
-            "unsupported": "use the operations the handout shows",
+            "unsupported": "rewrite the line the details name with the call they suggest",
         },
         seen={
             "trace-hang": "the Python around your kernel never returned: make the loop it was running when it "
@@ -197,6 +197,9 @@ _KINDS = (
         "wrong on every rung alike: a logic error; the arithmetic on the interpreters "
         "is real, so it is wrong on a chip too",
         fix="compare your kernel's formula with the handout's on the smallest case",
+        # A pl.debug_check of the student's that failed while the kernel ran.
+        fixes={"failed-check": "make what your failing check guards hold: its line and message are in the "
+                               "test's details"},
         fix_at="body",
         symptom=True,
         hidden="the output is wrong",

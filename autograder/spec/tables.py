@@ -279,7 +279,7 @@ def read_structure(r: TableReader) -> Structure:
     allow = sr.get("allow", list, ALLOW_RULE, [])
     for i, name in enumerate(allow):
         if not isinstance(name, str) or name not in schema.OUTSIDE_KINDS and (
-                name not in schema.FIRST_ORDER or name in NEVER_GLUE):
+                name not in schema.FIRST_ORDER and name not in schema.WORK or name in NEVER_GLUE):
             raise SpecError(r.file, f"structure.allow[{i}]", ALLOW_RULE, name)
     require = sr.get("require", list, f"must be a list of techniques {list(STRUCTURE_TECHNIQUES)}", [])
     for i, tech in enumerate(require):

@@ -58,6 +58,21 @@ def known_error(outcome: Outcome, rung: str, case: str, frames: list[str] | None
                         phase=outcome.phase or "run", **where)
 
 
+def failed_check(outcome: Outcome, rung: str, case: str, check: str = "correctness",
+                 run: int | None = None) -> Finding | None:
+    """A check of the student's own (pl.debug_check) that failed while the kernel
+    ran: their invariant does not hold, a logic error in their words, at their line
+    (the rebuild wrote both into the error, ``release.CHECK_FAILED``)."""
+    m = release.CHECK_FAILED.match(outcome.message) if outcome.status == "error" and \
+        outcome.error_type == "JaxRuntimeError" else None
+    if m is None:
+        return None
+    text, where = m["message"][:500], m["where"]
+    return Finding.make("wrong-result", rung, f"your check at {where} failed: {_first_line(text)}", case=case,
+                        check=check, run=run, problem="failed-check", said=text, where=where,
+                        phase=outcome.phase or "run")
+
+
 def _ints(text: str) -> list[int]:
     return [int(v) for v in text.replace(" ", "").split(",") if v]
 
@@ -238,6 +253,9 @@ def from_outcome(assignment: Assignment, run: Run, outcome: Outcome, reference: 
         return refused(outcome, rung, case.name, run=run.index)
     if outcome.status == "error":
         frames = _frames_where(outcome.frames, loc)
+        failed = failed_check(outcome, rung, case.name, run=run.index)
+        if failed is not None:
+            return failed
         known = known_error(outcome, rung, case.name, frames, run=run.index)
         if known is not None:
             return known

@@ -8,7 +8,8 @@ parent runs ``check`` (structure, sizes, depth, names) before the program
 reaches the grader's child; ``rebuild`` checks every value again as it
 decodes it.
 
-Document format (version 1)::
+Primitives are named by the grammar only (``names.named``); the child decides
+which it rebinds (``registry``). Document format (version 1)::
 
     {"format": 1, "program": CLOSED, "sources": [[file, line, function], ...]}
     CLOSED = {"jaxpr": JAXPR, "consts": [VALUE, ...]}
@@ -17,10 +18,11 @@ Document format (version 1)::
     EQN    = {"p": primitive, "in": [ATOM], "out": [VAR], "params": {name: VALUE}, "src": int | null}
     VALUE  = null | bool | int | str | finite float | a tagged object of one key:
              {"t"|"l": [VALUE]}, {"d": [[VALUE, VALUE]]}, {"f": "nan"|"inf"|"-inf"},
-             {"s": [dtype, number]}, {"a": [dtype, shape, base64]}, {"dt": dtype},
+             {"s": [dtype, number | COMPLEX]}, {"z": COMPLEX}, {"a": [dtype, shape, base64]}, {"dt": dtype},
              {"sa": [shape, {"dt": dtype}, bool]}, {"ref": [VALUE, VALUE]}, {"e": [enum, name]},
              {"leaf": int}, {"dc": [class, [[field, VALUE]]]}, {"tree": [registry, VALUE]},
              {"jx": JAXPR}, {"cjx": CLOSED}, {"ftt": [{"ftt"|"ftn": ...}]}, {"ftn": int}
+    COMPLEX = [real, imaginary], each a finite number or "nan"|"inf"|"-inf"
 
 Each jaxpr is its own scope: a variable is defined once (an input, a constant
 or an equation's output) before it is read. ``check`` holds a document to all of
@@ -29,7 +31,10 @@ this; a document it passes is one every analysis of the parent can read.
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
+
+from . import names
 
 FORMAT = 1
 
@@ -46,35 +51,13 @@ MAX_SOURCE_LINE = 1_000_000      # the child builds a function at that line: bou
 MAX_NAME = 200                   # a source's file and function names
 
 # -- primitives ---------------------------------------------------------------
-# Rebound as they are, with their parameters decoded.
-FIRST_ORDER = frozenset("""
-abs acos acosh add and argmax argmin asin asinh atan atan2 atanh bitcast_convert_type
-broadcast_in_dim cbrt ceil clamp clz concatenate convert_element_type copy cos cosh cumlogsumexp
-cummax cummin cumprod cumsum digamma div dot_general dynamic_slice dynamic_update_slice eq erf
-erf_inv erfc exp exp2 expm1 floor ge gt imag integer_pow iota is_finite le lgamma log log1p
-logistic lt max min mul mulhi ne neg nextafter not or pad population_count pow real
-reduce_and reduce_max reduce_min reduce_or reduce_precision reduce_prod reduce_sum reduce_xor rem
-platform_index reshape rev round rsqrt select_n shift_left shift_right_arithmetic shift_right_logical sign sin
-sinh slice sort split sqrt square squeeze sub tan tanh top_k transpose xor
-gather scatter scatter-add reduce_window_sum reduce_window_max reduce_window_min
-get swap addupdate
-program_id num_programs multiple_of masked_load masked_swap semaphore_signal semaphore_wait
-semaphore_read delay reciprocal debug_print
-dma_start dma_wait bitcast roll stochastic_round prng_seed prng_random_bits pack_elementwise
-unpack_elementwise stop_gradient
-axis_index
-""".split())
-# Rebound with their sub-programs rebuilt first.
-# mpmd_map: pl.kernel's (and 0.12's pl.core_map's) kernel over a TensorCoreMesh,
-# rebuilt as the pallas_call JAX lowers it to on CPU (rebuild._mpmd_map).
-HIGHER_ORDER = frozenset({"cond", "while", "scan", "run_scoped", "pallas_call", "mpmd_map"})
-# Replaced by their bodies: a call boundary changes nothing the grader measures.
-INLINED = {"jit": "jaxpr", "pjit": "jaxpr", "closed_call": "call_jaxpr", "core_call": "call_jaxpr",
-           "custom_jvp_call": "call_jaxpr", "custom_vjp_call": "call_jaxpr",
-           "remat2": "jaxpr", "checkpoint": "jaxpr"}
-# Host callbacks run Python the grader would have to take from the student.
-HOST_CALLBACKS = frozenset({"pure_callback", "io_callback", "debug_callback"})
-PRIMITIVES = FIRST_ORDER | HIGHER_ORDER | frozenset(INLINED)
+# Which names the child rebinds, and how, is ``names``'s (and the child's
+# ``registry``): the parent holds a name to the grammar only (``names.named``),
+# refuses host callbacks by name, and leaves the rest to the child, which knows
+# which primitives this release defines.
+FIRST_ORDER, HIGHER_ORDER, INLINED = names.FIRST_ORDER, names.HIGHER_ORDER, names.INLINED
+WORK = names.WORK       # what computes on data outside a kernel (a spec's [structure] allow may name it)
+HOST_CALLBACKS = names.HOST_CALLBACKS
 
 # Outside every kernel, data may only be moved and handed to kernels
 # (``pallas_surface.outside``). What an assignment's ``[structure] allow`` may
@@ -86,14 +69,28 @@ OUTSIDE_KINDS = ("data-index", "data-control")
 # -- values -------------------------------------------------------------------
 DTYPES = frozenset({"bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
                     "float16", "bfloat16", "float32", "float64", "float8_e4m3fn", "float8_e5m2",
-                    "semaphore", "dma_sem", "barrier_semaphore"})
+                    "complex64", "complex128", "int4", "uint4", "semaphore", "dma_sem", "barrier_semaphore"})
+# A PRNG key's dtype: key<tag> (jax.random.key's is key<fry>).
+KEY_DTYPE = re.compile(r"key<[A-Za-z0-9_]{1,32}>")
+COMPLEX = frozenset({"complex64", "complex128"})
 # Dataclass-like classes a parameter may hold, by the key the document names them with.
 CLASSES = frozenset({"TransformedRef", "Blocked", "Squeezed", "Element", "BoundedSlice", "Buffered", "GridMapping",
                      "BlockMapping", "TPUCompilerParams", "NDIndexer", "Slice",
                      "GatherDimensionNumbers", "GatherScatterMode", "ScatterDimensionNumbers",
-                     "TensorCoreMesh"})
+                     "TensorCoreMesh", "ConvDimensionNumbers", "RaggedDotDimensionNumbers"})
 ENUMS = frozenset({"MemorySpace", "TPUMemorySpace", "SemaphoreType", "DeviceIdType", "Precision",
-                   "RoundingMethod", "GridDimensionSemantics", "GatherScatterMode", "KernelType"})
+                   "RoundingMethod", "GridDimensionSemantics", "GatherScatterMode", "KernelType", "PRNGImpl"})
+# Any other enum one of JAX's array modules defines, by its module and name
+# (jax._src.lax.fft.FftType): the child finds it among those modules' enums.
+ENUM_PATH = re.compile(r"jax\._src(\.[A-Za-z_][A-Za-z0-9_]{0,60}){1,8}")
+
+
+def dtype_name_ok(name: Any) -> bool:
+    return isinstance(name, str) and (name in DTYPES or KEY_DTYPE.fullmatch(name) is not None)
+
+
+def enum_name_ok(key: Any) -> bool:
+    return isinstance(key, str) and (key in ENUMS or ENUM_PATH.fullmatch(key) is not None)
 
 
 class Refused(ValueError):
@@ -180,7 +177,7 @@ class _Document:
         prim = e["p"]
         if _named(prim, HOST_CALLBACKS):
             raise Refused(f"host callback '{prim}': a kernel may not call back into Python")
-        if not _named(prim, PRIMITIVES):
+        if not names.named(prim) or prim in names.NEVER:
             raise Refused(f"primitive {str(prim)[:60]!r} is not one the grader rebuilds")
         src = e["src"]
         if src is not None and not (_index(src) and src < self.sources):
@@ -254,11 +251,15 @@ class _Document:
     def scalar(tag: str, body: Any) -> None:
         """Tags whose bodies hold no value: floats, dtypes, enums, arrays, shapes, leaves."""
         if tag == "e":
-            if not (isinstance(body, list) and len(body) == 2 and _named(body[0], ENUMS) and isinstance(body[1], str)):
+            if not (isinstance(body, list) and len(body) == 2 and enum_name_ok(body[0]) and isinstance(body[1], str)):
                 raise Refused(f"enum {str(body)[:60]!r} in a parameter is not one the grader rebuilds")
             return
         if tag == "dt":
             _dtype(body)
+            return
+        if tag == "z":
+            if not _complex(body):
+                raise Refused(f"a malformed complex number {str(body)[:40]!r}")
             return
         if tag in ("s", "a", "sa") and not (isinstance(body, list) and len(body) == (2 if tag == "s" else 3)):
             raise Refused(f"a malformed {tag!r} value")
@@ -267,7 +268,7 @@ class _Document:
         elif tag in ("leaf", "ftn"):
             ok = _index(body)
         elif tag == "s":
-            ok = _dtype(body[0]) and _number(body[1]) and not isinstance(body[1], str)
+            ok = _dtype(body[0]) and (_number(body[1]) or body[0] in COMPLEX and _complex(body[1]))
         elif tag == "a":
             ok = _dtype(body[0]) and _shape(body[1]) and isinstance(body[2], str)
         else:
@@ -283,7 +284,7 @@ class _Document:
             self.value(e, self.deeper(depth))
 
 
-SCALAR_TAGS = frozenset({"f", "dt", "leaf", "ftn", "e", "s", "a", "sa"})
+SCALAR_TAGS = frozenset({"f", "dt", "leaf", "ftn", "e", "s", "a", "sa", "z"})
 
 
 def _named(x: Any, names: frozenset) -> bool:
@@ -309,8 +310,14 @@ def _number(x: Any) -> bool:
     return isinstance(x, float) and x == x and abs(x) != float("inf")
 
 
+def _complex(x: Any) -> bool:
+    """[real, imaginary]: each a finite number or a float's name (nan, inf, -inf)."""
+    return isinstance(x, list) and len(x) == 2 and all(
+        _named(v, FLOAT_NAMES) or _number(v) and not isinstance(v, bool) for v in x)
+
+
 def _dtype(x: Any) -> bool:
-    if not _named(x, DTYPES):
+    if not dtype_name_ok(x):
         raise Refused(f"dtype {str(x)[:40]!r} is not one the grader rebuilds")
     return True
 

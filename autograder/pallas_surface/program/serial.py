@@ -4,9 +4,13 @@
 JSON-ready document (``schema`` says what it may hold). Values are encoded by
 type, each by an explicit rule; anything else (a Python callable, an unknown
 class) raises ``Refused`` naming it. Bodies of jit, custom_jvp/vjp and remat
-are kept and inlined on rebuild; host callbacks are refused wherever they
-occur. Source locations in the student's own files are kept (file name, line,
-function) so the race detector can still name the line.
+are kept and inlined on rebuild; a few equations are kept in the form the
+document can hold (``forms``: high-level primitives, linear solves, composites,
+checks, reduce); a primitive the child would not rebind (``registry.kind``) and
+host callbacks are refused wherever they occur, naming the student's line and
+the call it made there, with what to write instead (``names.instead``). Source
+locations in the student's own files are kept (file name, line, function) so the
+race detector can still name the line.
 """
 from __future__ import annotations
 
@@ -23,7 +27,7 @@ import numpy as np
 from jax._src import core as jax_core, dtypes as jax_dtypes, source_info_util
 
 from .. import release
-from . import jaxprs, schema
+from . import forms, jaxprs, names, registry, schema
 from .schema import Refused
 
 _FLAT = importlib.import_module(release.FLAT_TREES) if release.FLAT_TREES else None
@@ -46,32 +50,6 @@ def _registries() -> dict:
 REGISTRIES = _registries()
 
 
-def _registry() -> tuple[dict, dict]:
-    """The classes and enums a parameter may hold, by their document key."""
-    from jax._src import indexing as jindex
-    from jax._src.lax import lax as jlax, slicing
-    from jax._src.pallas import core as pcore, primitives as pprims
-    from jax._src.pallas.mosaic import core as tcore
-    from jax._src.state import indexing as sindex, types as stypes
-    classes = {"TransformedRef": stypes.TransformedRef, "Blocked": pcore.Blocked,
-               "Squeezed": pcore.Squeezed, "Element": pcore.Element,
-               "BoundedSlice": pcore.BoundedSlice, "Buffered": pcore.Buffered,
-               "GridMapping": pcore.GridMapping, "BlockMapping": pcore.BlockMapping,
-               "TPUCompilerParams": tcore.CompilerParams, "NDIndexer": sindex.NDIndexer,
-               "Slice": jindex.Slice, "GatherDimensionNumbers": slicing.GatherDimensionNumbers,
-               "ScatterDimensionNumbers": slicing.ScatterDimensionNumbers}
-    enums = {"MemorySpace": pcore.MemorySpace, "TPUMemorySpace": tcore.MemorySpace,
-             "SemaphoreType": tcore.SemaphoreType, "DeviceIdType": pprims.DeviceIdType,
-             "Precision": jlax.Precision, "RoundingMethod": jlax.RoundingMethod,
-             "GridDimensionSemantics": tcore.GridDimensionSemantics,
-             "GatherScatterMode": slicing.GatherScatterMode}
-    assert set(classes) <= schema.CLASSES and set(enums) <= schema.ENUMS
-    return classes, enums
-
-
-CLASSES, ENUMS = _registry()
-
-
 def _mesh_types() -> tuple[type, type]:
     from jax._src.frozen_dict import FrozenDict
     from jax._src.pallas.mosaic import core as tcore
@@ -79,13 +57,18 @@ def _mesh_types() -> tuple[type, type]:
 
 
 _TENSORCORE_MESH, _FROZEN_DICT = _mesh_types()
-_CLASS_KEY = {cls: key for key, cls in CLASSES.items()}
-_ENUM_KEY = {cls: key for key, cls in ENUMS.items()}
+_CLASS_KEY = {cls: key for key, cls in registry.CLASSES.items()}
+
+
+def _part(v: float) -> Any:
+    """A complex number's part: a float, or a non-finite one's name."""
+    v = float(v)
+    return v if math.isfinite(v) else repr(v)
 
 
 def dtype_name(dtype: Any) -> str:
     name = str(dtype) if isinstance(dtype, np.dtype) else str(getattr(dtype, "name", dtype))
-    if name not in schema.DTYPES:
+    if name not in registry.DTYPES:
         raise Refused(f"dtype {name!r} is not one the grader rebuilds")
     return name
 
@@ -124,20 +107,49 @@ class Encoder:
         return {"v": self.ids[a]}
 
     def eqn(self, e) -> dict:
+        try:
+            return self._eqn(e)
+        except Refused as r:
+            raise self._placed(r, e) from None
+
+    def _eqn(self, e) -> dict:
         name = e.primitive.name
         if name in schema.HOST_CALLBACKS:
             raise Refused(f"host callback '{name}': a kernel may not call back into Python")
-        if name not in schema.PRIMITIVES:
-            raise Refused(f"primitive '{name}' is not one the grader rebuilds")
-        if name in schema.INLINED:
-            key = schema.INLINED[name]
-            params = [[key, self.param(name, key, e.params[key])]]
+        call = forms.as_call(e)
+        if call is not None:
+            body, operands = call
+            params = [[names.INLINED[forms.CALL], self.param(name, "body", body)]]
+            name = forms.CALL
+        elif registry.kind(name) is None:
+            raise Refused(f"primitive '{name}' is not one the grader rebuilds: {names.instead(name)}")
         else:
-            params = [[k, self.param(name, k, False if k == "interpret" and name in release.KERNEL_CALLS else v)]
-                      for k, v in sorted(e.params.items())]
-        inputs = [self.atom(a) for a in e.invars]
-        return {"p": name, "in": inputs, "out": [self.var(v) for v in e.outvars], "params": params,
-                "src": self.source(e.source_info)}
+            operands = e.invars
+            params = self._params(name, e)
+        return {"p": name, "in": [self.atom(a) for a in operands], "out": [self.var(v) for v in e.outvars],
+                "params": params, "src": self.source(e.source_info)}
+
+    def _params(self, name: str, e) -> list:
+        if name in names.INLINED:
+            key = names.INLINED[name]
+            return [[key, self.param(name, key, e.params[key])]]
+        items = forms.check_params(e) if name == "check" else forms.reduce_params(e) if name == "reduce" \
+            else [[k, False if k == "interpret" and name in release.KERNEL_CALLS else v]
+                  for k, v in sorted(e.params.items())]
+        return [[k, self.param(name, k, v)] for k, v in items]
+
+    def _placed(self, r: Refused, e) -> Refused:
+        """A refusal with the student's line and the call it made, once (the
+        innermost equation that has one: a call of the student's into JAX)."""
+        if getattr(r, "placed", False):
+            return r
+        at = forms.called_at(e.source_info, self.student_files)
+        if at is None:
+            return r
+        file, line, called = at
+        placed = Refused(f"{r} (at {file}:{line}" + (f", calling {called}" if called else "") + ")")
+        placed.placed = True
+        return placed
 
     def param(self, prim: str, key: str, value: Any) -> Any:
         try:
@@ -171,11 +183,13 @@ class Encoder:
             return float(x) if math.isfinite(x) else {"f": repr(float(x))}
         if isinstance(x, Leaf):
             return {"leaf": x.index}
+        named = registry.named_key(x)
+        if named is not None:
+            return {"e": list(named)}
         if isinstance(x, enum.Enum):
-            key = _ENUM_KEY.get(type(x))
-            if key is None:
-                raise Refused(f"enum {type(x).__module__}.{type(x).__qualname__}")
-            return {"e": [key, x.name]}
+            raise Refused(f"enum {type(x).__module__}.{type(x).__qualname__}")
+        if isinstance(x, complex):
+            return {"z": [_part(x.real), _part(x.imag)]}
         if isinstance(x, tuple) and hasattr(x, "_fields"):
             return self._instance(x, [(n, getattr(x, n)) for n in x._fields])
         if isinstance(x, tuple):
@@ -196,11 +210,17 @@ class Encoder:
         if isinstance(x, jax.tree_util.PyTreeDef):
             return self._tree(x)
         if isinstance(x, np.generic):
+            if x.dtype.kind == "c":
+                return {"s": [dtype_name(x.dtype), [_part(x.real), _part(x.imag)]]}
+            if x.dtype.kind == "f" and not math.isfinite(float(x)):
+                return self._array(np.asarray(x))      # a NaN or an infinity: its bits
             return {"s": [dtype_name(x.dtype), x.item() if x.dtype.kind != "f" else float(x)]}
         if isinstance(x, (np.ndarray, jax.Array)):
             return self._array(np.asarray(x))
         if isinstance(x, (np.dtype, jax_dtypes.ExtendedDType)):
             return {"dt": dtype_name(x)}
+        if isinstance(x, type) and isinstance(getattr(x, "dtype", None), np.dtype):
+            return {"dt": dtype_name(x.dtype)}     # a scalar type (jnp.float32) for its dtype
         if isinstance(x, _TENSORCORE_MESH):
             return self._mesh(x)
         if isinstance(x, _FROZEN_DICT):
@@ -229,8 +249,8 @@ class Encoder:
         """A tree definition as its structure with numbered leaves, and the
         registry that made it (pallas flattens refs with JAX's tracing registry)."""
         obj = jax.tree_util.tree_unflatten(treedef, [Leaf(i) for i in range(treedef.num_leaves)])
-        for name, registry in REGISTRIES.items():
-            if registry.flatten(obj)[1] == treedef:
+        for name, trees in REGISTRIES.items():
+            if trees.flatten(obj)[1] == treedef:
                 return {"tree": [name, self.value(obj)]}
         raise Refused("a tree definition from an unknown registry")
 

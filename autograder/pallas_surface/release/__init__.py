@@ -118,6 +118,26 @@ INLINE_OPEN = {"remat2": "jaxpr", "checkpoint": "jaxpr"}
 DMA_PRIMITIVES = ("dma_start", "dma_wait")
 RUN_SCOPED = "run_scoped"
 
+# -- a student's own checks (pl.debug_check) ------------------------------------
+# pl.debug_check traces to checkify's check primitive with debug=True: a no-op on
+# both interpreters (and on a TPU unless Pallas's debug checks are on, the config
+# below). The rebuild keeps it; on the interpreters the rung rewrite runs each one
+# in a kernel as a plain check (debug=False), which XLA:CPU raises at run time
+# through a host callback once this config is on (else lowering refuses it); for
+# a TPU, Pallas lowers it to an assertion with its debug checks on. Measured on the
+# lent v5e (jax 0.10.2): switch off (the default), a failing check is dropped; on,
+# a passing check runs and a failing one halts the core ("RuntimeUnexpectedCoreHalt:
+# ... Assertion", CHIP_HALT: that process's TPU client is dead). The compile check
+# and the TPU stage keep the default (both releases lower the check either way:
+# tests/test_canaries.py).
+CHECKS_AT_RUN_TIME = "jax_experimental_unsafe_xla_runtime_errors"
+PALLAS_DEBUG_CHECKS = "jax_pallas_enable_debug_checks"
+CHECK = "check"
+# A failed check raises checkify's JaxRuntimeError whose text is the check's message,
+# formatted, then this (checkify.FailedCheckError.__str__, both releases); the
+# rebuild puts the student's line in front of it (special.check).
+CHECK_FAILED = re.compile(r"^(?P<message>.*) \(at (?P<where>[^()\n]{0,300})\) \(`check` failed\)$", re.S)
+
 # -- how TPU interpret mode reports problems ----------------------------------
 # It raises inside a host callback; XLA wraps the exception as
 # "JaxRuntimeError: INTERNAL: CpuCallback error ..." with the real exception's

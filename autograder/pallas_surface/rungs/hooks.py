@@ -361,8 +361,16 @@ def switches(rung: str, params: dict, fill_spec, order: list | None, races: bool
             _RUNTIME.update(saved)
 
 
+def install_runtime_checks() -> None:
+    """A student's pl.debug_check runs on the interpreters (``rung.checked`` makes
+    each a plain check): XLA:CPU lowers a plain check to a host callback that raises
+    with its message only with this config on (else lowering refuses it)."""
+    jax.config.update(release.CHECKS_AT_RUN_TIME, True)
+
+
 def install() -> None:
     """Every run-time hook, once, before anything is traced."""
+    install_runtime_checks()
     install_runtime_fills()
     install_thread_programs()
     install_runtime_grid_order()

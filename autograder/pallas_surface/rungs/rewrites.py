@@ -10,6 +10,7 @@ from typing import Any, Callable, Sequence
 
 from jax._src import core as jax_core
 
+from .. import release
 from ..program import jaxprs
 
 
@@ -63,6 +64,24 @@ def parallel_as_prefix(p: dict) -> dict:
     return {**p, "compiler_params": dataclasses.replace(cp, dimension_semantics=semantics)}
 
 
+def _rewritten(body: Any, eqn_of: Callable[[Any], Any | None]) -> Any:
+    """``body`` with each equation ``eqn_of`` answers replaced (None: kept, its
+    sub-programs rewritten too)."""
+    def subst(value: Any) -> Any:
+        if jaxprs.is_closed(value) and value.jaxpr is not value:
+            return value.replace(jaxpr=subst(value.jaxpr))
+        if isinstance(value, jax_core.Jaxpr):
+            return value.replace(eqns=[one(e) for e in value.eqns])
+        if isinstance(value, tuple):
+            return tuple(subst(v) for v in value)
+        return value
+
+    def one(e: Any) -> Any:
+        new = eqn_of(e)
+        return new if new is not None else e.replace(params={k: subst(v) for k, v in e.params.items()})
+    return subst(body)
+
+
 def cores_as_grid(body: Any, mesh: Any) -> Any:
     """A mesh kernel's body for the generic interpreter: it runs the mesh's cores
     as the points of the grid the mesh is (one after another, as it runs a
@@ -73,23 +92,31 @@ def cores_as_grid(body: Any, mesh: Any) -> Any:
     from jax._src.pallas.primitives import program_id_p
     names = list(mesh.shape)
 
-    def subst(value: Any) -> Any:
-        if jaxprs.is_closed(value) and value.jaxpr is not value:
-            return value.replace(jaxpr=subst(value.jaxpr))
-        if isinstance(value, jax_core.Jaxpr):
-            return value.replace(eqns=[eqn_of(e) for e in value.eqns])
-        if isinstance(value, tuple):
-            return tuple(subst(v) for v in value)
-        return value
-
-    def eqn_of(e: Any) -> Any:
+    def eqn_of(e: Any) -> Any | None:
         axis = e.params.get("axis_name") if e.primitive is axis_index_p else None
         if axis in names:
             return e.replace(primitive=program_id_p, params={"axis": names.index(axis)})
         if axis is not None and isinstance(axis, tuple) and len(axis) == 1 and axis[0] in names:
             return e.replace(primitive=program_id_p, params={"axis": names.index(axis[0])})
-        return e.replace(params={k: subst(v) for k, v in e.params.items()})
-    return subst(body)
+        return None
+    return _rewritten(body, eqn_of)
+
+
+def _has_checks(body: Any) -> bool:
+    return any(e.primitive.name == release.CHECK or any(_has_checks(s) for v in e.params.values()
+                                                       for s in jaxprs.sub_jaxprs(v))
+               for e in jaxprs.open_of(body).eqns)
+
+
+def checked(body: Any) -> Any:
+    """A kernel body for an interpreter with its debug checks (pl.debug_check) on:
+    each a plain check, which XLA:CPU raises at run time with the student's message
+    (``release.CHECK_FAILED``; hooks.install turns on the config that lowers it).
+    Pallas's own switch does nothing on the interpreters."""
+    if not _has_checks(body):
+        return body
+    return _rewritten(body, lambda e: e.replace(params={**e.params, "debug": False})
+                      if e.primitive.name == release.CHECK and e.params.get("debug") else None)
 
 
 def in_order(interpret: Any) -> Callable:

@@ -238,10 +238,14 @@ def _eval_eqn(eqn: Any, invals: list, interpret: Any, stub: Callable | None = No
         # the pallas_call JAX lowers it to): its interpret replaced, as a pallas_call's.
         if interpret is True:
             p = {**p, "jaxprs": tuple(rewrites.cores_as_grid(j, m) for j, m in zip(p["jaxprs"], p["meshes"]))}
+        if interpret is not False:
+            p = {**p, "jaxprs": tuple(rewrites.checked(j) for j in p["jaxprs"])}
         return eqn.primitive.bind(*invals, **{**p, "interpret": interpret})
     if name == PALLAS_CALL:
         if interpret is True and p.get("mesh") is not None:
             p = {**p, "jaxpr": rewrites.cores_as_grid(p["jaxpr"], p["mesh"])}
+        if interpret is not False:
+            p = {**p, "jaxpr": rewrites.checked(p["jaxpr"])}
         if interpret not in (True, False) and rewrites.aliases_partial_blocks(p):
             p = {**p, "input_output_aliases": ()}
         if isinstance(interpret, pltpu.InterpretParams):

@@ -2,7 +2,8 @@
 
 Outside every ``pallas_call``, the inputs' data may only be *moved* and handed
 to kernels: reshaped, transposed, broadcast, squeezed, reversed, sliced,
-padded with a fill that is not data, concatenated, split, gathered or
+padded with a fill that is not data, concatenated, split, stacked, unstacked,
+tiled, gathered or
 updated at positions that are not data, selected by a mask that is not data,
 cast to another dtype, printed, and passed to a ``pallas_call`` (whose
 outputs are data again, so kernels may be chained). Every output element of a
@@ -34,20 +35,13 @@ from typing import Any
 from jax._src import core as jax_core
 
 from .. import release
-from ..program import jaxprs, schema
+from ..program import jaxprs, names, schema
 from ..program.jaxprs import sub_jaxprs
 from ..rungs.rung import scan_counts
 
-# Each output element is one input element (or a constant), whatever the values.
-MOVES = frozenset({
-    "reshape", "broadcast_in_dim", "transpose", "squeeze", "expand_dims", "rev", "slice", "concatenate",
-    "split", "copy", "copy_p", "convert_element_type", "stop_gradient", release.HOST_PRINT})
-# Moves with operands that say where or which: data only in the positions named here
-# (pad: the operand, not its fill; select_n: the cases, not the predicate).
-POSITIONED = {"pad": (0,), "dynamic_slice": (0,), "dynamic_update_slice": (0, 1), "gather": (0,),
-              "scatter": (0, 2), "select_n": None}
-# Reads and writes of a ref.
-REF_OPS = frozenset({"get", "swap", "addupdate"})
+# What each primitive is outside a kernel (``program.names``): a move, a move at
+# positions, a ref, or (anything else) work.
+MOVES, POSITIONED, REF_OPS = names.MOVES, names.POSITIONED, names.REF_OPS
 # The violation kinds (a spec's ``[structure] allow`` may name the first two).
 (DATA_INDEX, DATA_CONTROL), REF = schema.OUTSIDE_KINDS, "ref"
 
