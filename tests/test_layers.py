@@ -61,7 +61,7 @@ def test_the_module_map_matches_the_tree():
 
 
 # Files over the line limit that are being split by other work (remove each as it lands).
-OVER_500 = {"autograder/pallas_surface/program/rebuild.py", "autograder/tpu/stage/kernel.py"}
+OVER_500: set[str] = set()   # none left; a file that must stay longer is named here with why
 
 
 def test_no_folder_holds_more_than_12_modules_and_no_module_more_than_500_lines():
