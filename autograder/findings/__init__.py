@@ -62,7 +62,7 @@ _KINDS = (
                 "blocks plus scratch exceed the target chip's VMEM at the real problem size"),
     FindingKind("inconsistent-kernel", "A different kernel at other sizes",
                 "at a size no test runs (production, speed, stress) the function builds a kernel "
-                "the tests did not grade, or the graded kernel with numbers its shape does not derive"),
+                "the tests did not grade, or (at a stress input) the graded kernel in other dtypes"),
     FindingKind("not-a-kernel", "Work done outside the kernel",
                 "the work is not done in a pallas_call (jnp outside the kernel, the "
                 "reference called)"),
@@ -181,7 +181,8 @@ FIXES: dict[str, str] = {
     "compile-reject": "use blocks whose last two dimensions are multiples of (8, 128)",
     "vmem-overflow": "use fixed block sizes that fit VMEM at the real problem size",
     "not-a-kernel": "do the assignment's work inside the kernel passed to pl.pallas_call",
-    "inconsistent-kernel": "build the graded kernel at every size: derive its numbers from the shape by one rule",
+    "inconsistent-kernel": "build the graded kernel at every size, in the same dtypes (only its numbers may "
+                           "follow the shape)",
     "chip-reject": "see the compiler's message for the construct it refused",
     "chip-divergence": "compare the chip's output with the interpreters' on the failing case",
     "submission-error": "make the file import and run on its own (see the details)",
