@@ -25,7 +25,7 @@ from ..spec import Assignment, Case
 from ..speed import grade as speed_grade
 from . import probes
 from .identity import sources
-from .judge import diagnosis, faces, scoring, secrecy, unconfirmed
+from .judge import causes, diagnosis, faces, scoring, secrecy, unconfirmed
 from .judge.compare import compare
 from .probes import unwritten
 from .probes.static import uncovered, unread_inputs
@@ -339,6 +339,8 @@ def _diagnose(plan: Plan, ex: execution.Execution, store: DrawStore,
     findings = unwritten.same_padding(findings)
     # NaN or Inf that only larger inputs bring: an overflow, whatever the finite outputs say.
     findings = diagnosis.overflows(plan, findings)
+    # One wrong formula is one finding on every case it breaks, whatever each case's error size.
+    findings = causes.one_cause(plan, findings, kernels)
     starter = diagnosis.starter_untouched(findings, plan.assignment, loc)
     if starter is not None:
         findings = [starter] + [f for f in findings if f.check != "correctness"]
