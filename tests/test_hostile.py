@@ -43,7 +43,7 @@ ON_EVERY_RELEASE = {
     "platform_in_index_map.py", "scoped_refs_outside.py",
     "fills_recognised_by_range.py", "forged_line_number.py", "reregister_lowering.py",
     "host_callback_kernel.py", "nan_wildcard.py", "whole_array_block_at_speed_size.py",
-    "fills_recognised_as_one_value.py", "hangs_off_the_tests_grid_order.py",
+    "fills_recognised_as_one_value.py", "hangs_off_the_tests_grid_order.py", "array_aval_forged.py",
 }
 
 HOSTILE = Path(__file__).resolve().parent / "hostile"
@@ -202,8 +202,15 @@ EXPECT = {
     # by the schema's grammar, never a crash of the parent's analyses. The secret case's
     # tests are charged; every check ran on the visible case and vouches from there.
     "odd_document_secret_case.py": Expect(PROBED - 2, ("unsupported",), assignment="add_probed"),
+    # A field of another type (array_aval: 7) at the secret and speed/production sizes: the
+    # grammar passes it; every parent reader runs under one guard and reads it by its type,
+    # and the grader's child refuses a mapping that misdescribes its operand. The secret
+    # case's tests and the VMEM budget at the production size earn nothing (issue 44, §4).
+    "array_aval_forged.py": Expect(PROBED - 3, ("unsupported",), assignment="add_probed"),
     # A primitive off the allow-list at the secret size only: no crash, and never named.
-    "secret_only_primitive.py": Expect(PROBED - 2, ("unsupported",), assignment="add_probed", never=("fft",)),
+    # (M > 16 takes in the production size too: a program refused where the VMEM budget is
+    # read gives no figure, and that check earns nothing, as a refused secret case does.)
+    "secret_only_primitive.py": Expect(PROBED - 3, ("unsupported",), assignment="add_probed", never=("fft",)),
     "forged_line_number.py": Expect(0.0, ("unsupported", "nothing-to-check"), assignment="add_probed"),
     "trojan_source_names": Expect(0.0, ("file-missing",), never=("\u202e", "\u200b", "\u2066")),
 }

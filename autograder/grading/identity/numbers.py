@@ -169,18 +169,23 @@ def _fields(value: Any, cls: str) -> dict[str, Any] | None:
     return None
 
 
+def _tagged(value: Any, tag: str) -> Any:
+    """The body of a tagged value (``{"t": [...]}``), or None when it is not one."""
+    return value[tag] if isinstance(value, dict) and len(value) == 1 and tag in value else None
+
+
 def _block_counts(slot: str, eqn: Any) -> dict[str, int]:
     """How many blocks each blocked operand of a kernel has along each
-    dimension (``pl.cdiv(array, block)``): what a grid is made of."""
+    dimension (``pl.cdiv(array, block)``): what a grid is made of. (Each field
+    as the document has it: a forged one of another type counts no block.)"""
     grid_mapping = _fields(dict(eqn.doc.get("params", [])).get("grid_mapping"), "GridMapping")
     if grid_mapping is None:
         return {}
     out = {}
-    mappings = grid_mapping.get("block_mappings", {}).get("t", [])
-    for j, mapping in enumerate(mappings):
+    for j, mapping in enumerate(_tagged(grid_mapping.get("block_mappings"), "t") or []):
         fields = _fields(mapping, "BlockMapping") or {}
-        shape = (fields.get("array_aval") or {}).get("sa", [[]])[0]
-        blocks = (fields.get("block_shape") or {}).get("t", [])
+        shape = (_tagged(fields.get("array_aval"), "sa") or [[]])[0]
+        blocks = _tagged(fields.get("block_shape"), "t") or []
         for i, (dim, block) in enumerate(zip(shape, blocks)):
             size = (_fields(block, "Blocked") or {}).get("block_size")
             if isinstance(dim, int) and isinstance(size, int) and size > 0:
@@ -364,14 +369,14 @@ def _quantities(size: Size, n: Numbers) -> dict[str, int]:
     return {**Size(size.dims, size.dtype, n.blocks).quantities(), **dict(n.frame())}
 
 
-def _distinct(points: list[tuple[dict[str, int], int]]) -> list[tuple[dict[str, int], int]]:
+def _distinct(quantities: list[dict[str, int]]) -> list[dict[str, int]]:
     """The quantities every size has, one of each series of values (fewer to try)."""
-    common = set.intersection(*(set(q) for q, _v in points))
+    common = set.intersection(*(set(q) for q in quantities))
     seen: dict[tuple[int, ...], str] = {}
     for k in sorted(common, key=lambda k: (len(k), k)):
-        seen.setdefault(tuple(q[k] for q, _v in points), k)
+        seen.setdefault(tuple(q[k] for q in quantities), k)
     keep = set(seen.values())
-    return [({k: q[k] for k in keep}, v) for q, v in points]
+    return [{k: q[k] for k in keep} for q in quantities]
 
 
 def departures(ungraded: tuple[Size, Numbers], graded: list[tuple[Size, Numbers]]) -> list[Departure]:
@@ -383,18 +388,23 @@ def departures(ungraded: tuple[Size, Numbers], graded: list[tuple[Size, Numbers]
     size_u, numbers_u = ungraded
     quantities_u = _quantities(size_u, numbers_u)
     graded = [(s, n.slots, _quantities(s, n)) for s, n in graded]
+    distinct: dict[tuple[int, ...], list[dict[str, int]]] = {}    # by the graded sizes a slot has
     found = []
     for slot, value in sorted(numbers_u.slots.items()):
-        seen = [(s, got[slot], q) for s, got, q in graded if slot in got]
+        where = tuple(i for i, (_s, got, _q) in enumerate(graded) if slot in got)
+        seen = [(graded[i][0], graded[i][1][slot]) for i in where]
         if not seen:
             continue          # at this size only (an unrolled loop's extra copy): nothing to follow
-        if isinstance(value, str) or any(isinstance(v, str) for _s, v, _q in seen):
-            ok = all(isinstance(v, str) for _s, v, _q in seen) and isinstance(value, str) and \
-                _dtype_rule([*((s, v) for s, v, _q in seen), (size_u, value)])
+        if isinstance(value, str) or any(isinstance(v, str) for _s, v in seen):
+            ok = all(isinstance(v, str) for _s, v in seen) and isinstance(value, str) and \
+                _dtype_rule([*seen, (size_u, value)])
         elif slot not in numbers_u.body:
             continue
         else:
-            ok = _integer_rule(_distinct([(q, v) for _s, v, q in seen] + [(quantities_u, value)]))
+            if where not in distinct:
+                distinct[where] = _distinct([graded[i][2] for i in where] + [quantities_u])
+            values = [v for _s, v in seen] + [value]
+            ok = _integer_rule(list(zip(distinct[where], values)))
         if not ok:
             found.append(Departure(slot, value, describe(slot)))
     said: set[str] = set()

@@ -106,12 +106,24 @@ def _size(draw: Draw) -> numbers.Size:
     return numbers.Size(tuple(draw.case.dims), draw.case.dtype)
 
 
+class _Numbers(dict):
+    """Each signature's kernel numbers, read once (by signature, on first use)."""
+
+    def __init__(self, docs: dict[int, dict]):
+        super().__init__()
+        self._docs = docs
+
+    def __missing__(self, sig: int) -> numbers.Numbers:
+        self[sig] = numbers.of(self._docs[sig])
+        return self[sig]
+
+
 def _said(off: list[numbers.Departure]) -> str:
     said = "; ".join(f"{d.where} is {str(d.value).removeprefix('dtype:')}" for d in off[:MAX_SAID])
     return said + (f" (and {len(off) - MAX_SAID} more)" if len(off) > MAX_SAID else "")
 
 
-def _vouch(draw: Draw, plan: Plan, docs: dict[int, dict], forms: dict[int, Form],
+def _vouch(draw: Draw, plan: Plan, docs: dict[int, "_Numbers"], forms: dict[int, Form],
            graded: dict[int, Draw]) -> Vouch:
     label = _label(draw, plan)
     face = forms[draw.signature].face
@@ -120,8 +132,8 @@ def _vouch(draw: Draw, plan: Plan, docs: dict[int, dict], forms: dict[int, Form]
         reason = (f"at {label} the function builds a kernel no graded case built (another kernel "
                   "body, grid structure or code path)")
         return Vouch(label, False, "another-kernel", reason, estimate=reason)
-    mine = numbers.of(docs[draw.signature])
-    theirs = [(_size(graded[sig]), numbers.of(docs[sig])) for sig in same]
+    mine = docs[draw.signature]
+    theirs = [(_size(graded[sig]), docs[sig]) for sig in same]
     off = numbers.departures((_size(draw), mine), theirs)
     if not off:
         return Vouch(label, True)
@@ -148,12 +160,13 @@ def of(plan: Plan, programs: dict[int, Path]) -> Faces:
     for run in plan.correctness():
         graded_draws.setdefault(run.draw.signature, run.draw)
     graded = tuple(dict.fromkeys(forms[s].face for s in graded_draws if s in forms))
+    kernel_numbers = _Numbers(docs)
     vouches = {}
     for draw in plan.draws:
         sig = draw.signature
         if sig in graded_draws or sig in vouches or sig not in forms or not graded:
             continue
-        vouches[sig] = _vouch(draw, plan, docs, forms, graded_draws)
+        vouches[sig] = _vouch(draw, plan, kernel_numbers, forms, graded_draws)
     shown: dict[str, list[str]] = {face: [] for face in graded}
     for run in plan.correctness():
         form = forms.get(run.draw.signature)
