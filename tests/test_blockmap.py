@@ -93,3 +93,12 @@ def test_block_indices_spread_past_any_grid_are_still_told_apart():
     f = analyse(op, (4,), ())
     assert f["out_of_bounds_count"] == 3 and [b["block_index"] for b in f["outside_blocks"]] == [[0, far], [far, 0]]
     assert f["revisited_blocks"] == [[0, far]] and f["unwritten_count"] == 3
+
+
+def test_input_blocks_no_grid_point_reads_are_counted():
+    """A reduction cut short: a K axis of one step reads one of four K blocks of x."""
+    op = _op(lambda i, k: (i, k), (2, 1), (8, 128), (16, 512), False)
+    assert analyse(op, (2, 1), ())["unread_count"] == 6
+    op = _op(lambda i, k: (i, k), (2, 4), (8, 128), (16, 512), False)
+    assert analyse(op, (2, 4), ())["unread_count"] == 0
+    assert "unread_count" not in analyse(_op(lambda i: (i, 0), (2,), (8, 128), (16, 128), True), (2,), ())

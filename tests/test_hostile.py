@@ -43,7 +43,7 @@ ON_EVERY_RELEASE = {
     "platform_in_index_map.py", "scoped_refs_outside.py",
     "fills_recognised_by_range.py", "forged_line_number.py", "reregister_lowering.py",
     "host_callback_kernel.py", "nan_wildcard.py", "whole_array_block_at_speed_size.py",
-    "fills_recognised_as_one_value.py", "hangs_off_the_tests_grid_order.py",
+    "fills_recognised_as_one_value.py", "hangs_off_the_tests_grid_order.py", "array_aval_forged.py",
 }
 
 HOSTILE = Path(__file__).resolve().parent / "hostile"
@@ -145,14 +145,20 @@ EXPECT = {
                                         test_says=(("S1", "a kernel no graded case built"),),
                                         never=("x the instructor solution",)),
     "vmem_two_faced_matmul.py": Expect(17.0, ("inconsistent-kernel",), assignment="matmul"),
-    # Sizes no test runs: the graded kernel with numbers its shape does not derive
-    # gives no figure there (issue 37, section 2); nothing says which secret case built what.
-    "whole_array_block_at_speed_size.py": Expect(PROBED - 1, ("inconsistent-kernel", "numbers"),
-                                                 assignment="add_probed",
-                                                 test_says=(("S1", "operand 0's block is 4096"),),
+    # Sizes no test runs: their numbers are free and checked there by what reads the size
+    # (issue 44, section 2): the VMEM budget and the index-map scan at that size, input
+    # coverage and the body's numbers for the estimate, the dtypes for a stress input.
+    "whole_array_block_at_speed_size.py": Expect(PROBED - 1, ("vmem-overflow",), assignment="add_probed",
+                                                 test_says=(("S1", "192.0 MiB of VMEM"),),
                                                  never=("x the instructor solution", "a secret case")),
-    "small_blocks_at_production_only.py": Expect(17.0, ("inconsistent-kernel", "numbers"), assignment="matmul"),
-    "skips_k_blocks_at_production.py": Expect(17.0, ("inconsistent-kernel", "numbers"), assignment="matmul"),
+    "small_blocks_at_production_only.py": Expect(18.0, assignment="matmul"),
+    "skips_k_blocks_at_production.py": Expect(18.0, assignment="matmul",
+                                              test_says=(("S1", "a number of lt in the kernel body is 1"),)),
+    "misses_blocks_at_production.py": Expect(17.0, ("uninitialized-memory", "not-covered"), assignment="matmul"),
+    "k_cut_short_at_speed_size.py": Expect(18.0, assignment="matmul",
+                                           test_says=(("S1", "the grid never reads 4032 blocks of input 0"),)),
+    "f32_accumulator_at_stress_only.py": Expect(11.0, ("inconsistent-kernel", "other-dtype", "numerics"),
+                                                assignment="matmul"),
     # Every check on every graded case: a bug at the secret sizes only is found there,
     # and a race behind a split of faces is charged as the race it is.
     "unwritten_read_at_secret_sizes.py": Expect(PROBED - 2, ("uninitialized-memory",), assignment="add_probed"),
@@ -196,9 +202,16 @@ EXPECT = {
     # by the schema's grammar, never a crash of the parent's analyses. The secret case's
     # tests are charged; every check ran on the visible case and vouches from there.
     "odd_document_secret_case.py": Expect(PROBED - 2, ("unsupported",), assignment="add_probed"),
+    # A field of another type (array_aval: 7) at the secret and speed/production sizes: the
+    # grammar passes it; every parent reader runs under one guard and reads it by its type,
+    # and the grader's child refuses a mapping that misdescribes its operand. The secret
+    # case's tests and the VMEM budget at the production size earn nothing (issue 44, §4).
+    "array_aval_forged.py": Expect(PROBED - 3, ("unsupported",), assignment="add_probed"),
     # A primitive the grader never rebuilds (a foreign function) at the secret size only: no
-    # crash, and neither it nor its target is named.
-    "secret_only_primitive.py": Expect(PROBED - 2, ("unsupported",), assignment="add_probed",
+    # crash, and neither it nor its target is named. (M > 16 takes in the production size too:
+    # a program refused where the VMEM budget is read gives no figure, and that check earns
+    # nothing, as a refused secret case does.)
+    "secret_only_primitive.py": Expect(PROBED - 3, ("unsupported",), assignment="add_probed",
                                        never=("ffi_call", "secret_native_sum")),
     "forged_line_number.py": Expect(0.0, ("unsupported", "nothing-to-check"), assignment="add_probed"),
     "trojan_source_names": Expect(0.0, ("file-missing",), never=("\u202e", "\u200b", "\u2066")),

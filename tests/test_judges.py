@@ -389,3 +389,17 @@ def test_two_cores_writing_one_output_block_in_a_right_run_is_a_note_unless_a_ru
                           kind="parallel-shared", variant="index-maps")
     kept, notes = unconfirmed.settle(plan, [shared, race(True)])
     assert kept == [] and [n.probe for n in notes] == ["index-maps", "races"]
+
+
+def test_an_input_read_in_part_where_the_graded_kernel_reads_it_all_is_named():
+    from autograder.grading.probes.static import unread_inputs
+    from autograder.pallas_surface.static.facts import CallMap, IndexMaps, OperandMap
+
+    def scan(unread):
+        op = OperandMap("input 0", False, (16, 512), (8, 128), (2, 1), (), 0, (), 0, unread_count=unread)
+        return IndexMaps((CallMap((2, 1), ("parallel", "arbitrary"), (op,), ()),))
+    assert unread_inputs(scan(6), [scan(0), scan(0)]) == "6 blocks of input 0"
+    assert unread_inputs(scan(0), [scan(0)]) == ""
+    # Read in part at a graded size too (a lookup by prefetched positions): held to nothing.
+    assert unread_inputs(scan(6), [scan(0), scan(3)]) == ""
+    assert unread_inputs(scan(6), []) == ""

@@ -1,5 +1,6 @@
-"""Sizes no test runs: a graded kernel vouches for them only with the numbers
-their shape derives changed (``grading.numbers``, ``grading.faces``)."""
+"""Sizes no test runs: a graded kernel's face vouches for them; their frame's
+numbers are free (checked at the size), their body's integers and every dtype
+follow the graded sizes' rules or say why (``grading.numbers``, ``grading.faces``)."""
 import importlib.util
 import json
 from pathlib import Path
@@ -28,6 +29,10 @@ def _sizes(points):
     ([((256, 384), 256), ((384, 512), 384), ((8192, 8192), 128)], False),          # min(M, c): no c
     ([((256, 384), 128), ((256, 512), 512), ((8192, 8192), 512)], True),           # a power of two dividing K
     ([((256, 384), 3), ((384, 512), 4), ((8192, 8192), 64)], True),                 # cdiv(K, 128)
+    ([((20, 384), 16), ((37, 512), 32), ((203, 8192), 200), ((64, 8), 64)], True),  # (M // 8) * 8
+    ([((20, 384), 24), ((37, 512), 40), ((203, 8192), 208), ((64, 8), 64)], True),  # cdiv(M, 8) * 8
+    ([((20, 384), 16), ((37, 512), 24), ((203, 8192), 200), ((64, 8), 64)], False),  # not a multiple rule
+    ([((20, 384), 16), ((37, 512), 40), ((64, 8), 64)], False),                      # down, then up
 ])
 def test_an_integer_follows_one_rule_at_every_size_or_departs(points, ok):
     pts = [(numbers.Size(tuple(sorted(d.items())), "float32").quantities(), v) for d, v in _sizes(points)]
@@ -103,11 +108,42 @@ def test_honest_specialisation_is_vouched_for_at_every_size_no_test_runs(slug, p
 
 @pytest.mark.jax
 @pytest.mark.parametrize("slug,name,wanted", [
-    ("add", "whole_array_block_at_speed_size.py", "operand 0's block"),
-    ("matmul", "small_blocks_at_production_only.py", "operand 0's block"),
-    ("matmul", "skips_k_blocks_at_production.py", "a number of lt in the kernel body"),
+    ("matmul", "skips_k_blocks_at_production.py", ["a number of lt in the kernel body"]),
+    # A frame's numbers (the grid, blocks, scratch) are the size's own: read there.
+    ("add", "whole_array_block_at_speed_size.py", []),
+    ("matmul", "small_blocks_at_production_only.py", []),
+    ("matmul", "k_cut_short_at_speed_size.py", []),
+    ("matmul", "misses_blocks_at_production.py", []),
 ])
-def test_numbers_a_shape_does_not_derive_are_not_vouched_for(slug, name, wanted):
+def test_a_body_integer_departs_and_a_frame_number_is_free(slug, name, wanted):
     verdicts = _verdicts(slug, ATTACKS / name)
     prod = verdicts.get("production", verdicts.get("speed-4096x4096"))
-    assert prod is not None and wanted in prod, verdicts
+    assert prod == wanted, verdicts
+
+
+SIZED = REPO / "tests" / "sized"
+
+
+@pytest.mark.jax
+@pytest.mark.parametrize("slug,name", [
+    ("matmul", "matmul_tile_steps.py"), ("matmul", "matmul_rows_by_256.py"), ("softmax", "softmax_mask_by_8.py"),
+])
+def test_tiles_and_bounds_chosen_by_the_size_follow_the_graded_rules(slug, name):
+    """A tile heuristic's numbers are in the frame, and the body's derive from it; a mask
+    bound rounded to a multiple of 8 is a rule of the family."""
+    verdicts = _verdicts(slug, SIZED / name)
+    assert verdicts and all(v == [] for v in verdicts.values()), verdicts
+
+
+def test_a_body_integer_may_derive_from_the_frame():
+    """A body's broadcast of (bm, bn) follows bm's slot, whatever rule picks bm."""
+    frame = "/pallas_call:k#0/grid_mapping.block_mappings[0].block_shape[0].block_size"
+    body = "/pallas_call:k#0/sub0/broadcast_in_dim:b#0/shape[0]"
+
+    def at(m, bm):
+        return (numbers.Size((("M", m),), "float32"),
+                numbers.Numbers({frame: bm, body: bm}, (), frozenset({body})))
+    graded = [at(256, 128), at(384, 128), at(512, 128)]
+    assert numbers.departures(at(8192, 512), graded) == []
+    odd = numbers.Numbers({frame: 512, body: 7}, (), frozenset({body}))
+    assert [d.slot for d in numbers.departures((numbers.Size((("M", 8192),), "float32"), odd), graded)] == [body]

@@ -102,12 +102,19 @@ class Executor:
         """The rebuilt program of one signature, traced once."""
         from ..pallas_surface.program import rebuild, schema
         from ..pallas_surface.rungs import rung
+        from ..pallas_surface.static import analysis
         traced = self.traces.get(key)
         if traced is None:
             if key not in self.programs:
                 data = (Path(self.job["programs"]) / f"{os.path.basename(key)}.json").read_bytes()
                 self.programs[key] = rebuild.load(schema.loads(data)).function()
-            traced = self.traces[key] = rung.trace(self.programs[key], args)
+            traced = rung.trace(self.programs[key], args)
+            # What no run reads but the analyses do (an operand's shape in its block
+            # mapping) must be the program's own: a forged one is refused, not analysed.
+            wrong = analysis.described_operands(traced)
+            if wrong:
+                raise schema.Refused(wrong)
+            self.traces[key] = traced
         return traced
 
     def _traced_for_tpu(self, key: str, args):

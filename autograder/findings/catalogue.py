@@ -380,8 +380,9 @@ _KINDS = (
     FindingKind(
         "inconsistent-kernel", "A different kernel at other sizes",
         "at a size no test runs (production, speed, stress) the function builds a kernel "
-        "the tests did not grade, or the graded kernel with numbers its shape does not derive",
-        fix="build the graded kernel at every size: derive its numbers from the shape by one rule",
+        "the tests did not grade, or (at a stress input) the graded kernel in other dtypes",
+        fix="build the graded kernel at every size, in the same dtypes (only its numbers may "
+            "follow the shape)",
         fix_at="call",
         chip="not a question for the chip: which program a size builds is decided before it runs"),
     FindingKind(

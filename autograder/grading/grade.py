@@ -25,10 +25,10 @@ from ..spec import Assignment, Case
 from ..speed import grade as speed_grade
 from . import probes
 from .identity import sources
-from .judge import diagnosis, faces, scoring, secrecy, unconfirmed
+from .judge import causes, diagnosis, faces, scoring, secrecy, unconfirmed
 from .judge.compare import compare
 from .probes import unwritten
-from .probes.static import uncovered
+from .probes.static import uncovered, unread_inputs
 from .report import Report
 from .run import calibration, execution, plan as planning, submission, tracing
 from .run.draws import DrawStore, load_reference
@@ -235,13 +235,17 @@ def _withheld(plan: Plan, run: Run, outcomes: dict[Run, Outcome], kernels: faces
     is): its program is not vouched for by a graded one, or its grid and blocks
     do not cover the arrays there, or its blocks overflow VMEM there."""
     vouch = kernels.vouch(run.draw.signature) if kernels is not None else None
-    if vouch is not None and not vouch.matched:
-        return vouch.reason + ": no estimate of it is an estimate of yours"
+    if vouch is not None and vouch.estimate:
+        return vouch.estimate + ": no estimate of it is an estimate of yours"
     checks = plan.speed_checks(run.variant)
     facts = {k: outcomes[r].facts for k, r in checks.items() if r in outcomes and outcomes[r].ok}
     hole = uncovered(facts.get("index-maps"))
     if hole is not None:
         return f"at this size {hole[1]}: the kernel does not cover its arrays there"
+    unread = unread_inputs(facts.get("index-maps"), _graded_scans(outcomes))
+    if unread:
+        return (f"at this size the grid never reads {unread}, which the graded kernel reads in full at every "
+                "graded size: the estimate would count less work than the graded kernel does")
     budget, estimate = facts.get("vmem"), outcomes.get(run)
     prod = plan.assignment.production
     limit = prod.vmem_limit_bytes if prod is not None else (
@@ -250,6 +254,12 @@ def _withheld(plan: Plan, run: Run, outcomes: dict[Run, Outcome], kernels: faces
         return (f"at this size its blocks and scratch need {budget.bytes / 2 ** 20:.1f} MiB of VMEM, more "
                 f"than the {limit / 2 ** 20:.0f} MiB the chip gives a kernel")
     return ""
+
+
+def _graded_scans(outcomes: dict[Run, Outcome]) -> list:
+    """The index-map scans of the graded cases (their own sizes, their own programs)."""
+    return [o.facts for r, o in outcomes.items() if r.analysis == "index-maps" and not r.draw.abstract
+            and r.stress is None and o.ok and o.facts is not None]
 
 
 def _speed(plan: Plan, outcomes: dict[Run, Outcome], tests: list[scoring.TestResult],
@@ -353,6 +363,8 @@ def _diagnose(plan: Plan, ex: execution.Execution, store: DrawStore,
     findings = unwritten.same_padding(findings)
     # NaN or Inf that only larger inputs bring: an overflow, whatever the finite outputs say.
     findings = diagnosis.overflows(plan, findings)
+    # One wrong formula is one finding on every case it breaks, whatever each case's error size.
+    findings = causes.one_cause(plan, findings, kernels)
     starter = diagnosis.starter_untouched(findings, plan.assignment, loc)
     if starter is not None:
         findings = [starter] + [f for f in findings if f.check != "correctness"]

@@ -178,7 +178,7 @@ class Jaxpr:
         params = [[k, self.canon.value(v)] for k, v in raw]
         feeders = [made_by.get(a["v"], "?") if "v" in a else "lit" for a in operands]
         shingle = _h(prim, [[k, self.canon.value(v, deep=False)] for k, v in raw], feeders)
-        subs = tuple(self.canon.jaxpr(sub) for _k, v in raw for sub in _jaxprs(v))
+        subs = tuple(self.canon.jaxpr(sub) for _k, v in raw for sub in jaxprs_in(v))
         touched = [a["v"] for a in eqn["in"] if "v" in a and refs.get(a["v"])]
         effect = bool(touched) or prim in EFFECTFUL
         deps = sorted({chains.get(r, "start") for r in touched}) or ([chains.get("*", "start")] if effect else [])
@@ -209,11 +209,11 @@ def _live(eqns: list[Eqn], outs: list[int]) -> list[Eqn]:
     return live[::-1]
 
 
-def _jaxprs(v: Any):
+def jaxprs_in(v: Any):
     """The jaxpr documents inside a parameter value."""
     if isinstance(v, list):
         for x in v:
-            yield from _jaxprs(x)
+            yield from jaxprs_in(x)
     elif isinstance(v, dict):
         if "jx" in v:
             yield v["jx"]
@@ -221,7 +221,7 @@ def _jaxprs(v: Any):
             yield v["cjx"]["jaxpr"]
         else:
             for x in v.values():
-                yield from _jaxprs(x)
+                yield from jaxprs_in(x)
 
 
 @dataclass(frozen=True)

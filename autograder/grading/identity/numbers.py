@@ -1,24 +1,28 @@
-"""A kernel's numbers, and whether a size no test runs changes only the ones
-its shape derives (pure data; no JAX).
+"""A kernel's numbers, and which of them a size no test runs may not change
+freely (pure data; no JAX).
 
 A face (``canonical``) sets every number and dtype aside. That is right
-between two graded sizes, each checked on its own, but not for a size no test
-runs (the production size of the VMEM budget, a speed size of the estimate, a
-numerics stress input): its program is vouched for by a graded one, so it may
-differ from it only in the numbers a shape derives. Each number of a kernel
-(every integer and dtype in a ``pallas_call``: its grid, its blocks and
-scratch, its body's and index maps' literals and parameters, the shapes of
-the refs its sub-programs allocate) has a slot, the same at every size the
-function builds that kernel; a slot's values at the graded sizes must follow
-one rule of ``RULES`` that also gives its value at the ungraded size:
+between two graded sizes, each checked on its own, and for most numbers of a
+size no test runs (the production size of the VMEM budget, a speed size of the
+estimate, a numerics stress input) too: a check that reads that size reads
+its program there, so its grid, blocks, scratch and index maps (a kernel's
+*frame*) are that size's own, judged by the VMEM budget and the index-map scan
+at that size (``grading.judge.faces``), and a stress input's run compares its
+output. What no check at the size reads is held to the graded kernels: every
+dtype of the kernels, and every integer of their bodies (a literal, a
+parameter, a ref's shape), which the speed estimate counts as work. Each number
+(every integer and dtype in a ``pallas_call``) has a slot, the same at every
+size the function builds that kernel; a checked slot's values at the graded
+sizes must follow one rule that also gives its value at the ungraded size:
 
 - a constant (a block of 128 rows at every size);
-- a dimension d of the case, or of two dimensions' product, as
-  ``floor(d / c) + e`` or ``ceil(d / c) + e`` (c a positive integer, e in
-  -2..2: a grid of ``pl.cdiv(M, 128)`` steps, the last step ``K // 128 - 1``,
-  a flattened grid of ``M * N // 1024`` steps), ``d * c``, ``d + c``,
-  ``min(d, c)`` (a block of ``min(M, 512)`` rows), or the largest power of two
-  dividing d, at most c (a block the largest of 512, 256, 128 that divides K);
+- of a quantity q (a dimension of the case, a product of two, an operand's
+  block count, or an integer of the frame at that size: a body's (bm, bn)
+  follows its blocks, whatever picks them): ``floor(q / c) + e`` or
+  ``ceil(q / c) + e`` (c a positive integer, e in -2..2: a loop of
+  ``pl.cdiv(M, 128)`` steps, the last step ``K // 128 - 1``), ``q * c``,
+  ``q + c``, ``min(q, c)``, the largest power of two dividing q, at most c,
+  or q rounded down or up to a multiple of c (a mask bound ``(m // 8) * 8``);
 - for a dtype: the same dtype, or the case's own at every size.
 
 A slot that exists at the ungraded size only (a loop unrolled more times) has
@@ -35,7 +39,7 @@ from typing import Any, Iterator
 
 import numpy as np
 
-from .canonical import DROPPED_PARAMS, KERNEL_CALLS, Canon, Jaxpr
+from .canonical import DROPPED_PARAMS, KERNEL_CALLS, Canon, Jaxpr, jaxprs_in
 
 Value = int | str          # an integer, or a dtype's name
 
@@ -126,6 +130,24 @@ def _walk_jaxpr(j: Jaxpr, prefix: str, out: dict[str, Value]) -> None:
             _walk_jaxpr(sub, f"{slot}/sub{n}", out)
 
 
+# A kernel equation's parameters that hold its body (pallas_call's, pl.kernel's
+# mpmd_map's); the others (grid, blocks, scratch, index maps) are its frame.
+BODY_PARAMS = frozenset({"jaxpr", "jaxprs"})
+
+
+def _body_subs(eqn: Any) -> set[int]:
+    """Which of a kernel equation's sub-programs (by position) are its body."""
+    out, n = set(), 0
+    for k, v in eqn.doc.get("params", []):
+        if k in DROPPED_PARAMS:
+            continue
+        count = len(list(jaxprs_in(v)))
+        if k in BODY_PARAMS:
+            out.update(range(n, n + count))
+        n += count
+    return out
+
+
 def _kernels(j: Jaxpr, prefix: str = "") -> Iterator[tuple[str, Any]]:
     """Each kernel equation with its slot prefix (outer work aside)."""
     seen: dict[str, int] = {}
@@ -147,18 +169,23 @@ def _fields(value: Any, cls: str) -> dict[str, Any] | None:
     return None
 
 
+def _tagged(value: Any, tag: str) -> Any:
+    """The body of a tagged value (``{"t": [...]}``), or None when it is not one."""
+    return value[tag] if isinstance(value, dict) and len(value) == 1 and tag in value else None
+
+
 def _block_counts(slot: str, eqn: Any) -> dict[str, int]:
     """How many blocks each blocked operand of a kernel has along each
-    dimension (``pl.cdiv(array, block)``): what a grid is made of."""
+    dimension (``pl.cdiv(array, block)``): what a grid is made of. (Each field
+    as the document has it: a forged one of another type counts no block.)"""
     grid_mapping = _fields(dict(eqn.doc.get("params", [])).get("grid_mapping"), "GridMapping")
     if grid_mapping is None:
         return {}
     out = {}
-    mappings = grid_mapping.get("block_mappings", {}).get("t", [])
-    for j, mapping in enumerate(mappings):
+    for j, mapping in enumerate(_tagged(grid_mapping.get("block_mappings"), "t") or []):
         fields = _fields(mapping, "BlockMapping") or {}
-        shape = (fields.get("array_aval") or {}).get("sa", [[]])[0]
-        blocks = (fields.get("block_shape") or {}).get("t", [])
+        shape = (_tagged(fields.get("array_aval"), "sa") or [[]])[0]
+        blocks = _tagged(fields.get("block_shape"), "t") or []
         for i, (dim, block) in enumerate(zip(shape, blocks)):
             size = (_fields(block, "Blocked") or {}).get("block_size")
             if isinstance(dim, int) and isinstance(size, int) and size > 0:
@@ -168,9 +195,16 @@ def _block_counts(slot: str, eqn: Any) -> dict[str, int]:
 
 @dataclass(frozen=True)
 class Numbers:
-    """One program's kernel numbers by slot, and its blocks per operand."""
+    """One program's kernel numbers by slot, its blocks per operand, and which
+    slots are in a kernel's body (the rest are its frame: grid, blocks, scratch,
+    index maps, compiler parameters)."""
     slots: dict[str, Value]
     blocks: tuple[tuple[str, int], ...]
+    body: frozenset[str] = frozenset()
+
+    def frame(self) -> tuple[tuple[str, int], ...]:
+        """The frame's integers, by slot: what a body's numbers may derive from."""
+        return tuple((k, v) for k, v in sorted(self.slots.items()) if k not in self.body and isinstance(v, int))
 
 
 def of(document: dict) -> Numbers:
@@ -179,14 +213,19 @@ def of(document: dict) -> Numbers:
     j = Canon().jaxpr(program["jaxpr"])
     out: dict[str, Value] = {}
     blocks: dict[str, int] = {}
+    body: set[str] = set()
     for slot, e in _kernels(j):
         blocks.update(_block_counts(slot, e))
         for k, v in e.doc.get("params", []):
             if k not in DROPPED_PARAMS:
                 _walk_value(v, f"{slot}/{k}", out)
+        bodies = _body_subs(e)
         for n, sub in enumerate(e.subs):
+            before = set(out)
             _walk_jaxpr(sub, f"{slot}/sub{n}", out)
-    return Numbers(out, tuple(sorted(blocks.items())))
+            if n in bodies:
+                body.update(set(out) - before)
+    return Numbers(out, tuple(sorted(blocks.items())), frozenset(body))
 
 
 # ---- rules ---------------------------------------------------------------------------------
@@ -248,6 +287,21 @@ def _pow2_fits(points: list[tuple[int, int]]) -> bool:
     return _min_fits([(_lowbit(q), v) for q, v in points])
 
 
+def _multiple_fits(points: list[tuple[int, int]]) -> bool:
+    """Some c >= 1 with v == c * floor(q / c) at every (q, v), or v == c * ceil(q / c):
+    q rounded down or up to a multiple of c (a mask bound ``(m // 8) * 8``, a
+    padded length ``pl.cdiv(n, 128) * 128``). c divides every v, and exceeds
+    every q - v (down) or v - q (up)."""
+    g = 0
+    for _q, v in points:
+        g = math.gcd(g, v)
+    # c divides every v; the larger c, the looser the bound on the remainders, so
+    # c = g (the largest divisor of g) fits whenever any c does.
+    down = [q - v for q, v in points]
+    up = [v - q for q, v in points]
+    return g > 0 and ((min(down) >= 0 and max(down) < g) or (min(up) >= 0 and max(up) < g))
+
+
 def _integer_rule(points: list[tuple[dict[str, int], int]]) -> bool:
     """Does one rule give every (quantities, value)?"""
     values = [v for _q, v in points]
@@ -261,7 +315,7 @@ def _integer_rule(points: list[tuple[dict[str, int], int]]) -> bool:
                 return True
         if all(q and v % q == 0 for q, v in qv) and _same([v // q for q, v in qv]):
             return True
-        if _same([v - q for q, v in qv]) or _min_fits(qv) or _pow2_fits(qv):
+        if _same([v - q for q, v in qv]) or _min_fits(qv) or _pow2_fits(qv) or _multiple_fits(qv):
             return True
     return False
 
@@ -307,24 +361,50 @@ def describe(slot: str) -> str:
     return "a number of the kernel"
 
 
+def _quantities(size: Size, n: Numbers) -> dict[str, int]:
+    """What a body's number may derive from at one size: the size's dimensions
+    (and products of two), each operand's block counts, and every integer of the
+    kernels' frame there (a grid length, a block size, a scratch buffer's rows),
+    one of each that takes the same values at every size (the rest say nothing more)."""
+    return {**Size(size.dims, size.dtype, n.blocks).quantities(), **dict(n.frame())}
+
+
+def _distinct(quantities: list[dict[str, int]]) -> list[dict[str, int]]:
+    """The quantities every size has, one of each series of values (fewer to try)."""
+    common = set.intersection(*(set(q) for q in quantities))
+    seen: dict[tuple[int, ...], str] = {}
+    for k in sorted(common, key=lambda k: (len(k), k)):
+        seen.setdefault(tuple(q[k] for q in quantities), k)
+    keep = set(seen.values())
+    return [{k: q[k] for k in keep} for q in quantities]
+
+
 def departures(ungraded: tuple[Size, Numbers], graded: list[tuple[Size, Numbers]]) -> list[Departure]:
-    """The slots of the ungraded program whose value no rule of the graded ones gives."""
+    """The numbers of the ungraded program that no rule of the graded ones gives:
+    every dtype of its kernels, and every integer of their bodies. The integers of
+    a kernel's frame (its grid, blocks, scratch, index maps) are not asked: a check
+    that reads the size reads them there (the VMEM budget, the index-map scan), and
+    a body's integer may derive from them (a tile chosen by the shape)."""
     size_u, numbers_u = ungraded
-    size_u = Size(size_u.dims, size_u.dtype, numbers_u.blocks)
-    graded = [(Size(s.dims, s.dtype, n.blocks), n.slots) for s, n in graded]
-    quantities_u = size_u.quantities()
+    quantities_u = _quantities(size_u, numbers_u)
+    graded = [(s, n.slots, _quantities(s, n)) for s, n in graded]
+    distinct: dict[tuple[int, ...], list[dict[str, int]]] = {}    # by the graded sizes a slot has
     found = []
     for slot, value in sorted(numbers_u.slots.items()):
-        seen = [(s, got[slot]) for s, got in graded if slot in got]
+        where = tuple(i for i, (_s, got, _q) in enumerate(graded) if slot in got)
+        seen = [(graded[i][0], graded[i][1][slot]) for i in where]
         if not seen:
             continue          # at this size only (an unrolled loop's extra copy): nothing to follow
         if isinstance(value, str) or any(isinstance(v, str) for _s, v in seen):
             ok = all(isinstance(v, str) for _s, v in seen) and isinstance(value, str) and \
                 _dtype_rule([*seen, (size_u, value)])
+        elif slot not in numbers_u.body:
+            continue
         else:
-            points = [(s.quantities(), v) for s, v in seen] + [(quantities_u, value)]
-            common = set.intersection(*(set(q) for q, _v in points))
-            ok = _integer_rule([({k: q[k] for k in common}, v) for q, v in points])
+            if where not in distinct:
+                distinct[where] = _distinct([graded[i][2] for i in where] + [quantities_u])
+            values = [v for _s, v in seen] + [value]
+            ok = _integer_rule(list(zip(distinct[where], values)))
         if not ok:
             found.append(Departure(slot, value, describe(slot)))
     said: set[str] = set()

@@ -9,12 +9,21 @@ hands over is a claim about that size only. The rule:
   at ``precision=HIGHEST`` for float32 inputs only, a softmax specialised on N,
   block sizes chosen by the shape) and loses nothing for it;
 - a size no test runs (the production size of the VMEM budget, a speed size of
-  the estimate, a numerics stress input) is vouched for by the graded kernels:
-  its program must be one a graded size built (the same face, ``canonical``)
-  with only the numbers its shape derives changed, by the rules the graded
-  sizes follow (``numbers``). Otherwise the check that reads it gives no
-  figure and says why (``inconsistent-kernel`` for the VMEM budget and the
-  numerics stress inputs; "No estimate" for the speed estimate).
+  the estimate, a numerics stress input) must build a graded kernel: the same
+  face (``canonical``: the same equations, numbers and dtypes aside). Its
+  numbers are its own, checked there by what reads that size, never charged as
+  a departure: the VMEM budget counts that program's blocks, scratch and
+  scoped buffers; the index-map scan there finds a block outside, an output
+  block never written or revisited; a stress run compares that program's
+  output with the reference. Otherwise (another face) the check that reads it
+  gives no figure and says why (``inconsistent-kernel`` for the VMEM budget
+  and the numerics stress inputs; "No estimate" for the speed estimate).
+- what no check at that size reads is held to the graded kernels by the rules
+  they follow (``numbers``): a stress input's dtypes (a precision check of a
+  kernel that computes in another dtype there is no check of the graded one:
+  ``inconsistent-kernel``), and for the speed estimate, which reads how much
+  work the body does, its dtypes and the integers of its body (a departure
+  withholds the estimate, and charges nothing).
 What is said about it never names a secret case, nor which kernel one built.
 """
 from __future__ import annotations
@@ -36,8 +45,11 @@ class Vouch:
     """A size no test runs: whether a graded kernel vouches for its program."""
     label: str                   # the size in words
     matched: bool
-    problem: str = ""            # "another-kernel" (no graded face) or "numbers" (a number follows no rule)
+    problem: str = ""            # "another-kernel" (no graded face) or "other-dtype" (at a stress input)
     reason: str = ""             # why not, in words (no secret value)
+    # Why the speed estimate of this size is no estimate of the graded kernel's work
+    # ("" when it is): a dtype or an integer of the body no graded size's rule gives.
+    estimate: str = ""
 
 
 @dataclass(frozen=True)
@@ -94,25 +106,48 @@ def _size(draw: Draw) -> numbers.Size:
     return numbers.Size(tuple(draw.case.dims), draw.case.dtype)
 
 
-def _vouch(draw: Draw, plan: Plan, docs: dict[int, dict], forms: dict[int, Form],
+class _Numbers(dict):
+    """Each signature's kernel numbers, read once (by signature, on first use)."""
+
+    def __init__(self, docs: dict[int, dict]):
+        super().__init__()
+        self._docs = docs
+
+    def __missing__(self, sig: int) -> numbers.Numbers:
+        self[sig] = numbers.of(self._docs[sig])
+        return self[sig]
+
+
+def _said(off: list[numbers.Departure]) -> str:
+    said = "; ".join(f"{d.where} is {str(d.value).removeprefix('dtype:')}" for d in off[:MAX_SAID])
+    return said + (f" (and {len(off) - MAX_SAID} more)" if len(off) > MAX_SAID else "")
+
+
+def _vouch(draw: Draw, plan: Plan, docs: dict[int, "_Numbers"], forms: dict[int, Form],
            graded: dict[int, Draw]) -> Vouch:
     label = _label(draw, plan)
     face = forms[draw.signature].face
     same = [sig for sig in graded if forms.get(sig) is not None and forms[sig].face == face]
     if not same:
-        return Vouch(label, False, "another-kernel",
-                     f"at {label} the function builds a kernel no graded case built (another kernel "
-                     "body, grid structure or code path)")
-    mine = numbers.of(docs[draw.signature])
-    theirs = [(_size(graded[sig]), numbers.of(docs[sig])) for sig in same]
+        reason = (f"at {label} the function builds a kernel no graded case built (another kernel "
+                  "body, grid structure or code path)")
+        return Vouch(label, False, "another-kernel", reason, estimate=reason)
+    mine = docs[draw.signature]
+    theirs = [(_size(graded[sig]), docs[sig]) for sig in same]
     off = numbers.departures((_size(draw), mine), theirs)
     if not off:
         return Vouch(label, True)
-    said = "; ".join(f"{d.where} is {str(d.value).removeprefix('dtype:')}" for d in off[:MAX_SAID])
-    more = f" (and {len(off) - MAX_SAID} more)" if len(off) > MAX_SAID else ""
-    return Vouch(label, False, "numbers",
-                 f"at {label} the function builds a graded kernel with other numbers than its shape "
-                 f"derives: {said}{more}, where no rule the graded sizes follow gives that")
+    dtypes = [d for d in off if isinstance(d.value, str)]
+    estimate = (f"at {label} the kernel's body has other numbers than the graded kernel's rules give "
+                f"there: {_said(off)}; the estimate counts the work the body does, which no check at that "
+                "size confirms")
+    stress = any(r.draw == draw and r.stress is not None for r in plan.runs)
+    if stress and dtypes:
+        return Vouch(label, False, "other-dtype",
+                     f"at {label} the function builds a graded kernel that computes in other dtypes than "
+                     f"the graded sizes' rules give: {_said(dtypes)}; a precision check of it is no check "
+                     "of the graded kernel", estimate=estimate)
+    return Vouch(label, True, estimate=estimate)
 
 
 def of(plan: Plan, programs: dict[int, Path]) -> Faces:
@@ -125,12 +160,13 @@ def of(plan: Plan, programs: dict[int, Path]) -> Faces:
     for run in plan.correctness():
         graded_draws.setdefault(run.draw.signature, run.draw)
     graded = tuple(dict.fromkeys(forms[s].face for s in graded_draws if s in forms))
+    kernel_numbers = _Numbers(docs)
     vouches = {}
     for draw in plan.draws:
         sig = draw.signature
         if sig in graded_draws or sig in vouches or sig not in forms or not graded:
             continue
-        vouches[sig] = _vouch(draw, plan, docs, forms, graded_draws)
+        vouches[sig] = _vouch(draw, plan, kernel_numbers, forms, graded_draws)
     shown: dict[str, list[str]] = {face: [] for face in graded}
     for run in plan.correctness():
         form = forms.get(run.draw.signature)

@@ -116,7 +116,7 @@ def _judge_case(plan: Plan, probe: Probe, case, outcomes: Mapping[Run, Outcome],
                 ) -> tuple[list[Finding], list[CheckNote], bool]:
     """One check on one case: its findings, its notes, and whether it ran there."""
     r = _results(plan, probe, case, outcomes, references)
-    unvouched = _unvouched(r, faces) if faces is not None else []
+    unvouched = (_unvouched(r, faces) if faces is not None else []) + _refused_ungraded(r)
     if unvouched:
         # A size no test runs that no graded kernel vouches for: what the check
         # read there gives no figure; what it found at graded sizes stands.
@@ -206,6 +206,28 @@ def _unvouched(r: ProbeResults, faces: Faces) -> list[Finding]:
         found.append(r.finding("inconsistent-kernel", vouch.reason + ": this check gives no figure there",
                                variant=variant, **faces.evidence(sig)))
     return found
+
+
+def _refused_ungraded(r: ProbeResults) -> list[Finding]:
+    """A check that reads a size no test runs (the production size, a stress input)
+    whose program the grader refused to rebuild (a forged document, a construct it
+    does not support): no figure there, and the check earns nothing. Else a program
+    refused at the one size the check reads would hide what it reads there (a grid
+    that misses output blocks, blocks that overflow VMEM) while the graded sizes'
+    figures stood. (A graded size's refusal is charged by its own tests.)"""
+    for variant, run in r.runs.items():
+        o = r.outcomes.get(variant)
+        if (run.draw.abstract or run.stress is not None) and o is not None and o.status == "error" \
+                and o.error_type == REFUSED:
+            # (What it refused is not quoted: at a stress input of a secret probe case the
+            # words would be the tracer's choice. The function's own line says it locally.)
+            dims = ", ".join(f"{k}={v}" for k, v in run.draw.case.dims)
+            return [r.finding("submission-error", f"at a size no test runs ({dims}, {run.draw.case.dtype}) the "
+                              "grader cannot rebuild the traced program (a construct it does not support, or "
+                              "a document it does not accept): this check gives no figure there",
+                              problem="unsupported", variant=variant,
+                              detail=f"It refused the program the function builds at {dims}")]
+    return []
 
 
 def _uncovered_where_graded(plan: Plan, outcomes: Mapping[Run, Outcome]) -> bool:

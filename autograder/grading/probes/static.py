@@ -136,6 +136,26 @@ def uncovered(scan: IndexMaps | None) -> tuple[str, str] | None:
     return None
 
 
+def unread_inputs(scan: IndexMaps | None, graded: list[IndexMaps]) -> str:
+    """The inputs whose blocks the grid at one size never reads all of, where every
+    graded scan reads each of that input's blocks ("" when none): the graded kernel
+    reads its inputs in full, so at that size it would do less work than graded.
+    (A kernel that reads some inputs in part at a graded size, a lookup by
+    scalar-prefetched positions, is held to nothing here.)"""
+    def full(s: IndexMaps, ci: int, name: str) -> bool:
+        calls = s.calls
+        ops = [op for op in calls[ci].operands if op.operand == name] if ci < len(calls) else []
+        return bool(ops) and ops[0].unread_count == 0
+    said = []
+    for ci, call in enumerate(scan.calls if scan is not None and graded else ()):
+        where = f" (pallas_call {ci + 1})" if len(scan.calls) > 1 else ""
+        for op in call.operands:
+            if op.is_output or not op.unread_count or not all(full(g, ci, op.operand) for g in graded):
+                continue
+            said.append(f"{op.unread_count} blocks of {op.operand}{where}")
+    return "; ".join(said)
+
+
 def judge_vmem(r: ProbeResults) -> list[Finding]:
     prod = r.assignment.production
     if prod is None:

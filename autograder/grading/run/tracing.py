@@ -21,7 +21,7 @@ from ...isolation.channel import open_plain
 from ...isolation.outcome import Outcome
 from ...isolation.sandbox import ChildSpec, Discard, Reply, Supervisor, Tail
 from ...pallas_surface.program import schema
-from ..identity import canonical
+from ..identity import readers
 from .plan import Draw, Plan
 
 MAX_HUNG = 2       # traces that hung, none finished, before the rest is not tried
@@ -49,17 +49,12 @@ def _read_program(name: object, folder: Path) -> dict | str:
 
 
 def _analysable(doc: dict) -> dict | str:
-    """The parent's own analysis of a checked document (its canonical form: the
-    faces, the fingerprint), tried here once: the grammar check makes it total,
-    and should it still fail, the program is refused. A student's document can
-    cost the student, never the grader."""
-    try:
-        canonical.of(doc)
-    except MemoryError:
-        raise
-    except Exception as e:  # noqa: BLE001 - any failure to read a student's document is the student's
-        return f"the grader could not analyse the traced program ({type(e).__name__})"
-    return doc
+    """The parent's own reading of a checked document (``identity.readers``: its
+    canonical form, numbers, sources and likeness), tried here once: should any
+    fail, the program is refused. A student's document can cost the student,
+    never the grader."""
+    why = readers.refusal(doc)
+    return doc if why is None else why
 
 
 def _outcome(reply: Reply, folder: Path, programs: Path, signature: int) -> Trace:

@@ -61,6 +61,39 @@ def call_sites(traced: Traced, args: Sequence[Any] | None = None) -> list[CallSi
     return sites
 
 
+def mismatched_operand(eqn: Any) -> str:
+    """How a pallas_call's grid mapping misdescribes its operands ("" when it does
+    not). Nothing runs a mapping's ``array_aval`` (an operand's shape), so a forged
+    program document could say anything there, and the static analyses read it:
+    an index-map scan over a smaller array, a block counted once as "the whole
+    array". In an honest program each mapping's ``array_aval`` is its operand's
+    aval, and a block in HBM (``pl.ANY``, manual DMA) spans its whole array."""
+    gm = eqn.params["grid_mapping"]
+    first = int(getattr(gm, "num_dynamic_grid_bounds", 0)) + int(gm.num_index_operands)
+    operands = [v.aval for v in eqn.invars[first:]] + [v.aval for v in eqn.outvars]
+    mappings = list(gm.block_mappings)
+    if len(mappings) != len(operands):
+        return f"{len(mappings)} block mappings for {len(operands)} operands"
+    for k, (bm, aval) in enumerate(zip(mappings, operands)):
+        array = getattr(bm, "array_aval", None)
+        if getattr(array, "shape", None) != getattr(aval, "shape", ()) or getattr(array, "dtype", None) != aval.dtype:
+            return f"block mapping {k} describes an array of {getattr(array, 'shape', array)}, its operand is {aval}"
+        block = getattr(bm, "block_aval", None)
+        space = _memory_space(block)
+        if ("any" in space or "hbm" in space) and getattr(block, "shape", None) != array.shape:
+            return f"block mapping {k} keeps a block of {getattr(block, 'shape', block)} in HBM"
+    return ""
+
+
+def described_operands(traced: Traced) -> str:
+    """The first pallas_call whose grid mapping misdescribes its operands, in words ("" when none)."""
+    for site in call_sites(traced):
+        wrong = mismatched_operand(site.eqn)
+        if wrong:
+            return f"a pallas_call's grid mapping does not describe its operands: {wrong}"
+    return ""
+
+
 def grid_steps(traced: Traced) -> int:
     """Grid points over every pallas_call (a call in a loop body counts once)."""
     return sum(int(np.prod([int(g) for g in site.eqn.params["grid_mapping"].grid], dtype=np.int64))

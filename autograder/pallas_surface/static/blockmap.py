@@ -72,21 +72,29 @@ def analyse(op: Operand, grid: tuple[int, ...], parallel_axes: tuple[int, ...]) 
     facts["partial_count"] = len(first_partial)
     if op.is_output:
         facts.update(_output_facts(op, idx, keys, points, oob, grid, parallel_axes))
+    else:
+        # An input block no grid point reads (a reduction cut short at some size).
+        facts["unread_count"] = _unvisited(op, idx, oob)[0]
     return facts
+
+
+def _unvisited(op: Operand, idx: np.ndarray, oob: np.ndarray) -> tuple[int, list, tuple[int, ...]]:
+    """How many of the array's blocks no grid point visits, the first of them, and
+    the array's blocks per dimension."""
+    nblocks = tuple(int(-(-s // b)) for s, b in zip(op.array_shape, op.block_shape))
+    if not nblocks:
+        return 0, [], nblocks
+    visited = np.zeros(int(np.prod(nblocks)), dtype=bool)
+    if (~oob).any():
+        visited[np.ravel_multi_index(idx[~oob].T, nblocks)] = True
+    missing = np.nonzero(~visited)[0]
+    first = [list(map(int, b)) for b in zip(*np.unravel_index(missing[:MAX_BLOCKS], nblocks))]
+    return int(len(missing)), first, nblocks
 
 
 def _output_facts(op: Operand, idx: np.ndarray, keys: np.ndarray, points: np.ndarray, oob: np.ndarray,
                   grid: tuple[int, ...], parallel_axes: tuple[int, ...]) -> dict:
-    nblocks = tuple(int(-(-s // b)) for s, b in zip(op.array_shape, op.block_shape))
-    missing: list = []
-    count = 0
-    if nblocks:
-        written = np.zeros(int(np.prod(nblocks)), dtype=bool)
-        if (~oob).any():
-            written[np.ravel_multi_index(idx[~oob].T, nblocks)] = True
-        unwritten = np.nonzero(~written)[0]
-        count = int(len(unwritten))
-        missing = [list(map(int, b)) for b in zip(*np.unravel_index(unwritten[:MAX_BLOCKS], nblocks))]
+    count, missing, nblocks = _unvisited(op, idx, oob)
     found, shared = _parallel_shared(idx, keys, points, parallel_axes)
     return {"unwritten_blocks": missing, "unwritten_count": count, "block_grid": list(nblocks),
             "revisits": _revisits(idx, keys, points), "revisited_blocks": _revisited_blocks(idx, keys),

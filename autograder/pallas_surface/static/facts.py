@@ -77,6 +77,7 @@ class OperandMap:
     partial_blocks: tuple[PartialBlock, ...]
     partial_count: int
     outside_blocks: tuple[OutsideBlock, ...] = ()   # every distinct one (capped)
+    unread_count: int = 0                           # inputs only: blocks no grid point reads
     # Outputs only (empty for inputs):
     unwritten_blocks: tuple[Point, ...] = ()
     unwritten_count: int = 0

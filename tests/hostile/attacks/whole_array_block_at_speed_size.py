@@ -2,9 +2,10 @@
 maps and the grid's rank are the graded ones, only the numbers change. At every
 graded size the blocks are (8, 128); at 4096 x 4096 (the speed size, and the
 production size of the VMEM budget) one block is the whole array, so the
-estimate would say many times the solution's speed. With numbers set aside the
-faces match; the block's rows follow no rule of the graded sizes' (8 at every
-graded size), so neither the estimate nor the VMEM budget counts there."""
+estimate would say many times the solution's speed. A size's numbers are free
+and checked there: the VMEM budget at that size counts its own blocks (192 MiB
+of a 16 MiB chip), charged as the overflow it is, and the estimate is withheld
+for the same reason."""
 import jax
 from jax.experimental import pallas as pl
 

@@ -1,0 +1,78 @@
+"""One bug, one finding across cases (pure logic, no JAX): a finite numerics
+label is the logic error the same kernel shows far off on another case of the
+same dtype (``grading.judge.causes``)."""
+from autograder import spec
+from autograder.findings import Finding
+from autograder.grading.identity.canonical import Form
+from autograder.grading.judge import causes, scoring
+from autograder.grading.judge.faces import Faces
+from autograder.grading.probes import PLANNERS
+from autograder.grading.run import plan as planning
+
+
+def _plan(slug):
+    a = spec.find(slug)
+    return planning.build(a, a.cases, a.rungs, 7, planners=PLANNERS)
+
+
+def _faces(plan, face_of=lambda case: "k"):
+    forms = {}
+    for run in plan.correctness():
+        forms[run.draw.signature] = Form("f", face_of(run.case), 1, frozenset())
+    return Faces(forms, tuple(sorted({f.face for f in forms.values()})))
+
+
+def _compare(fid, case, rung="generic", **more):
+    facts = dict(mismatches=22, total=4736, max_abs_error=0.026, relative_to_output=0.026, nonfinite=0,
+                 finite_relative_to_output=0.026)
+    facts.update(more)
+    return Finding.make(fid, rung, f"{fid} on {case}", case=case, **facts)
+
+
+def test_a_small_error_beside_a_far_one_of_the_same_kernel_is_the_logic_error():
+    plan = _plan("softmax")
+    wrong = [_compare("wrong-result", "rows-20x256", relative_to_output=0.9),
+             _compare("wrong-result", "hidden-tall", relative_to_output=0.8)]
+    small = [_compare("numerics", "logits100-37x128"), _compare("numerics", "hidden-logits1000", "tpu-interpret")]
+    out = causes.one_cause(plan, wrong + small, _faces(plan))
+    assert [f.id for f in out] == ["wrong-result"] * 4
+    said = out[2]
+    assert said.facts()["one_cause"] and said.facts()["far_case"] == "rows-20x256"
+    assert "wrong far beyond rounding on case rows-20x256" in said.message
+    # Scored, one problem: every failing test carries the one ID.
+    tests = scoring.score(plan, out)
+    assert {t.finding.id for t in tests if t.finding is not None} == {"wrong-result"}
+
+
+def test_a_secret_case_is_never_named_as_the_far_one():
+    plan = _plan("softmax")
+    out = causes.one_cause(plan, [_compare("wrong-result", "hidden-tall", relative_to_output=0.8),
+                                  _compare("numerics", "rows-20x256")], _faces(plan))
+    assert out[1].id == "wrong-result" and "another case" in out[1].message
+    assert "hidden" not in out[1].message and out[1].facts()["far_case"] is None
+
+
+def test_what_stays_numerics():
+    plan = _plan("matmul")
+    far = _compare("wrong-result", "f32-256x384x256", relative_to_output=0.5)
+    # Another dtype: a bfloat16 accumulator is a bug of its own.
+    other_dtype = _compare("numerics", "bf16-256x384x256")
+    assert causes.one_cause(plan, [far, other_dtype], _faces(plan))[1].id == "numerics"
+    # NaN or Inf (an overflow), or an overflow said by diagnosis.overflows.
+    plan = _plan("softmax")
+    far = _compare("wrong-result", "rows-20x256", relative_to_output=0.5)
+    for odd in (_compare("numerics", "hidden-logits1000", nonfinite=3),
+                _compare("numerics", "hidden-logits1000").with_facts(overflow=True)):
+        assert causes.one_cause(plan, [far, odd], _faces(plan))[1].id == "numerics"
+    # Another kernel computed that case (a function may specialise by shape).
+    split = _faces(plan, lambda case: "wide" if case.name == "logits100-37x128" else "k")
+    assert causes.one_cause(plan, [far, _compare("numerics", "logits100-37x128")], split)[1].id == "numerics"
+    # Nowhere far off: a precision problem on every case it shows.
+    alone = [_compare("numerics", "logits100-37x128"), _compare("numerics", "hidden-wide")]
+    assert [f.id for f in causes.one_cause(plan, alone, _faces(plan))] == ["numerics", "numerics"]
+    # A probe's finding, or a far-off case whose wrong output is padding the kernel read, explains nothing.
+    probe = Finding.make("wrong-result", "generic", "stress", case="rows-20x256", check="numerics",
+                         relative_to_output=0.9)
+    padding = far.with_facts(padding_read=True)
+    for other in (probe, padding):
+        assert causes.one_cause(plan, [other, _compare("numerics", "hidden-wide")], _faces(plan))[1].id == "numerics"
