@@ -23,9 +23,9 @@ def load_assignment(slug_or_folder: str):
     """An assignment by slug (bundled) or by folder path."""
     from pathlib import Path
 
-    from . import spec
+    from .grading import assignments
     p = Path(slug_or_folder)
-    return spec.load(p) if (p / "spec.toml").is_file() else spec.find(slug_or_folder)
+    return assignments.load(p) if (p / "spec.toml").is_file() else assignments.find(slug_or_folder)
 
 
 def grade_submission(assignment, submission, cases: tuple[str, ...] = (), rungs: tuple[str, ...] = (),

@@ -3,6 +3,7 @@ import shutil
 from pathlib import Path
 
 from autograder import spec
+from autograder.grading import assignments
 from autograder.grading.probes import PLANNERS
 from autograder.grading.run import calibration, plan as planning
 from autograder.grading.run.calibration import MARGIN, MIN_RUN_S, Measured, Timing
@@ -14,7 +15,7 @@ REPO = Path(__file__).resolve().parent.parent
 def _assignment(tmp_path, slug="add"):
     folder = tmp_path / slug
     shutil.copytree(REPO / "assignments" / slug, folder, ignore=shutil.ignore_patterns("calibration-*.json"))
-    return spec.load(folder)
+    return assignments.load(folder)
 
 
 def test_limits_come_from_the_measured_time_within_floor_and_ceiling(tmp_path):
@@ -80,5 +81,5 @@ def test_runs_are_named_stably_across_gradings(tmp_path):
 
 def test_bundled_calibrations_match_their_specs():
     for slug in spec.available():
-        a = spec.find(slug)
+        a = assignments.find(slug)
         assert calibration.load(a) is not None, f"run: pallas-autograder calibrate {slug}"

@@ -685,10 +685,10 @@ def _solution(slug):
     import importlib.util
     from pathlib import Path
 
-    from autograder import spec
+    from autograder.grading import assignments
     from autograder.grading.run import inputs
     repo = Path(__file__).resolve().parent.parent
-    a = spec.find(slug)
+    a = assignments.find(slug)
     s = importlib.util.spec_from_file_location(f"sol_{slug}", repo / "solutions" / f"{slug}.py")
     m = importlib.util.module_from_spec(s)
     s.loader.exec_module(m)

@@ -105,9 +105,9 @@ def test_every_other_table_that_names_finding_ids_names_catalogue_ids():
     import tomllib
     from pathlib import Path
 
+    from autograder.grading.probes import TERMS
     from autograder.pallas_surface import release
-    from autograder.spec import PROBES
-    for terms in PROBES.values():
+    for terms in TERMS.values():
         assert terms.ids and set(terms.ids) <= set(CATALOGUE), terms.name
     assert {fid for _type, _pattern, fid, _words in release.ERROR_RULES} <= set(CATALOGUE)
     # Why a charged bug ran right on a one-core chip (docs/chip-outcomes.md's column).
@@ -122,9 +122,9 @@ def test_every_other_table_that_names_finding_ids_names_catalogue_ids():
 
 
 def test_a_corpus_expectation_that_names_no_finding_id_is_a_failed_row_that_says_so(tmp_path):
-    from autograder import spec
+    from autograder.grading import assignments
     from autograder.instructor import check
-    a = spec.find("add")
+    a = assignments.find("add")
     corpus = tmp_path / "corpus"
     corpus.mkdir()
     (corpus / "expectations.toml").write_text('[files]\n"x.py" = "out-of-bound"\n')

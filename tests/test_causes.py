@@ -1,8 +1,8 @@
 """One bug, one finding across cases (pure logic, no JAX): a finite numerics
 label is the logic error the same kernel shows far off on another case of the
 same dtype (``grading.judge.causes``)."""
-from autograder import spec
 from autograder.findings import Finding
+from autograder.grading import assignments
 from autograder.grading.identity.canonical import Form
 from autograder.grading.judge import causes, scoring
 from autograder.grading.judge.faces import Faces
@@ -11,7 +11,7 @@ from autograder.grading.run import plan as planning
 
 
 def _plan(slug):
-    a = spec.find(slug)
+    a = assignments.find(slug)
     return planning.build(a, a.cases, a.rungs, 7, planners=PLANNERS)
 
 

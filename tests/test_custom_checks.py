@@ -13,6 +13,7 @@ from gradescope_utils.autograder_utils.json_test_runner import JSONTestRunner
 from autograder import spec
 from autograder.children import check_suite
 from autograder.feedback.results_format import validate
+from autograder.grading import assignments
 from autograder.grading.run import custom_checks
 
 SUITE = '''
@@ -171,7 +172,7 @@ def test_a_checks_table_must_name_a_file_in_the_assignment_folder(tmp_path):
     with open(folder / "spec.toml", "a") as f:
         f.write('\n[checks]\nfile = "../checks.py"\n')
     with pytest.raises(spec.SpecError, match=r"key 'checks.file': must name a \.py file"):
-        spec.load(folder)
+        assignments.load(folder)
 
 
 # --- real gradings (jax) --------------------------------------------------------------------

@@ -4,14 +4,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from autograder import spec
+from autograder.grading import assignments
 from autograder.grading.judge import diagnosis
 from autograder.grading.probes import PLANNERS
 from autograder.grading.run import plan as planning
 from autograder.grading.run.submission import Located
 from autograder.isolation.outcome import LoadError, Outcome
 
-A = spec.find("matmul")
+A = assignments.find("matmul")
 PLAN = planning.build(A, A.cases, A.rungs, 7)
 RUN = PLAN.test_run(A.cases[0].name, "tpu-interpret")
 LOC = Located(Path("/w/matmul.py"), Path("/w"), "matmul.py")
@@ -128,7 +128,7 @@ def test_the_untouched_starter_is_one_finding_for_the_whole_submission():
 
 # -- memory never written, judged on the failing test's own case (grading.unwritten) --
 
-ADD = spec.find("add")
+ADD = assignments.find("add")
 ADD_PLAN = planning.build(ADD, ADD.cases, ADD.rungs, 7, planners=PLANNERS)
 
 
@@ -331,7 +331,7 @@ def test_the_poisoning_checks_fills_on_an_input_padding_case_are_that_padding():
 
 # --- overflow: NaN or Inf that only larger inputs bring is numerics ----------------------
 
-FA = spec.find("flash_attention")
+FA = assignments.find("flash_attention")
 FA_PLAN = planning.build(FA, FA.cases, FA.rungs, 7)
 
 

@@ -26,7 +26,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from autograder import spec
+from autograder.grading import assignments
 from autograder.grading.identity import numbers, readers, sources
 from autograder.grading.judge import faces
 from autograder.grading.probes import PLANNERS
@@ -151,8 +151,8 @@ def _arrived(doc: dict) -> dict | None:
     return None if isinstance(read, str) else read
 
 
-PLANS = {slug: planning.build(spec.find(slug), spec.find(slug).cases, spec.find(slug).rungs, 3, planners=PLANNERS)
-         for slug in sorted({n.split("-")[0] for n in NAMES})}
+PLANS = {slug: planning.build(a, a.cases, a.rungs, 3, planners=PLANNERS)
+         for slug, a in ((s, assignments.find(s)) for s in sorted({n.split("-")[0] for n in NAMES}))}
 
 
 def _graded(plan) -> list[int]:

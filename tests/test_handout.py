@@ -6,7 +6,7 @@ import re
 import pytest
 from conftest import REPO, run_cli, tags
 
-from autograder import spec
+from autograder.grading import assignments
 from autograder.instructor import notebook, starter
 
 pytestmark = [pytest.mark.jax, pytest.mark.grading]
@@ -14,7 +14,7 @@ pytestmark = [pytest.mark.jax, pytest.mark.grading]
 
 def _secrets(slug):
     """Grepped independently of the grader's own leak check."""
-    a = spec.find(slug)
+    a = assignments.find(slug)
     solution = (REPO / "solutions" / f"{slug}.py").read_text()
     shown = starter.starter_for(REPO / "solutions" / f"{slug}.py")
     lines = [ln for ln in starter.solution_lines(solution) if len(ln) >= 12 and ln not in shown]

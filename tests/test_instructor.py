@@ -10,6 +10,7 @@ import pytest
 from conftest import REPO, run_cli, trimmed_add
 
 from autograder import spec
+from autograder.grading import assignments
 from autograder.instructor import reference_page, scaffold
 
 
@@ -20,7 +21,7 @@ def test_new_scaffolds_an_assignment_that_loads_and_never_overwrites(tmp_path):
     for name in ("spec.toml", "reference.py", "README.md", "corpus/expectations.toml"):
         assert (root / "relu" / name).is_file(), name
     assert (tmp_path / "solutions" / "relu.py").is_file()
-    a = spec.load(root / "relu")
+    a = assignments.load(root / "relu")
     assert a.entry_function == "relu" and [c.name for c in a.cases if not c.visible] == ["hidden-wide"]
     again = run_cli("new", "relu", "--assignments", str(root))
     assert again.returncode == 1 and "already exists: new never overwrites" in again.stderr
@@ -33,9 +34,9 @@ def test_new_scaffolds_an_assignment_that_loads_and_never_overwrites(tmp_path):
 def test_new_like_an_existing_assignment_takes_its_spec(tmp_path):
     root = tmp_path / "assignments"
     made = scaffold.new("mm", root, like="matmul")
-    a = spec.load(root / "mm")
+    a = assignments.load(root / "mm")
     assert (root / "mm" / "spec.toml") in made and a.entry_file == "mm.py" and a.reference == "reference.py:mm"
-    assert [c.name for c in a.cases] == [c.name for c in spec.find("matmul").cases]
+    assert [c.name for c in a.cases] == [c.name for c in assignments.find("matmul").cases]
     with pytest.raises(scaffold.ScaffoldError, match="--like: no assignment 'nope'"):
         scaffold.new("zz", root, like="nope")
     assert not (root / "zz").exists() and not (tmp_path / "solutions" / "zz.py").exists()
@@ -47,7 +48,7 @@ def test_an_unknown_key_names_the_closest_known_one(tmp_path):
     text = (folder / "spec.toml").read_text().replace("entry_function =", "entry_functon =")
     (folder / "spec.toml").write_text(text)
     with pytest.raises(spec.SpecError, match="did you mean 'entry_function'"):
-        spec.load(folder)
+        assignments.load(folder)
 
 
 def test_the_spec_reference_page_is_the_readers_own_account():
@@ -76,7 +77,7 @@ def test_check_quick_and_build_refuse_a_reference_that_does_not_resolve(tmp_path
 @pytest.mark.parametrize("slug", ["add", "matmul", "softmax", "dma_scale", "flash_attention"])
 def test_every_bundled_assignment_passes_the_quick_check_and_builds(slug, tmp_path):
     quick = run_cli("check", slug, "--quick")
-    rows = 5 if spec.find(slug).checks is not None else 4      # flash_attention has custom checks
+    rows = 5 if assignments.find(slug).checks is not None else 4      # flash_attention has custom checks
     assert quick.returncode == 0 and f"{rows} of {rows} hold" in quick.stdout, quick.stdout + quick.stderr
     zip_path = tmp_path / f"{slug}.zip"
     build = run_cli("build", slug, "-o", str(zip_path), "--no-self-test")
@@ -87,7 +88,7 @@ def test_every_bundled_assignment_passes_the_quick_check_and_builds(slug, tmp_pa
     # Every bundled assignment keeps its corpus in its own folder, as an instructor's does; build leaves it out.
     assert (REPO / "assignments" / slug / "corpus" / "expectations.toml").is_file()
     assert not any("/corpus/" in n for n in names), "the corpus is the instructor's, not the grader's"
-    if spec.find(slug).checks is not None:
+    if assignments.find(slug).checks is not None:
         assert f"assignments/{slug}/checks.py" in names     # the custom checks run on Gradescope
 
 
@@ -126,7 +127,7 @@ def test_handout_of_a_new_assignment_is_written_and_still_refuses_a_secret_seed(
 
     from autograder.instructor import handout
     scaffold.new("relu", tmp_path / "assignments")
-    a = spec.load(tmp_path / "assignments" / "relu")
+    a = assignments.load(tmp_path / "assignments" / "relu")
     assert "3" in handout.secrets_of(a)["secret seed or value"]
     files = handout.write(a, tmp_path / "handout")
     notebook = tmp_path / "handout" / "relu.ipynb"
@@ -143,7 +144,7 @@ def test_check_finds_input_data_that_repeats_a_block():
     from dataclasses import replace
 
     from autograder.instructor import check
-    a = spec.find("add")
+    a = assignments.find("add")
     from autograder.pallas_surface.static.facts import decode
     op = {"array_shape": [16, 256], "block_shape": [8, 128], "grid": [2, 2], "out_of_bounds": [],
           "out_of_bounds_count": 0, "partial_blocks": [], "partial_count": 0}
@@ -170,7 +171,7 @@ def test_check_measures_the_grading_in_gradescopes_default_container(tmp_path):
                          'seed = 101\npoints = 2\n')
     (tmp_path / "solutions").mkdir(exist_ok=True)
     shutil.copy(REPO / "solutions" / "add.py", tmp_path / "solutions" / "add.py")
-    row = check._container_row(spec.load(folder))
+    row = check._container_row(assignments.load(folder))
     assert row.ok and row.detail.startswith("measured: ") and "at 0.5 CPU, peak" in row.detail, row
     assert "of 768 MB; budget 540 s" in row.detail and row.seconds > 0
 
@@ -194,7 +195,7 @@ def test_check_refuses_a_solution_that_loses_a_point_on_some_run_keys(tmp_path):
             "o_ref[...] = x_ref[...] + y_ref[...]",
             "o_ref[...] = jnp.where(x_ref[...] > 4.4, 0.0, x_ref[...] + y_ref[...])").replace(
             "import jax\n", "import jax\nimport jax.numpy as jnp\n", 1))
-    a = spec.find("add", root)
+    a = assignments.find("add", root)
     keys = list(range(1, 7))
     s = sweep.sweep(a, a.solution, keys)
     assert [r.run_key for r in s.results] == keys and not s.problem
@@ -218,11 +219,11 @@ def test_check_refuses_a_speed_size_the_solutions_vmem_does_not_fit(tmp_path):
     shutil.copy(REPO / "solutions" / "dma_scale.py", tmp_path / "solutions" / "dma_scale.py")
     text = (folder / "spec.toml").read_text()
     assert 'dims = { M = 1024, N = 1024 }' in text
-    a = spec.load(folder)
+    a = assignments.load(folder)
     _row, _s, report = check._clean_row(a)
     assert check._fits_row(a, report).ok
     (folder / "spec.toml").write_text(text.replace('dims = { M = 1024, N = 1024 }', 'dims = { M = 4096, N = 4096 }'))
-    a = spec.load(folder)
+    a = assignments.load(folder)
     _row, _s, report = check._clean_row(a)
     row = check._fits_row(a, report)
     assert not row.ok and "spec.toml: [[speed.sizes]] 'speed-1024x1024'" in row.detail

@@ -3,8 +3,7 @@ entry point that turns a plan's outcomes into probe findings."""
 import numpy as np
 import pytest
 
-from autograder import spec
-from autograder.grading import probes
+from autograder.grading import assignments, probes
 from autograder.grading.probes import PLANNERS
 from autograder.grading.run import plan as planning
 from autograder.isolation.outcome import Outcome
@@ -18,7 +17,7 @@ class Grading:
 
     def __init__(self, slug, **assignment):
         from dataclasses import replace
-        a = replace(spec.find(slug), **assignment)
+        a = replace(assignments.find(slug), **assignment)
         self.plan = planning.build(a, a.cases, a.rungs, 7, planners=PLANNERS)
         self.case = a.probe_cases[0]
         self.refs = {}
@@ -339,7 +338,7 @@ def test_a_scan_claim_no_run_confirms_is_a_note_and_one_a_run_confirms_is_charge
     # test, or a race found on the case, confirms it. Out of bounds is charged regardless.
     from autograder.findings import Finding
     from autograder.grading.judge import unconfirmed
-    a = spec.find("softmax")
+    a = assignments.find("softmax")
     plan = planning.build(a, a.cases, a.rungs, 7, planners=PLANNERS)
     secret = next(c.name for c in a.cases if not c.visible)
     visible = a.cases[0].name
@@ -372,7 +371,7 @@ def test_two_cores_writing_one_output_block_in_a_right_run_is_a_note_unless_a_ru
     # whose writes do not agree (or a DMA's) is charged whatever else the case shows.
     from autograder.findings import Finding
     from autograder.grading.judge import unconfirmed
-    a = spec.find("softmax")
+    a = assignments.find("softmax")
     plan = planning.build(a, a.cases, a.rungs, 7, planners=PLANNERS)
     secret = next(c.name for c in a.cases if not c.visible)
 

@@ -273,11 +273,11 @@ def _trace(path: Path, slug: str = "matmul") -> dict:
     ``schema.loads``)."""
     import jax.numpy as jnp
 
-    from autograder import spec
+    from autograder.grading import assignments
     from autograder.grading.run import inputs
     from autograder.pallas_surface.program import schema, serial
     from autograder.pallas_surface.rungs import rung
-    a = spec.find(slug)
+    a = assignments.find(slug)
     module_spec = importlib.util.spec_from_file_location(f"lookalike_{path.stem}", path)
     module = importlib.util.module_from_spec(module_spec)
     module_spec.loader.exec_module(module)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from autograder import spec
+from autograder.grading import assignments
 from autograder.grading.identity import canonical, numbers
 from autograder.grading.run import plan as planning
 
@@ -70,7 +70,7 @@ def _verdicts(slug, path):
     ``path``'s program there from its graded kernels (None: no graded face)."""
     from autograder.pallas_surface.rungs import hooks
     hooks.install()
-    a = spec.find(slug)
+    a = assignments.find(slug)
     module_spec = importlib.util.spec_from_file_location(f"numbers_{path.stem}", path)
     module = importlib.util.module_from_spec(module_spec)
     module_spec.loader.exec_module(module)

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from autograder import spec
+from autograder.grading import assignments
 from autograder.grading.probes import PLANNERS
 from autograder.grading.run import plan as planning
 
@@ -14,7 +15,7 @@ REPO = Path(__file__).resolve().parent.parent
 
 
 def _plan(slug="matmul", **kw):
-    a = spec.find(slug)
+    a = assignments.find(slug)
     return planning.build(a, a.cases, a.rungs, 7, **{"planners": PLANNERS, **kw})
 
 
@@ -96,7 +97,7 @@ def test_every_static_check_runs_on_every_graded_signature_and_vmem_at_the_produ
 
 
 def test_every_check_runs_on_every_graded_case_visible_and_secret_whatever_the_run_key():
-    a = spec.find("add")
+    a = assignments.find("add")
     for key in range(6):
         plan = planning.build(a, a.cases, a.rungs, key, planners=PLANNERS)
         for probe in ("index-maps", "compile", "structure", "poisoning", "grid-order", "races"):
@@ -110,7 +111,7 @@ def test_every_check_runs_on_every_graded_case_visible_and_secret_whatever_the_r
         assert set(plan.probe_runs("grid-order", first)) == {"seed-1", "seed-1-2cores", "seed-2", "seed-2-2cores"}
         assert all(set(plan.probe_runs("grid-order", c.name)) == {"seed-1-2cores"} for c in a.cases if c.name != first)
     # The numerics stress inputs are inputs of their own, built on one case.
-    m = spec.find("matmul")
+    m = assignments.find("matmul")
     plan = planning.build(m, m.cases, m.rungs, 1, planners=PLANNERS)
     assert [c.name for c in plan.probe_cases("numerics")] == list(m.probe_cases[:1])
 
@@ -175,7 +176,7 @@ def test_any_case_name_works(tmp_path, name):
     text = (folder / "spec.toml").read_text().replace('name = "odd-rows"', f'name = "{name}"')
     text = text.replace('probe_cases = ["odd-rows"]', f'probe_cases = ["{name}"]')
     (folder / "spec.toml").write_text(text)
-    a = spec.load(folder)
+    a = assignments.load(folder)
     plan = planning.build(a, a.cases, a.rungs, 3, planners=PLANNERS)
     assert plan.test_run(name, "generic").case.name == name
     assert a.case(name) in plan.probe_cases("poisoning")
@@ -193,9 +194,11 @@ def test_the_speed_estimate_runs_statically_on_the_production_draw_of_the_vmem_p
     assert quick.speed_runs() == ()
 
 
-def test_the_probe_registry_and_the_spec_vocabulary_name_the_same_probes():
-    from autograder.grading.probes import REGISTRY
-    from autograder.spec import PROBES
-    assert list(REGISTRY) == list(PROBES) == list(PLANNERS)
-    for name, probe in REGISTRY.items():
-        assert probe.terms is PROBES[name], name
+def test_the_spec_reader_is_handed_the_registrys_terms_and_names_no_probe_itself():
+    from autograder.grading.probes import REGISTRY, TERMS
+    assert list(REGISTRY) == list(TERMS) == list(PLANNERS)
+    a = assignments.find("matmul")
+    assert a.probes and all(r.terms is REGISTRY[r.name].terms for r in a.probes)
+    # The spec layer's reader knows no probe of its own: handed none, it refuses every one.
+    with pytest.raises(spec.SpecError, match=r"must be a known probe \(\[\]\)"):
+        spec.read(spec.locate("matmul"), {})

@@ -3,9 +3,9 @@ note and what a run of it that hangs or raises exposes; the registry, the spec's
 vocabulary and the handout's glossary read them from there. No JAX."""
 import pytest
 
-from autograder import spec
 from autograder.feedback import glossary
 from autograder.findings import CATALOGUE
+from autograder.grading import assignments
 from autograder.grading.probes import REGISTRY, Exposes, Probe
 
 
@@ -32,7 +32,7 @@ def test_what_a_hang_exposes_is_the_variants_own_entry_else_the_probes():
 
 @pytest.mark.parametrize("slug", ["add", "matmul", "softmax", "dma_scale", "flash_attention"])
 def test_every_variant_a_probe_names_is_one_it_plans(slug):
-    a = spec.find(slug)
+    a = assignments.find(slug)
     for rubric in a.probes:
         probe = REGISTRY[rubric.name]
         planned = {v.name for case in a.cases for v in probe.plan(a, case, rubric, 1)}
@@ -49,7 +49,7 @@ def test_a_probe_is_validated_when_it_is_made():
 
 
 def test_the_glossary_gives_each_enabled_probe_its_modules_note():
-    a = spec.find("matmul")
+    a = assignments.find("matmul")
     text = " ".join(glossary.text(a).split())
     for i, rubric in enumerate(a.probes, 1):
         probe = REGISTRY[rubric.name]

@@ -5,7 +5,7 @@ import json
 import pytest
 from conftest import REPO, corpus, probe_tags, tags
 
-from autograder import spec
+from autograder.grading import assignments
 
 pytestmark = [pytest.mark.jax, pytest.mark.grading]   # grades through real JAX in a child process
 # CI's second JAX release (`-m releases`) runs one test per probe mechanism that goes
@@ -81,7 +81,7 @@ def test_an_overflow_without_the_running_max_is_one_numerics_problem_with_the_hi
                                                   "bfloat16)"] == ["numerics"]
     explained = next(t for t in doc["tests"] if t["number"] == "3.1")
     text = " ".join(explained["output"].split())
-    hint = spec.find("flash_attention").numerics_hint.rstrip(".")
+    hint = assignments.find("flash_attention").numerics_hint.rstrip(".")
     assert "overflows at this case's input scale (q scaled by 40)" in text
     assert "**Inputs**: q: float32[2, 384, 64] scaled by 40, k: float32[2, 384, 64]" in text
     assert f"Fix: {hint} (in flash_attention_kernel, no_running_max.py:14-29)." in text

@@ -4,9 +4,9 @@ from dataclasses import replace
 import jinja2
 import pytest
 
-from autograder import spec
 from autograder.feedback import blockmaps, render, results
 from autograder.findings import Finding
+from autograder.grading import assignments
 from autograder.grading.grade import Report
 from autograder.grading.judge import scoring
 from autograder.grading.probes import PLANNERS
@@ -14,7 +14,7 @@ from autograder.grading.run import plan as planning
 
 
 def _report(findings, probes=False):
-    a = spec.find("matmul")
+    a = assignments.find("matmul")
     plan = planning.build(a, a.cases, a.rungs, 7, planners=PLANNERS if probes else None)
     return Report(a, "matmul.py", plan, scoring.score(plan, findings), findings, "matmul.py", 1.0)
 
@@ -44,7 +44,7 @@ def test_tpu_rung_snippet_forces_tpu_interpret_mode():
 
 
 def test_hidden_tests_show_no_shape_seed_or_expected_values():
-    hidden = [c for c in spec.find("matmul").cases if not c.visible][0]
+    hidden = [c for c in assignments.find("matmul").cases if not c.visible][0]
     rep = _report([_wrong(hidden.name)])
     view = render.report_view(rep)
     t = next(t for t in view["tests"] if not t["passed"])
@@ -71,7 +71,7 @@ def test_templates_fail_on_a_missing_field():
 
 
 def test_vmem_overflow_lists_buffered_blocks_and_run_scoped_buffers():
-    a = spec.find("matmul")
+    a = assignments.find("matmul")
     f = Finding.make("vmem-overflow", "static", "needs 20.0 MiB", case=a.probe_cases[0], check="vmem",
                      bytes=20 * 2 ** 20, limit_bytes=16 * 2 ** 20, chip="TPU v5e", production_dims={"K": 8},
                      production_dtype="bfloat16", scratch=[],
@@ -129,7 +129,7 @@ def test_each_format_has_its_own_structure_and_nothing_of_the_others(fmt):
 
 
 def test_a_problem_is_explained_once_and_pointed_to_elsewhere():
-    a = spec.find("matmul")
+    a = assignments.find("matmul")
     visible = [c.name for c in a.cases if c.visible]
     rep = _report([_wrong(c) for c in visible])
     view = render.report_view(rep)
@@ -146,7 +146,7 @@ def test_a_problem_is_explained_once_and_pointed_to_elsewhere():
 
 
 def test_fixing_one_of_two_bugs_changes_what_the_student_sees():
-    a = spec.find("matmul")
+    a = assignments.find("matmul")
     case = a.probe_cases[0]
     revisit = Finding.make("output-block-revisit", "tpu-interpret", "revisited", case=case, check="grid-order")
     uninit = Finding.make("uninitialized-memory", "tpu-interpret", "unzeroed", case=case, check="poisoning",
@@ -191,7 +191,7 @@ def _runtime_oob(case, window=True):
 
 
 def test_a_problem_gets_one_map_where_it_is_explained_in_every_format():
-    hidden = [c for c in spec.find("matmul").cases if not c.visible][0].name
+    hidden = [c for c in assignments.find("matmul").cases if not c.visible][0].name
     rep = _report([_static_oob(), _runtime_oob(PROBE_CASE), _runtime_oob("bf16-256x384x256"),
                    _runtime_oob(hidden)], probes=True)
     view = render.report_view(rep)
@@ -224,7 +224,7 @@ def test_a_map_drawn_at_another_case_says_where():
 
 
 def test_secret_cases_never_give_a_map_and_the_feedback_says_so():
-    hidden = [c for c in spec.find("matmul").cases if not c.visible][0]
+    hidden = [c for c in assignments.find("matmul").cases if not c.visible][0]
     rep = _report([_runtime_oob(hidden.name)], probes=True)
     view = render.report_view(rep)
     t = next(t for t in view["tests"] if t["finding"] and t["explained_here"])
@@ -238,7 +238,7 @@ def test_secret_cases_never_give_a_map_and_the_feedback_says_so():
 def test_a_secret_cases_map_drawn_at_a_stress_input_names_that_input():
     # Issue 45: a secret case's map was said to be drawn at a visible case that passed, with
     # a stress input's shapes. What was drawn is named: the check and its stress input.
-    a = spec.find("matmul")
+    a = assignments.find("matmul")
     hidden = [c for c in a.cases if not c.visible][0]
     rep = _report([_runtime_oob(hidden.name)], probes=True)
     stress = next(r for r in rep.plan.runs if r.stress is not None)
@@ -272,7 +272,7 @@ def _code_lines(view) -> set[str]:
 
 
 def test_the_terminal_report_ends_with_the_score_and_the_problems_within_80_columns():
-    a = spec.find("matmul")
+    a = assignments.find("matmul")
     visible = [c.name for c in a.cases if c.visible]
     view = render.report_view(_report([_wrong(c) for c in visible], probes=True))
     out = render.render_report(view, "text")
@@ -289,7 +289,7 @@ def test_the_terminal_report_ends_with_the_score_and_the_problems_within_80_colu
 
 
 def test_checks_that_keep_their_points_say_why_in_one_line_and_are_counted_apart():
-    a = spec.find("matmul")
+    a = assignments.find("matmul")
     case = a.probe_cases[0]
     revisit = Finding.make("output-block-revisit", "tpu-interpret", "revisited", case=case, check="grid-order")
     view = render.report_view(_report([_wrong(case, "tpu-interpret"), revisit], probes=True))

@@ -54,10 +54,10 @@ def test_the_snippet_of_a_correct_kernel_finds_nothing_wrong(tmp_path):
     # snippet's tolerance is the grader's, not a stricter or looser one).
     from conftest import REPO
 
-    from autograder import spec
     from autograder.feedback import repro
+    from autograder.grading import assignments
     from autograder.grading.run import plan as planning
-    a = spec.find("matmul")
+    a = assignments.find("matmul")
     case = a.cases[1]                      # bfloat16: the tolerance matters
     run = planning.build(a, a.cases, a.rungs, 4).test_run(case.name, "tpu-interpret")
     text = repro.snippet(a, case, "tpu-interpret", {}, run.draw.seed)
@@ -92,13 +92,13 @@ def test_every_corpus_bug_reproduces_with_the_snippet_its_test_shows(tmp_path):
     # parallel processes, and must show the failure the grader charged.
     from concurrent.futures import ThreadPoolExecutor
 
-    from autograder import spec
     from autograder.feedback import repro
+    from autograder.grading import assignments
     from autograder.grading.run import plan as planning
 
     def one(item):
         slug, name, case_name, rung, expect = item
-        a = spec.find(slug)
+        a = assignments.find(slug)
         case = a.case(case_name)
         run = planning.build(a, a.cases, a.rungs, 5).test_run(case.name, rung)
         folder = tmp_path / f"{slug}-{name}"
@@ -123,9 +123,9 @@ def test_a_compile_reject_snippet_lowers_for_a_tpu_and_raises_what_the_check_quo
     # the corpus kernel with K blocks of 64 and lowers the solution cleanly.
     from conftest import REPO
 
-    from autograder import spec
     from autograder.feedback import repro
-    a = spec.find("matmul")
+    from autograder.grading import assignments
+    a = assignments.find("matmul")
     case = a.cases[0]
     text = repro.lowering_snippet(a, case, [case.seed])
     compiled = lambda src: src.replace("interpret=True", "interpret=False")
@@ -137,7 +137,7 @@ def test_a_compile_reject_snippet_lowers_for_a_tpu_and_raises_what_the_check_quo
     assert good.returncode == 0, good.stderr[-2000:]
     # Index maps with // and % (a flattened grid) lower too: the snippet asks a TPU's
     # rules, not the CPU's ("Unsupported TPU device kind: cpu").
-    add = spec.find("add")
+    add = assignments.find("add")
     (tmp_path / "flat").mkdir()
     flat = _run(repro.lowering_snippet(add, add.cases[0], [add.cases[0].seed]),
                 compiled((corpus("add") / "flat_grid.py").read_text()), "add.py", tmp_path / "flat")

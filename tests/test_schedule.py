@@ -1,8 +1,7 @@
 """The schedule (pure logic, no JAX): which pending runs outcomes already answered."""
 import numpy as np
 
-from autograder import spec
-from autograder.grading import probes
+from autograder.grading import assignments, probes
 from autograder.grading.probes import PLANNERS
 from autograder.grading.run import plan as planning
 from autograder.grading.run.schedule import Schedule
@@ -11,7 +10,7 @@ from autograder.pallas_surface.static.facts import decode
 
 
 def _schedule(slug="add", settle=None):
-    a = spec.find(slug)
+    a = assignments.find(slug)
     plan = planning.build(a, a.cases, a.rungs, 7, planners=PLANNERS)
     return plan, Schedule(plan, child_inputs=lambda r: [], expected_shape=lambda r: None, settle=settle)
 
@@ -36,7 +35,7 @@ def test_every_run_once_in_plan_order():
 
 
 def test_a_tests_fill_reruns_follow_its_wrong_output_only():
-    a = spec.find("add")
+    a = assignments.find("add")
     plan = planning.build(a, a.cases, a.rungs, 7, planners=PLANNERS)
     bad = plan.test_run(a.cases[2].name, "tpu-interpret")
     s = Schedule(plan, child_inputs=lambda r: [], expected_shape=lambda r: None,

@@ -1,14 +1,14 @@
 """Scoring (pure logic, no JAX): which finding explains which failure, and
 charge-once across correctness tests and probe checks."""
-from autograder import spec
 from autograder.findings import CheckNote, Finding
+from autograder.grading import assignments
 from autograder.grading.judge import scoring
 from autograder.grading.probes import PLANNERS
 from autograder.grading.run import plan as planning
 
 
 def _plan(slug, probes=True):
-    a = spec.find(slug)
+    a = assignments.find(slug)
     return planning.build(a, a.cases, a.rungs, 7, planners=PLANNERS if probes else None)
 
 

@@ -2,14 +2,14 @@
 words and coarse bands, whatever the submission made its failure look like."""
 import pytest
 
-from autograder import spec
 from autograder.feedback import render
 from autograder.findings import Finding
+from autograder.grading import assignments
 from autograder.grading.grade import Report
 from autograder.grading.judge import scoring, secrecy
 from autograder.grading.run import plan as planning
 
-A = spec.find("matmul")
+A = assignments.find("matmul")
 SECRET = next(c for c in A.cases if not c.visible)
 VISIBLE = next(c for c in A.cases if c.visible)
 

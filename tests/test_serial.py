@@ -228,8 +228,8 @@ def test_a_minimal_document_rebuilds_and_runs():
 
 
 def _load(path: Path, slug: str):
-    from autograder import spec
-    a = spec.find(slug)
+    from autograder.grading import assignments
+    a = assignments.find(slug)
     s = importlib.util.spec_from_file_location(f"rt_{path.parent.name}_{path.stem}", path)
     m = importlib.util.module_from_spec(s)
     import sys

@@ -53,9 +53,8 @@ def test_exp2_without_log2e_gets_one_finding_on_every_run_key():
     """The same wrong formula over run keys 1-10 (``grading.sweep``): its error is
     small on a large-scale case on some keys (6e-4, a few elements), far off
     elsewhere; the kind is the bug's, so one finding, wrong-result, on every key."""
-    from autograder import spec
-    from autograder.grading import sweep
-    result = sweep.sweep(spec.find("softmax"), SIZED / "softmax_exp2_no_log2e.py", list(range(1, 11)))
+    from autograder.grading import assignments, sweep
+    result = sweep.sweep(assignments.find("softmax"), SIZED / "softmax_exp2_no_log2e.py", list(range(1, 11)))
     assert not result.problem and len(result.results) == 10
     for r in result.results:
         assert {fid for _n, fid, _m in r.lost} == {"wrong-result"}, (r.run_key, r.lost)

@@ -5,27 +5,28 @@ from pathlib import Path
 import pytest
 
 from autograder import spec
+from autograder.grading import assignments
 
 REPO = Path(__file__).resolve().parent.parent
 
 
 def test_bundled_assignments_load():
     assert {"add", "matmul"} <= set(spec.available())
-    mm = spec.find("matmul")
+    mm = assignments.find("matmul")
     assert mm.entry_file == "matmul.py" and mm.entry_function == "matmul"
     assert {c.dtype for c in mm.cases} == {"float32", "bfloat16"}
     # Every matmul case spans >= 3 K blocks and >= 2 blocks on M and N.
     for c in mm.cases:
         d = c.dim_map
         assert d["K"] >= 3 * 128 and d["M"] >= 256 and d["N"] >= 256
-    add = spec.find("add")
+    add = assignments.find("add")
     assert any(c.dim_map["M"] % 16 for c in add.cases), "a case with M not a multiple of 16"
     assert any(not c.visible for c in add.cases) and any(c.visible for c in add.cases)
 
 
 def test_unknown_assignment_lists_valid_ones():
     with pytest.raises(LookupError, match="valid: add, dma_scale, flash_attention, matmul, softmax"):
-        spec.find("nope")
+        assignments.find("nope")
 
 
 def _broken(tmp_path, old, new):
@@ -69,7 +70,7 @@ def _broken(tmp_path, old, new):
 def test_broken_spec_names_file_key_rule_and_value(tmp_path, old, new, key, value):
     folder = _broken(tmp_path, old, new)
     with pytest.raises(spec.SpecError) as info:
-        spec.load(folder)
+        assignments.load(folder)
     e = info.value
     assert e.file.endswith("spec.toml") and e.key == key
     assert f"key '{key}'" in str(e) and value in str(e) and e.rule
@@ -78,7 +79,7 @@ def test_broken_spec_names_file_key_rule_and_value(tmp_path, old, new, key, valu
 def test_invalid_toml_is_reported(tmp_path):
     folder = _broken(tmp_path, 'title = "', 'title = ')
     with pytest.raises(spec.SpecError, match="must be valid TOML"):
-        spec.load(folder)
+        assignments.load(folder)
 
 
 def test_the_course_release_line_is_written_first_or_in_place_and_left_out_of_the_hash():
@@ -94,4 +95,4 @@ def test_the_course_release_line_is_written_first_or_in_place_and_left_out_of_th
 def test_structure_allow_takes_primitives_and_glue_kinds(tmp_path):
     folder = _broken(tmp_path, "[probes.races]",
                      '[structure]\nallow = ["add", "data-index", "data-control"]\n[probes.races]')
-    assert spec.load(folder).structure.allow == ("add", "data-index", "data-control")
+    assert assignments.load(folder).structure.allow == ("add", "data-index", "data-control")

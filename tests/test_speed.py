@@ -149,14 +149,14 @@ def test_no_estimate_is_said_never_guessed_in_the_feedback_leaderboard_and_json(
 def test_a_speed_draw_carries_the_small_integer_tables_and_only_them(tmp_path):
     """A [speed] size is traced on shapes; its small int32 inputs (index or mask tables a
     data-dependent grid is computed from) come with their values, drawn from the run's seed."""
-    from autograder import spec
+    from autograder.grading import assignments
     from autograder.grading.run import draws, inputs, plan
     folder = trimmed_add(tmp_path, '[[cases]]\nname = "c"\ndims = { M = 64, N = 256 }\ndtype = "float32"\n'
                          'seed = 1\npoints = 1\n')
     text = (folder / "spec.toml").read_text()
     table = '[[inputs]]\nname = "table"\nshape = ["M"]\ndtype = "int32"\n\n[output]'
     (folder / "spec.toml").write_text(text.replace("[output]", table, 1))
-    a = spec.load(folder)
+    a = assignments.load(folder)
     case = a.cases[0]
     b = plan._Builder(a, 7, lambda run: 1.0)
     draw = b.draw(case, inputs.PROBE_STREAM, abstract=True)

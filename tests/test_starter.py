@@ -4,7 +4,7 @@ import tomllib
 import pytest
 from conftest import REPO
 
-from autograder import spec
+from autograder.grading import assignments
 from autograder.instructor import public_spec, starter, toml_text
 
 SLUGS = ["add", "matmul", "softmax", "dma_scale", "flash_attention"]
@@ -69,7 +69,7 @@ def test_toml_text_reads_back_as_the_same_data():
 
 @pytest.mark.parametrize("slug", SLUGS)
 def test_the_public_spec_drops_every_secret_case(slug, tmp_path):
-    a = spec.find(slug)
+    a = assignments.find(slug)
     public = public_spec.write(a, tmp_path / slug)
     assert [c.name for c in public.cases] == [c.name for c in a.cases if c.visible]
     assert all(c.visible for c in public.cases) and public.probes == a.probes

@@ -21,6 +21,7 @@ from conftest import REPO, corpus, run_cli, trimmed_add
 from autograder import spec
 from autograder.feedback import tpu_timing
 from autograder.feedback.results_format import validate
+from autograder.grading import assignments
 from autograder.speed import grade as speed_grade
 from autograder.tpu.chip.device import (
     ChipReject,
@@ -65,7 +66,7 @@ CASES = textwrap.dedent('''
 @pytest.fixture
 def small_add(tmp_path):
     """`add` with one case, no probes, and two small [speed] sizes, scored."""
-    return spec.load(trimmed_add(tmp_path / "assignments", CASES, SPEED))
+    return assignments.load(trimmed_add(tmp_path / "assignments", CASES, SPEED))
 
 
 # -- the spec ---------------------------------------------------------------
@@ -75,7 +76,7 @@ def test_speed_table_reads_and_defaults(small_add):
     assert (s.chip, s.points, s.tpu_points, s.leaderboard) == ("v5e", 2.0, 4.0, True)
     assert [z.name for z in s.sizes] == ["s1", "s2"] and s.curve == ((0.5, 0.0), (1.0, 1.0))
     # matmul has no [speed] table: its production size, unscored.
-    m = spec.find("matmul").speed
+    m = assignments.find("matmul").speed
     assert [z.name for z in m.sizes] == ["production"] and (m.points, m.tpu_points, m.leaderboard) == (0, 0, False)
 
 
@@ -90,13 +91,13 @@ def test_broken_speed_tables_name_the_key_and_rule(tmp_path, table, key, rule):
     folder = trimmed_add(tmp_path / "a", CASES, "\n[speed]\n" + table + "\n[[speed.sizes]]\nname = \"s\"\n"
                          "dims = { M = 64, N = 256 }\ndtype = \"float32\"\n")
     with pytest.raises(spec.SpecError) as e:
-        spec.load(folder)
+        assignments.load(folder)
     assert e.value.key == key and rule in e.value.rule
 
 
 def test_speed_without_sizes_or_production_is_refused(tmp_path):
     with pytest.raises(spec.SpecError) as e:
-        spec.load(trimmed_add(tmp_path / "a", CASES, "\n[speed]\npoints = 1\n"))
+        assignments.load(trimmed_add(tmp_path / "a", CASES, "\n[speed]\npoints = 1\n"))
     assert e.value.key == "speed.sizes" and "[production]" in e.value.rule
 
 
@@ -699,7 +700,7 @@ def test_the_digest_bound_catches_zeros_and_half_the_keys_at_flash_attentions_sp
     and attention over half the keys pass; the statistical bound does not, and
     still passes a right kernel's output (P rounded to bfloat16 for P·V)."""
     from autograder.grading.run.inputs import round_to
-    fa = spec.find("flash_attention")
+    fa = assignments.find("flash_attention")
     size = fa.speed.sizes[0]
     dims = dict(size.dims)
     rng = np.random.default_rng(0)
@@ -746,7 +747,7 @@ def _matmul_spec(root: Path):
     (folder / "spec.toml").write_text(text[:text.index("[[cases]]")] + MATMUL_TABLES)
     for old in folder.glob("calibration-*.json"):
         old.unlink()
-    return spec.load(folder)
+    return assignments.load(folder)
 
 
 def _rounded_matmul(x, y):
@@ -1022,7 +1023,7 @@ def test_on_chip_says_what_the_compiler_and_the_chip_did_per_visible_case():
     stand-in (Pallas's TPU lowering in place of Mosaic): right, wrong, refused, not loaded."""
     from autograder.tpu import onchip
     from autograder.tpu.chip.real import JaxDevice
-    a = spec.find("matmul", REPO / "assignments")
+    a = assignments.find("matmul", REPO / "assignments")
     device = JaxDevice("cpu")
     right = onchip.file_outcome(device, a, REPO / "solutions" / "matmul.py")
     assert right["status"] == "ran" and [c["status"] for c in right["cases"]] == ["right", "right"]
@@ -1033,7 +1034,8 @@ def test_on_chip_says_what_the_compiler_and_the_chip_did_per_visible_case():
     assert [c["status"] for c in refused["cases"]] == ["refused", "refused"]
     assert "last two dimensions" in refused["cases"][0]["message"]
     assert onchip.describe(refused["cases"][0]).startswith("refused by the TPU compiler: ")
-    broken = onchip.file_outcome(device, spec.find("add", REPO / "assignments"), corpus("add") / "syntax_error.py")
+    broken = onchip.file_outcome(device, assignments.find("add", REPO / "assignments"),
+                                 corpus("add") / "syntax_error.py")
     assert broken["status"] == "not-loaded" and "SyntaxError" in broken["message"]
 
 

@@ -20,8 +20,8 @@ from ..findings import RUNGS, Finding, fix_line
 from ..grading.judge import figures
 from ..grading.judge.problems import Problem, key_of, summarize, tied_to, ties
 from ..grading.judge.scoring import TestResult, blocking_test, symptom_of
+from ..grading.probes import TERMS
 from ..grading.run.plan import Run
-from ..spec import PROBES
 from ..speed import grade as speed_grade
 from . import blockmaps, escaping, fixes, repro
 from .glossary import legend
@@ -308,7 +308,7 @@ def test_view(t: TestResult, plan, uploaded_as: str | None, problems: dict | Non
     }
     view.update(_placement(t, problems or {}, ctx, maps or {}))
     # A check that passed beside a problem of the kind it looks for, found by other evidence.
-    kinds = PROBES[t.probe].ids if t.probe and state == "pass" else ()
+    kinds = TERMS[t.probe].ids if t.probe and state == "pass" else ()
     view["kin"] = next((_problem_line(p) for p in (problems or {}).values() if p.id in kinds), None)
     if f is not None and view["finding"] is not None and view["explained_here"]:
         _with_map(view["finding"], f, t, problems or {}, maps or {})

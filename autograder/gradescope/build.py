@@ -18,7 +18,7 @@ import tempfile
 import zipfile
 from pathlib import Path
 
-from .. import spec
+from ..grading import assignments
 from ..instructor import check, checkout
 from ..instructor.checkout import ROOT_FILES
 from ..pallas_surface import release
@@ -186,7 +186,7 @@ def add_arguments(p) -> None:
 
 
 def run(args) -> int:
-    assignment = spec.find(args.slug, args.assignments)
+    assignment = assignments.find(args.slug, args.assignments)
     if args.jax:
         assignment = dataclasses.replace(assignment, jax=args.jax)
     try:

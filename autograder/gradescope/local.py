@@ -14,7 +14,7 @@ from pathlib import Path
 
 from .. import spec
 from ..feedback import render, repro, results, results_format, terminal
-from ..grading import grade
+from ..grading import assignments, grade
 from ..grading.run import calibration
 from ..isolation.sandbox import GraderFailure
 from ..pallas_surface import release
@@ -47,7 +47,7 @@ def _options(args, assignment: spec.Assignment, progress: terminal.Progress) -> 
 
 
 def run(args: argparse.Namespace) -> int:
-    assignment = spec.find(args.assignment, args.assignments)
+    assignment = assignments.find(args.assignment, args.assignments)
     progress = terminal.Progress()
     options = _options(args, assignment, progress)
     if not args.submission.exists():

@@ -16,9 +16,8 @@ import time
 import traceback
 from pathlib import Path
 
-from .. import spec
 from ..feedback import results as assembled, results_format, staff
-from ..grading import grade
+from ..grading import assignments, grade
 from ..isolation import confinement
 from . import rate_limit
 
@@ -100,7 +99,7 @@ def _graded(root: Path, slug: str | None, results: Path, staff_report: Path | No
     """The results document (refused by the rate limit, or graded), and what to print."""
     source = root / "source"
     slug = slug or (source / "assignment.txt").read_text(encoding="utf-8").strip()
-    assignment = spec.find(slug, source / "assignments" if (source / "assignments").is_dir() else None)
+    assignment = assignments.find(slug, source / "assignments" if (source / "assignments").is_dir() else None)
     refused = _rate_limited(root, source)
     if refused is not None:
         _clear_results(results.parent, keep=results.name)

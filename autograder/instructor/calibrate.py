@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .. import spec
-from ..grading import grade
+from ..grading import assignments, grade
 from ..grading.run import calibration
 from ..spec import Assignment
 
@@ -44,7 +43,7 @@ def add_arguments(p) -> None:
 
 
 def run(args) -> int:
-    assignment = spec.find(args.slug, args.assignments)
+    assignment = assignments.find(args.slug, args.assignments)
     try:
         path, summary = calibrate(assignment, args.solution, args.repeat)
     except ValueError as e:

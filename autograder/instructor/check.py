@@ -27,10 +27,9 @@ from pathlib import Path
 
 import numpy as np
 
-from .. import spec
 from ..children import CHECK_SUITE
 from ..findings import CATALOGUE
-from ..grading import grade, sweep
+from ..grading import assignments, grade, probes, sweep
 from ..grading.report import Report
 from ..grading.run import inputs
 from ..grading.run.draws import load_reference
@@ -165,7 +164,7 @@ def _estimate_note(report: Report) -> str:
 
 def _exposure_row(a: Assignment) -> Row:
     """The index-map scan on every case, of the solution: its grid per case."""
-    scan = next((p for p in a.probes if p.name == "index-maps"), ProbeRubric("index-maps", 1.0))
+    scan = next((p for p in a.probes if p.name == "index-maps"), ProbeRubric(probes.INDEX_MAPS.terms, 1.0))
     every = replace(a, probes=(scan,), probe_cases=tuple(c.name for c in a.cases))
     report = _graded(every, a.solution)
     short, partial = [], []
@@ -343,7 +342,7 @@ def add_arguments(p) -> None:
 
 
 def run(args) -> int:
-    assignment = spec.find(args.slug, args.assignments)
+    assignment = assignments.find(args.slug, args.assignments)
     found = rows(assignment, quick_only=args.quick, progress=sys.stderr.isatty(),
                  estimate_only=args.estimate_container, run_keys=args.run_keys)
     print(table(found))

@@ -23,6 +23,7 @@ from pathlib import Path
 
 from .. import spec
 from ..feedback import glossary
+from ..grading import assignments
 from ..pallas_surface import release
 from ..spec import Assignment
 from . import checkout, notebook, public_spec, starter
@@ -197,7 +198,7 @@ def add_arguments(p) -> None:
 
 
 def run(args) -> int:
-    assignment = spec.find(args.slug, args.assignments)
+    assignment = assignments.find(args.slug, args.assignments)
     if args.jax:
         assignment = dataclasses.replace(assignment, jax=args.jax)
     try:

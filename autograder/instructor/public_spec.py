@@ -10,8 +10,9 @@ import json
 import tomllib
 from pathlib import Path
 
+from ..grading.assignments import load
 from ..grading.run import calibration
-from ..spec import Assignment, load
+from ..spec import Assignment
 from . import toml_text
 
 HEADER = ("The public spec of this assignment, written by `pallas-autograder handout`:\n"

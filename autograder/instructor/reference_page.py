@@ -11,8 +11,8 @@ import re
 import tempfile
 from pathlib import Path
 
+from ..grading.assignments import load
 from ..spec import reader, search_path
-from ..spec.tables import load
 
 HEADER = """# spec.toml reference
 

@@ -22,7 +22,8 @@ import sys
 import tomllib
 from pathlib import Path
 
-from ..spec import SpecError, load, search_path
+from ..grading.assignments import load
+from ..spec import SpecError, search_path
 
 SPEC = '''# The assignment's spec: docs/spec-reference.md lists every key with its rule.
 title = "{title}"                  # shown at the top of the feedback

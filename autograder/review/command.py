@@ -7,7 +7,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from .. import spec
+from ..grading import assignments
 from ..spec import Assignment
 from . import batch, similar, site
 from .export import ExportError, Submission, read_submissions
@@ -246,7 +246,7 @@ def add_arguments(p) -> None:
 
 
 def run(args) -> int:
-    assignment = spec.find(args.assignment, args.assignments)
+    assignment = assignments.find(args.assignment, args.assignments)
     if args.jobs is not None and args.jobs < 1:
         args.parser.error(f"--jobs must be at least 1; got {args.jobs}")
     t = args.similarity_threshold

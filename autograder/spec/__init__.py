@@ -3,7 +3,9 @@
 Where assignments are found, first match wins: the folder given with
 ``--assignments``; ``$PALLAS_AUTOGRADER_ASSIGNMENTS``; ``./assignments`` in the
 current directory (a checkout, a student kit); the folder beside the installed
-package (a checkout, or the Gradescope zip). A wheel carries no assignments:
+package (a checkout, or the Gradescope zip). ``read`` validates a spec against
+the vocabulary of probes it is handed; ``autograder.grading.assignments`` hands
+it the registry's (``find``, ``load``). A wheel carries no assignments:
 their hidden cases and references are not for everyone who installs it.
 """
 from __future__ import annotations
@@ -31,8 +33,8 @@ from .model import (
     Tolerance,
 )
 from .reader import SpecError, TableReader
-from .tables import load
-from .vocabulary import PROBES, ProbeTerms, SpecContext
+from .tables import load as read
+from .vocabulary import ProbeTerms, SpecContext, Vocabulary
 
 ENV = "PALLAS_AUTOGRADER_ASSIGNMENTS"
 
@@ -41,10 +43,10 @@ class UnknownAssignment(LookupError):
     """No assignment of that slug where assignments are looked for: says which exist, and where."""
 
 __all__ = ["Assignment", "Case", "Checks", "CPU_RUNGS", "DTYPES", "DimRule", "InputSpec", "Limits",
-           "OutputSpec", "PROBES", "ProbeRubric", "ProbeTerms", "Production", "SpecContext", "SpecError", "Speed",
+           "OutputSpec", "ProbeRubric", "ProbeTerms", "Production", "SpecContext", "SpecError", "Speed",
            "SpeedSize", "Stress", "Structure",
-           "TableReader", "Tolerance", "UnknownAssignment", "VISIBILITIES", "assignments_root", "available", "find",
-           "load", "search_path"]
+           "TableReader", "Tolerance", "UnknownAssignment", "VISIBILITIES", "Vocabulary", "assignments_root",
+           "available", "locate", "read", "search_path"]
 
 
 def _holds_specs(folder: Path) -> bool:
@@ -73,10 +75,12 @@ def available(root: Path | None = None) -> list[str]:
     return sorted(p.name for p in root.iterdir() if (p / "spec.toml").is_file()) if root.is_dir() else []
 
 
-def find(slug: str, root: Path | None = None) -> Assignment:
+def locate(slug: str, root: Path | None = None) -> Path:
+    """The folder of assignment ``slug``. (Reading it needs the probes' vocabulary,
+    which lives above this layer: ``grading.assignments.find`` reads it.)"""
     folder = assignments_root(root)
     if slug not in available(folder):
         where = ", ".join(str(p) for p in ([folder] if root or os.environ.get(ENV) else search_path()))
         raise UnknownAssignment(f"unknown assignment {slug!r}; valid: {', '.join(available(folder)) or '(none)'}"
                           f" (looked in {where}; give --assignments DIR or set {ENV})")
-    return load(folder / slug)
+    return folder / slug

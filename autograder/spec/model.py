@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any, Literal, get_args
 
 from ..pallas_surface import release
+from .vocabulary import ProbeTerms
 
 DTYPES = ("float32", "bfloat16", "float16", "int32")
 # Gradescope's visibility values: for tests, cases, probes, stdout and results.json alike.
@@ -99,13 +100,18 @@ class Stress:
 
 @dataclass(frozen=True)
 class ProbeRubric:
-    """One enabled probe: its points and visibility, and the settings its own
-    keys hold (each probe reads its keys, see ``autograder.grading.probes``)."""
-    name: str
+    """One enabled probe: the terms it was read by (what the probe is), its points
+    and visibility, and the settings its own keys hold (each probe reads its keys,
+    see ``autograder.grading.probes``)."""
+    terms: ProbeTerms
     points: float
     visibility: str = "visible"
     settings: Any = None
     gates: tuple[str, ...] = ()       # "correctness" or probe names: earn nothing while this check fails
+
+    @property
+    def name(self) -> str:
+        return self.terms.name
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,8 @@
 A broken spec is the instructor's problem, not the student's: every error names
 the file, the key, the rule and the value seen, and is raised before any
 student code runs. Each probe reads the keys of its own ``[probes.<name>]``
-table (``vocabulary``); this module knows only the keys every probe has.
+table (its ``ProbeTerms``, handed to ``load``); this module knows only the keys every
+probe has, and names no probe.
 """
 from __future__ import annotations
 
@@ -34,7 +35,7 @@ from .model import (
     Tolerance,
 )
 from .reader import SpecError, TableReader
-from .vocabulary import PROBES, SpecContext
+from .vocabulary import SpecContext, Vocabulary
 
 TOP_KEYS = frozenset({"title", "entry_file", "entry_function", "reference", "inputs", "output",
                       "dims", "tolerance", "numerics_bound", "reduction_dim", "rungs", "cases",
@@ -209,13 +210,13 @@ def check_budget(lr: TableReader, limits: Limits, tests: int) -> None:
                       f"total_s ({limits.total_s:g} s)", limits.case_s)
 
 
-def read_probes(r: TableReader, ctx: SpecContext) -> tuple[ProbeRubric, ...]:
+def read_probes(r: TableReader, ctx: SpecContext, vocabulary: Vocabulary) -> tuple[ProbeRubric, ...]:
     probes = []
     pr = r.sub("probes", {})
     for name, table in pr.table.items():
-        if name not in PROBES:
-            raise pr.fail(name, f"must be a known probe ({list(PROBES)})", name)
-        probe = PROBES[name]
+        if name not in vocabulary:
+            raise pr.fail(name, f"must be a known probe ({list(vocabulary)})", name)
+        probe = vocabulary[name]
         t = pr.table_of(name, table, "{ points = 1 }")
         t.unknown(PROBE_KEYS | probe.keys)
         points = t.get("points", (int, float), "must be a number >= 0")
@@ -228,7 +229,7 @@ def read_probes(r: TableReader, ctx: SpecContext) -> tuple[ProbeRubric, ...]:
                 raise SpecError(r.file, f"probes.{name}.gates[{i}]",
                                 f"must be one of {list(GATED)} or another enabled probe "
                                 f"({sorted(set(pr.table) - {name})})", g)
-        probes.append(ProbeRubric(name, float(points), t.choice("visibility", VISIBILITIES, "visible"),
+        probes.append(ProbeRubric(probe, float(points), t.choice("visibility", VISIBILITIES, "visible"),
                                   settings, tuple(gates)))
     return tuple(probes)
 
@@ -368,8 +369,9 @@ def _toml(file: Path) -> dict:
         raise SpecError(file, "(file)", "must be valid TOML", str(e)) from None
 
 
-def load(folder: Path | str) -> Assignment:
-    """Read and validate ``<folder>/spec.toml``."""
+def load(folder: Path | str, vocabulary: Vocabulary) -> Assignment:
+    """Read and validate ``<folder>/spec.toml``; ``vocabulary``: the probes its
+    ``[probes.<name>]`` tables may name (``grading.assignments`` gives the registry's)."""
     folder = Path(folder)
     r = TableReader(folder / "spec.toml", _toml(folder / "spec.toml"))
     r.unknown(TOP_KEYS)
@@ -389,7 +391,7 @@ def load(folder: Path | str) -> Assignment:
     cases = read_cases(r, ctx)
     refuse_probe_draw(r)
     check_budget(lr, limits, len(cases) * len(rungs))
-    probes = read_probes(r, ctx)
+    probes = read_probes(r, ctx, vocabulary)
     production = read_production(r, dims)
     if any(p.name == "vmem" for p in probes) and production is None:
         raise r.fail("production", "is required when [probes.vmem] is enabled", None)

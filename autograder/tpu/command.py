@@ -29,8 +29,8 @@ from pathlib import Path
 
 import numpy as np
 
-from .. import spec
 from ..feedback import tpu_timing
+from ..grading import assignments
 from ..spec import Assignment
 from .chip import chipproc
 from .stage import baseline, kernel as stage, timing
@@ -436,7 +436,7 @@ def add_arguments(p) -> None:
 
 
 def run(args) -> int:
-    a = spec.find(args.assignment, args.assignments)
+    a = assignments.find(args.assignment, args.assignments)
     if not 0 < args.target_rse < 1 or args.max_seconds <= 0:
         args.parser.error("--target-rse must be in (0, 1) and --max-seconds positive")
     if args.call_timeout <= 0 or (args.size_cap is not None and args.size_cap < 1):

@@ -11,9 +11,8 @@ import json
 from dataclasses import replace
 from pathlib import Path
 
-from .. import spec
 from ..findings import CATALOGUE
-from ..grading import grade
+from ..grading import assignments, grade
 from ..grading.run import plan as planning
 from ..pallas_surface.static.facts import Schedule
 from ..spec import Assignment, Case
@@ -83,7 +82,7 @@ def add_arguments(p) -> None:
 
 
 def run(args) -> int:
-    assignment = spec.find(args.assignment, args.assignments)
+    assignment = assignments.find(args.assignment, args.assignments)
     try:
         size = parse_size(args.size) if args.size else None
         result, why, case = estimated(assignment, args.submission, args.chip, size, args.dtype)

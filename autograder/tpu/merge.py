@@ -8,8 +8,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from .. import spec
 from ..feedback.results_format import validate
+from ..grading import assignments
 from ..spec import Assignment
 from .stage import results as tpu_results
 
@@ -60,5 +60,5 @@ def add_arguments(p) -> None:
 
 
 def run(args) -> int:
-    a = spec.find(args.assignment, args.assignments)
+    a = assignments.find(args.assignment, args.assignments)
     return main(a, args.speed_json, args.submissions, args.review)

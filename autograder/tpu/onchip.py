@@ -27,7 +27,6 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .. import spec
 from ..spec import Assignment
 
 NOT_THE_GRADE = ("Your own check on a real TPU: not the grade (the grade is computed on the interpreters, "
@@ -166,7 +165,7 @@ def describe(row: dict) -> str:
 def check(path: Path, slug: str, assignments: Path | None = None) -> str:
     """The report for ``path`` on the chip this process sees (in this process: a notebook's cell)."""
     from .chip.real import JaxDevice
-    a = spec.find(slug, assignments)
+    a = assignments.find(slug, assignments)
     device = JaxDevice("tpu")
     if device.info() is None:
         return (f"No TPU here ({device.absent()}). On Colab: Runtime > Change runtime type > a TPU, then install "

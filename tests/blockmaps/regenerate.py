@@ -13,9 +13,8 @@ import json
 import sys
 from pathlib import Path
 
-from autograder import spec
 from autograder.feedback import blockmaps
-from autograder.grading import grade
+from autograder.grading import assignments, grade
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
@@ -53,7 +52,7 @@ def main(only: list[str]) -> None:
         if only and name not in only:
             continue
         if (slug, kernel) not in reports:
-            reports[slug, kernel] = grade.grade(spec.find(slug), ROOT / kernel, grade.GradeOptions(run_key=3))
+            reports[slug, kernel] = grade.grade(assignments.find(slug), ROOT / kernel, grade.GradeOptions(run_key=3))
         found = next(f for f in reports[slug, kernel].findings if f.id == fid and f.case == case and f.check == check)
         doc = {"kernel": kernel, "finding": fid, "case": case, "check": check, "facts": found.facts()}
         (HERE / f"{name}.json").write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")

@@ -33,12 +33,12 @@ def document(slug: str, path: Path, which) -> dict:
     import jax
     import jax.numpy as jnp
 
-    from autograder import spec
+    from autograder.grading import assignments
     from autograder.grading.run import plan as planning
     from autograder.pallas_surface.program import schema, serial
     from autograder.pallas_surface.rungs import hooks, rung
     hooks.install()
-    a = spec.find(slug)
+    a = assignments.find(slug)
     case = planning._production_case(a) if which == "production" else a.cases[which]
     module_spec = importlib.util.spec_from_file_location(f"doc_{path.stem}", path)
     module = importlib.util.module_from_spec(module_spec)

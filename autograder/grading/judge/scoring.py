@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 from ...findings import TEST_RUNGS, CheckNote, Finding, primary
-from ...spec import PROBES, Case
+from ...spec import Case
 from ..run.plan import Plan, Run
 
 
@@ -182,7 +182,7 @@ def score(plan: Plan, findings: list[Finding], notes: list[CheckNote] = ()) -> l
             # grading error of its own (kept beside it as evidence).
             shown = _blocking_test(main, tests).finding
         tests.append(TestResult(
-            number=number, name=PROBES[name].title, case=case, rung=PROBES[name].rung,
+            number=number, name=rubric.terms.title, case=case, rung=rubric.terms.rung,
             max_score=rubric.points, score=rubric.points if (main is None or already) else 0.0,
             finding=shown, others=tuple(f for f in hits if f is not shown), probe=name,
             visibility=rubric.visibility, charged_in=already, note=note,
@@ -204,7 +204,7 @@ def _kernel_probes(plan: Plan, gate: TestResult) -> set[str]:
     if (gate.probe != "structure" or gate.finding.problem not in ("work-outside", "no-pallas-call")
             or not plan.assignment.structure.probes_need_kernel):
         return set()
-    return {name for name in plan.probes if PROBES[name].examines_kernel}
+    return {name for name in plan.probes if plan.assignment.probe(name).terms.examines_kernel}
 
 
 def _gated(plan: Plan, tests: list[TestResult]) -> list[TestResult]:

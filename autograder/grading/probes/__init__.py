@@ -1,7 +1,8 @@
 """Probes: checks that expose what each interpreter rung cannot see.
 
-Each probe declares its rung, the finding IDs it can produce and the keys of
-its ``[probes.<name>]`` table; it plans the runs it needs on one case
+A probe is one module: its terms (``spec.ProbeTerms``: its name, rung, the
+finding IDs it can produce, the keys of its ``[probes.<name>]`` table and how to
+read them), its note and what a hang under it exposes; it plans the runs it needs on one case
 (``plan.Variant``: static analyses, or interpreter runs with other switches)
 and judges their outcomes into findings. ``REGISTRY`` is the one list of
 probes; ``judge`` is the one entry point that turns a plan's outcomes into
@@ -34,8 +35,10 @@ REGISTRY: dict[str, Probe] = {p.name: p for p in (
     INDEX_MAPS, COMPILE, VMEM, STRUCTURE, POISONING, GRID_ORDER, RACES, NUMERICS)}
 # What ``plan.build`` is given: each probe's planner, by the name the spec uses.
 PLANNERS = {name: p.plan for name, p in REGISTRY.items()}
+# What the spec reader is given: the probes a spec may name, and their keys.
+TERMS = {name: p.terms for name, p in REGISTRY.items()}
 
-__all__ = ["PLANNERS", "REGISTRY", "CheckNote", "Exposes", "Probe", "ProbeResults", "judge", "settle"]
+__all__ = ["PLANNERS", "REGISTRY", "TERMS", "CheckNote", "Exposes", "Probe", "ProbeResults", "judge", "settle"]
 
 
 def settle(plan: Plan, run: Run, outcome: Outcome) -> tuple[Outcome, tuple[Run, ...]]:

@@ -12,6 +12,10 @@ from ...spec import Assignment, Case, ProbeRubric, ProbeTerms
 from ..judge.compare import Comparison, compare
 from ..run.plan import Draw, Plan, Run, Variant
 
+# The seeds the grid-order probe tries when its table names none; the races
+# probe's two-core run uses the first, so one run serves both (plan.build).
+DEFAULT_SEEDS = (1, 2, 3)
+
 
 @dataclass(frozen=True)
 class Exposes:
@@ -26,9 +30,11 @@ class Exposes:
 
 @dataclass(frozen=True)
 class Probe:
-    """A probe: its spec vocabulary (``spec.vocabulary``: name, title, rung, IDs, keys),
-    its planner and judge, its note for the handout's glossary (what the check does,
-    after its title), and what a run of it that hangs or raises exposes."""
+    """A probe: the terms the spec reader is handed (``spec.ProbeTerms``: name,
+    title, rung, IDs, keys and how to read them), its planner and judge, its note
+    for the handout's glossary (what the check does, after its title), and what a
+    run of it that hangs or raises exposes. The module that defines it is the
+    whole probe: ``probes.REGISTRY`` lists it, and the spec reader is handed its terms."""
     terms: ProbeTerms
     plan: Callable[[Assignment, Case, ProbeRubric, int], tuple[Variant, ...]]
     judge: Callable[["ProbeResults"], list[Finding]]

@@ -5,10 +5,18 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ...findings import Finding
-from ...spec import vocabulary
+from ...spec import ProbeTerms, SpecContext, TableReader
 from ..run.plan import Variant, numerics_case
-from .base import Exposes, Probe, ProbeResults
+from .base import DEFAULT_SEEDS, Exposes, Probe, ProbeResults
 from .races import RACES_2CORES
+
+
+def read_seeds(t: TableReader, ctx: SpecContext) -> tuple[int, ...]:
+    """[probes.grid-order] seeds: TPU interpret mode's random seeds to try."""
+    seeds = t.get("seeds", list, "must be a list of non-negative integers", list(DEFAULT_SEEDS))
+    if not seeds or not all(isinstance(x, int) and not isinstance(x, bool) and x >= 0 for x in seeds):
+        raise t.fail("seeds", "must be a non-empty list of non-negative integers", seeds)
+    return tuple(seeds)
 
 
 def plan_grid_order(assignment, case, rubric, run_key) -> tuple[Variant, ...]:
@@ -18,7 +26,7 @@ def plan_grid_order(assignment, case, rubric, run_key) -> tuple[Variant, ...]:
     every case: in the emulated Gradescope container this probe's four runs on each of
     matmul's four cases were 16 of its 40 s; an order bug shows under any shuffle, and
     the case a kernel is wrong on is still run shuffled."""
-    seeds = tuple(rubric.settings or vocabulary.DEFAULT_SEEDS)
+    seeds = tuple(rubric.settings or DEFAULT_SEEDS)
     if not _probe_case(assignment, case):
         return tuple(v for v in _variants(assignment, seeds[:1]) if v.name.endswith("-2cores"))
     return _variants(assignment, seeds)
@@ -84,7 +92,9 @@ def judge_grid_order(r: ProbeResults) -> list[Finding]:
 
 
 GRID_ORDER = Probe(
-    vocabulary.GRID_ORDER, plan_grid_order, judge_grid_order,
+    ProbeTerms("grid-order", "Grid order: shuffled parallel axes, two cores", "tpu-interpret",
+               ("grid-order-dependence",), keys=frozenset({"seeds"}), read_settings=read_seeds),
+    plan_grid_order, judge_grid_order,
     note="reruns in TPU interpret mode with the parallel axes shuffled (by seed) and on two simulated cores: "
          "a result that changes depends on the grid order.",
     exposes=(Exposes("grid-order-dependence", "with its grid points in another order"),))

@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 
 from ...findings import Finding
-from ...spec import vocabulary
+from ...spec import DTYPES, ProbeTerms, SpecContext, Stress, TableReader, Tolerance
 from ..judge import regions
 from ..judge.compare import compare, mismatches
 from ..judge.figures import pct
@@ -23,6 +23,49 @@ from .base import Exposes, Probe, ProbeResults
 # Mantissa bits (with the implicit one) of the float dtypes: the precision a
 # correct kernel keeps, against which the error's effective bits are read.
 MANTISSA_BITS = {"float32": 24, "bfloat16": 8, "float16": 11}
+
+
+def _stress_input(sr: TableReader, ctx: SpecContext) -> Stress:
+    sr.unknown({"name", "dims", "dtype", "scale", "tolerance"})
+    name = sr.get("name", str, "must be a short name")
+    sdims = sr.get("dims", dict, "must be a table of dimension sizes", {})
+    rules = {d.name: d for d in ctx.dims}
+    for k, v in sdims.items():
+        # A stress input may exceed the cases' max (a longer reduction): only the shape rules apply.
+        if k not in rules or not rules[k].admits(v, check_max=False):
+            raise sr.fail(f"dims.{k}", rules[k].text if k in rules else
+                          f"must be a declared dimension ({sorted(rules)})", v)
+    dtype = sr.get("dtype", str, f"must be one of {list(DTYPES)}", None)
+    if dtype is not None and dtype not in ctx.tolerances:
+        raise sr.fail("dtype", f"must be a dtype with a [tolerance.<dtype>] table "
+                      f"({sorted(ctx.tolerances)})", dtype)
+    arrays = {i.name for i in ctx.inputs if i.kind == "array"}
+    scale = sr.get("scale", dict, "must be a table of input scales", {})
+    for k, v in scale.items():
+        if k not in arrays or isinstance(v, bool) or not isinstance(v, (int, float)) or v <= 0:
+            raise sr.fail(f"scale.{k}", "must map an array input's name to a positive number", v)
+    tol = sr.get("tolerance", dict, "must be a table { rtol = ..., atol = ... }: this stress input's "
+                 "tolerance", None, documented="the tolerance of the stress input's dtype")
+    tolerance = None
+    if tol is not None:
+        t = sr.table_of("tolerance", tol, "{ rtol = ..., atol = ... }")
+        t.unknown({"rtol", "atol"})
+        tolerance = Tolerance(float(t.positive("rtol")), float(t.positive("atol")))
+    return Stress(name, tuple(sorted((k, int(v)) for k, v in sdims.items())), dtype,
+                  tuple(sorted((k, float(v)) for k, v in scale.items())), tolerance)
+
+
+def read_stress(t: TableReader, ctx: SpecContext) -> tuple[Stress, ...]:
+    """[[probes.numerics.stress]]: name, and dims / dtype / scale overrides of the probe case."""
+    out = []
+    for sr in t.items("stress"):
+        stress = _stress_input(sr, ctx)
+        if stress.name in {s.name for s in out}:
+            raise sr.fail("name", "must be unique among stress inputs", stress.name)
+        out.append(stress)
+    if not out:
+        raise t.fail("stress", "must list at least one stress input", [])
+    return tuple(out)
 
 
 def plan_numerics(assignment, case, rubric, run_key) -> tuple[Variant, ...]:
@@ -86,7 +129,9 @@ def judge_numerics(r: ProbeResults) -> list[Finding]:
 
 
 NUMERICS = Probe(
-    vocabulary.NUMERICS, plan_numerics, judge_numerics,
+    ProbeTerms("numerics", "Numerics: stress inputs (large values, long reductions, bfloat16)", "generic",
+               ("numerics", "wrong-result"), per_case=False, keys=frozenset({"stress"}), read_settings=read_stress),
+    plan_numerics, judge_numerics,
     note="reruns with stress inputs (large values, long reductions, bfloat16): precision loss or "
          "overflow that the graded cases do not reach.",
     exposes=(Exposes("wrong-result", "on this stress input"),))

@@ -16,7 +16,7 @@ import numpy as np
 
 from ...findings import Finding
 from ...pallas_surface.static.facts import IndexMaps
-from ...spec import vocabulary
+from ...spec import ProbeTerms
 from ..judge import regions
 from ..run.fills import poisoning_fills
 from ..run.plan import Variant
@@ -99,6 +99,8 @@ def _fills_text(passing: list[str], failing: list[str]) -> str:
 
 
 POISONING = Probe(
-    vocabulary.POISONING, plan_poisoning, judge_poisoning,
+    ProbeTerms("poisoning", "Memory poisoning: NaN and random fills", "tpu-interpret",
+               ("uninitialized-memory", "padding-dependence")),
+    plan_poisoning, judge_poisoning,
     note="memory poisoning (below) in TPU interpret mode.",
     exposes=(Exposes("uninitialized-memory", "with other values in the memory it never wrote"),))

@@ -14,16 +14,16 @@ from ...pallas_surface.release import (
     SEMAPHORE_MARK,
     SLICE,
 )
-from ...spec import vocabulary
+from ...spec import ProbeTerms
 from ..run.plan import Variant
-from .base import Exposes, Probe, ProbeResults
+from .base import DEFAULT_SEEDS, Exposes, Probe, ProbeResults
 
 # The race detector changes nothing a kernel computes, so it rides on runs that
 # happen anyway: on one core, the case's own test run in TPU interpret mode
 # (plan.build turns it on there); on two, the grid-order probe's first seed.
 RACES_1CORE = Variant("races-1core", "tpu-interpret", races=True, capture=True)
 RACES_2CORES = Variant("races-2core", "tpu-interpret", record=True, races=True, capture=True,
-                       params=(("num_cores_or_threads", 2), ("random_seed", vocabulary.DEFAULT_SEEDS[0])))
+                       params=(("num_cores_or_threads", 2), ("random_seed", DEFAULT_SEEDS[0])))
 
 
 def plan_races(assignment, case, rubric, run_key) -> tuple[Variant, ...]:
@@ -162,7 +162,9 @@ def judge_races(r: ProbeResults) -> list[Finding]:
 
 
 RACES = Probe(
-    vocabulary.RACES, plan_races, judge_races,
+    ProbeTerms("races", "Races and DMA protocol", "tpu-interpret",
+               ("data-race", "dma-protocol", "grid-order-dependence")),
+    plan_races, judge_races,
     note="TPU interpret mode's race detector on two cores, and both DMA execution modes: conflicting "
          "accesses, missing or misplaced DMA waits.",
     exposes=(Exposes("grid-order-dependence", "on two simulated cores", RACES_2CORES.name),

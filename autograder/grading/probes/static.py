@@ -5,7 +5,7 @@ from ...findings import Finding
 from ...pallas_surface.program import schema
 from ...pallas_surface.release import COMPILE_RULES
 from ...pallas_surface.static.facts import CallMap, Compile, IndexMaps, OperandMap, Structure, Vmem, encode
-from ...spec import vocabulary
+from ...spec import ProbeTerms
 from ..judge import regions
 from ..run.plan import Variant
 from .base import Probe, ProbeResults
@@ -238,17 +238,24 @@ def judge_structure(r: ProbeResults) -> list[Finding]:
 
 
 INDEX_MAPS = Probe(
-    vocabulary.INDEX_MAPS, _one("index-maps"), judge_index_maps,
+    ProbeTerms("index-maps", "Static: index maps over the whole grid", "static",
+               ("out-of-bounds", "uninitialized-memory", "output-block-revisit")),
+    _one("index-maps"), judge_index_maps,
     note="evaluates every index map at every grid point: blocks outside an array, output blocks "
          "never written, or written again after other blocks.")
 COMPILE = Probe(
-    vocabulary.COMPILE, _one("compile"), judge_compile,
+    ProbeTerms("compile", "Static: TPU compile readiness", "static", ("compile-reject",), examines_kernel=False),
+    _one("compile"), judge_compile,
     note="lowers your kernel for a TPU on the CPU (Pallas's TPU lowering): block tiling, dtypes and "
          "operations the compiler would refuse.")
 VMEM = Probe(
-    vocabulary.VMEM, plan_vmem, judge_vmem,
+    ProbeTerms("vmem", "Static: VMEM budget at the real problem size", "static", ("vmem-overflow",),
+               per_case=False),
+    plan_vmem, judge_vmem,
     note="adds up the kernel's VMEM (each pipelined block twice, scratch, pl.run_scoped buffers) at the "
          "real problem size, against the chip's.")
 STRUCTURE = Probe(
-    vocabulary.STRUCTURE, _one("structure"), judge_structure,
+    ProbeTerms("structure", "Static: the work is done in a kernel", "static", ("not-a-kernel",),
+               per_case=False, examines_kernel=False),
+    _one("structure"), judge_structure,
     note="finds where the work is done: in the pl.pallas_call, not in jax.numpy around it.")

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any, Callable, Literal, Mapping
 
-from ...spec import PROBES, Assignment, Case, ProbeRubric, Stress
+from ...spec import Assignment, Case, ProbeRubric, Stress
 from . import inputs
 from .fills import Fill, test_fill, unwritten_fills
 
@@ -272,7 +272,7 @@ def _planned(assignment: Assignment, cases: tuple[Case, ...], planners: Mapping[
              run_key: int) -> list[tuple[str, Case, "Variant"]]:
     planned: list[tuple[str, Case, Variant]] = []
     for rubric in assignment.probes if cases else ():
-        terms = PROBES[rubric.name]
+        terms = rubric.terms
         planner = planners[rubric.name]
         for case in cases if terms.per_case or terms.rung == "static" else numerics_case(assignment, cases):
             planned += [(rubric.name, case, v) for v in planner(assignment, case, rubric, run_key)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Callable
 
-from ... import spec
+from ...grading import assignments
 from . import kernel as stage, timing
 
 
@@ -34,7 +34,7 @@ def run_stage(device, args: dict, progress: Callable[..., None]) -> dict:
     text), "secret", "rule", "solution" (size -> SizeTime), "flops", "sizes", "evidence_dir"}."""
     from ...grading.run.draws import load_reference
     from ..chip import interpreter
-    a = spec.find(args["slug"], Path(args["assignments"]))
+    a = assignments.find(args["slug"], Path(args["assignments"]))
     evidence = args.get("evidence_dir")
     ctx = stage.Context(a, device, device.info(), load_reference(a), interpreter.generic, int(args["secret"]),
                         timing.Rule(**args.get("rule", {})),
