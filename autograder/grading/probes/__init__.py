@@ -31,8 +31,17 @@ from .poisoning import POISONING
 from .races import RACES
 from .static import COMPILE, INDEX_MAPS, STRUCTURE, VMEM, uncovered
 
+# One line a probe (and one import above): a new probe is its module plus these two lines.
 REGISTRY: dict[str, Probe] = {p.name: p for p in (
-    INDEX_MAPS, COMPILE, VMEM, STRUCTURE, POISONING, GRID_ORDER, RACES, NUMERICS)}
+    INDEX_MAPS,
+    COMPILE,
+    VMEM,
+    STRUCTURE,
+    POISONING,
+    GRID_ORDER,
+    RACES,
+    NUMERICS,
+)}
 # What ``plan.build`` is given: each probe's planner, by the name the spec uses.
 PLANNERS = {name: p.plan for name, p in REGISTRY.items()}
 # What the spec reader is given: the probes a spec may name, and their keys.
