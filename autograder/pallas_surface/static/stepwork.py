@@ -260,7 +260,9 @@ class _Grid:
 
     def _loop(self, jaxpr, env: dict, mask: np.ndarray, scale) -> dict:
         """Walk a loop body (``scale``: the trips): a real v5e runs a loop's iterations one after
-        another, so its work is counted apart (LOOP_COLUMNS)."""
+        another, so its work is counted apart (LOOP_COLUMNS). The DMAs in flight are those of a
+        middle iteration (the copies the one before left in flight: one pass ahead)."""
+        self.inflight = _dma_pass(jaxpr, self.inflight)
         self.loops += 1
         try:
             return self.walk(jaxpr, env, mask, scale)
@@ -435,6 +437,25 @@ class _Grid:
                 any(_size(o.aval) > _SMALL for o in outs)):
             return [None] * len(outs)
         return _bind_values(eqn, ins)
+
+
+def _dma_pass(jaxpr, inflight: int) -> int:
+    """The manual DMAs in flight after ``jaxpr`` runs once from ``inflight`` (a branch: the one that
+    leaves most in flight; a nested loop body: once)."""
+    for eqn in jaxpr.eqns:
+        name = eqn.primitive.name
+        if name == "dma_start":
+            inflight += 1
+        elif name == "dma_wait":
+            inflight = max(inflight - 1, 0)
+        elif name == "cond":
+            inflight = max(_dma_pass(b.jaxpr, inflight) for b in eqn.params["branches"])
+        else:
+            for sub in (v for v in eqn.params.values() for v in ([v] if not isinstance(v, tuple) else v)):
+                inner = getattr(sub, "jaxpr", sub)
+                if hasattr(inner, "eqns"):
+                    inflight = _dma_pass(inner, inflight)
+    return inflight
 
 
 def _bind(jaxpr, consts, ins: list) -> dict:
