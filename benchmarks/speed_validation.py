@@ -113,9 +113,15 @@ def report(rs: list[validation.Row]) -> str:
     lines = []
     for role, what in (("fit", "in sample: the constants were fitted to these"),
                        ("heldout", "held out: no constant fitted to them; seen while the model was revised"),
-                       ("blind", "blind: written down before the model was revised, looked at once after")):
+                       ("blind", "blind: written down before the model was revised, looked at once after"),
+                       ("styles", "held out: issue 47's styles, measured in chip call K; the other half of "
+                        "them, split before either was measured, are fit points"),
+                       (validation.HELD_OUT, "every held-out point: heldout, blind and styles")):
         s = validation.summary(rs, role)
-        lines.append(f"- **{role}** ({what}): {s.points} points, median |error| {s.median:.1%}, worst "
+        if not s.points and not s.without:
+            continue
+        name = role if isinstance(role, str) else "all held out"
+        lines.append(f"- **{name}** ({what}): {s.points} points, median |error| {s.median:.1%}, worst "
                      f"{s.worst:.1%}" + (f"; {s.without} without an estimate" if s.without else "") + ".")
     refused = validation.refusals()
     lines.append(f"- Refused by the chip's compiler: {len(refused)} points; each has no estimate here ("
