@@ -16,7 +16,7 @@ from jax.experimental.pallas import tpu as pltpu  # noqa: E402
 
 from autograder.grading.judge import diagnosis  # noqa: E402
 from autograder.pallas_surface import release  # noqa: E402
-from autograder.pallas_surface.rungs import hooks, rung  # noqa: E402
+from autograder.pallas_surface.rungs import hooks, rewrites, rung  # noqa: E402
 from autograder.pallas_surface.static import analysis  # noqa: E402
 
 pytestmark = [pytest.mark.jax, pytest.mark.releases]
@@ -884,7 +884,7 @@ def _two_core_kernel(overlap: bool):
 def test_pl_kernel_is_an_mpmd_map_over_a_tensorcore_mesh_on_every_rung():
     """pl.kernel traces to mpmd_map (0.10.2 and 0.12), which the rung forcing
     reaches; the generic interpreter runs the cores as grid points and answers
-    the core index with the grid index (rung.cores_as_grid); TPU interpret mode
+    the core index with the grid index (rewrites.cores_as_grid); TPU interpret mode
     runs the mesh's two cores; the TPU lowering takes it on a CPU."""
     x = jnp.arange(16 * 128, dtype=jnp.float32).reshape(16, 128)
     traced = rung.trace(_two_core_kernel(False), [x])
@@ -921,7 +921,7 @@ def _double_aliased(x, interpret=False):
 def test_an_aliased_input_with_partial_blocks_runs_on_tpu_interpret_mode():
     # Upstream, TPU interpret mode hands the padded input back as the aliased output
     # (20 rows declared, 32 returned) and the program fails to lower. When this
-    # stops failing, rung.aliases_partial_blocks can go.
+    # stops failing, rewrites.aliases_partial_blocks can go.
     x = jnp.asarray(np.arange(20 * 256, dtype=np.float32).reshape(20, 256))
     with pytest.raises(Exception, match="doesn't match function result type"):
         jax.block_until_ready(_double_aliased(x, interpret=pltpu.InterpretParams()))
@@ -930,8 +930,8 @@ def test_an_aliased_input_with_partial_blocks_runs_on_tpu_interpret_mode():
     for which in ("generic", "tpu-interpret"):
         np.testing.assert_array_equal(np.asarray(rung.run(traced, [x], which)), np.asarray(x) * 2)
     whole = jnp.ones((32, 256), jnp.float32)
-    assert not rung.aliases_partial_blocks(jax.make_jaxpr(_double_aliased)(whole).jaxpr.eqns[0].params)
-    assert rung.aliases_partial_blocks(jax.make_jaxpr(_double_aliased)(x).jaxpr.eqns[0].params)
+    assert not rewrites.aliases_partial_blocks(jax.make_jaxpr(_double_aliased)(whole).jaxpr.eqns[0].params)
+    assert rewrites.aliases_partial_blocks(jax.make_jaxpr(_double_aliased)(x).jaxpr.eqns[0].params)
 
 
 def _parallel_after_arbitrary(x, interpret=False):
@@ -950,7 +950,7 @@ def _parallel_after_arbitrary(x, interpret=False):
 def test_parallel_after_arbitrary_runs_on_tpu_interpret_mode_in_order():
     # Upstream, TPU interpret mode refuses a "parallel" axis after an "arbitrary" one
     # (the TPU compiler accepts it, and a v5e runs it right). When this stops failing,
-    # rung.parallel_as_prefix can go.
+    # rewrites.parallel_as_prefix can go.
     x = jnp.asarray(np.arange(16 * 256, dtype=np.float32).reshape(16, 256))
     with pytest.raises(ValueError, match="must form a prefix of the grid"):
         jax.block_until_ready(_parallel_after_arbitrary(x, interpret=pltpu.InterpretParams()))
@@ -961,7 +961,7 @@ def test_parallel_after_arbitrary_runs_on_tpu_interpret_mode_in_order():
         np.testing.assert_array_equal(np.asarray(rung.run(traced, [x], which)), np.asarray(x) * 2)
         rung.reset_state()
     params = jax.make_jaxpr(_parallel_after_arbitrary)(x).jaxpr.eqns[0].params
-    assert rung.parallel_after_arbitrary(params["compiler_params"].dimension_semantics) == (1,)
-    assert tuple(rung.parallel_as_prefix(params)["compiler_params"].dimension_semantics) == ("arbitrary",) * 3
-    assert rung.parallel_after_arbitrary(("parallel", "parallel", "arbitrary")) == ()
+    assert rewrites.parallel_after_arbitrary(params["compiler_params"].dimension_semantics) == (1,)
+    assert tuple(rewrites.parallel_as_prefix(params)["compiler_params"].dimension_semantics) == ("arbitrary",) * 3
+    assert rewrites.parallel_after_arbitrary(("parallel", "parallel", "arbitrary")) == ()
     assert _lower(_parallel_after_arbitrary, [x])["ok"]

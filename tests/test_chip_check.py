@@ -43,4 +43,4 @@ def test_the_last_chip_check_ran_this_tree_or_a_warning_says_what_changed():
     stale = inputs.changed(recorded)
     if stale:
         warnings.warn(f"changed since the last chip check (docs/tpu-runs.md): {', '.join(stale)}; run "
-                      "benchmarks/chip_check.py on a TPU host (README, 'The TPU stage')", stacklevel=1)
+                      "benchmarks/chip_check.py on a TPU host (docs/guides/tpu.md, 'The chip check')", stacklevel=1)

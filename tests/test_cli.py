@@ -27,7 +27,7 @@ def _all(doc, tag_list):
     (MATMUL / "accumulate_in_output.py", "matmul"),
     # Traced as for a TPU (emit_pipeline reads the chip's tiling while tracing), then graded.
     (MATMUL / "emit_pipeline_k.py", "matmul"),
-    # Glue outside the kernels that only moves data (README, "Security model"): transposes,
+    # Glue outside the kernels that only moves data (docs/guides/security.md, "Work outside the kernel"): transposes,
     # a constant pad, chained kernels, slices, custom_vjp and jit; a fori_loop placing each
     # row block's kernel output at the counter's rows; astype before the call.
     (ADD / "glue_outside_kernels.py", "add"),

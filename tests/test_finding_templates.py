@@ -3,14 +3,12 @@ a secret one; a secret case's rendering shows none of the values it withholds
 (no JAX). Evidence is synthesized from what the templates read, so a new field
 read unguarded by a template is caught here, not in a student's grading."""
 import re
-from pathlib import Path
 
 import pytest
 
 from autograder.feedback import render
-from autograder.findings import CATALOGUE, Finding
+from autograder.findings import CATALOGUE, TEMPLATES, Finding
 
-TEMPLATES = Path(render.TEMPLATES) / "findings"
 # A plausible value of each evidence field the templates read (the types graders write).
 VALUES = {
     "detail": "detail text", "frames": ["add.py:3 in add"], "report": ["RACE DETECTED"], "fills_passing": ["zero"],

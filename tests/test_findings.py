@@ -6,8 +6,9 @@ import pytest
 from autograder.findings import CATALOGUE, PRECEDENCE, Finding, primary
 
 
-def test_catalogue_holds_every_documented_id():
-    assert set(CATALOGUE) == {
+def test_catalogue_still_holds_every_published_id():
+    # IDs are a public contract (results.json tags): one published is never removed or renamed.
+    assert set(CATALOGUE) >= {
         "submission-error", "wrong-result", "numerics", "out-of-bounds", "output-block-revisit",
         "uninitialized-memory", "grid-order-dependence", "padding-dependence", "data-race",
         "dma-protocol", "compile-reject", "vmem-overflow", "not-a-kernel", "inconsistent-kernel",

@@ -46,11 +46,31 @@ def test_a_verbs_needs_name_every_folder_the_student_kit_lacks_that_it_imports()
         assert uses_instructor == ("autograder.instructor" in verb.needs) or in_instructor, verb.name
 
 
-def test_the_readme_module_map_matches_the_tree():
-    text = (REPO / "README.md").read_text()
-    folders = sorted(p.name for p in (REPO / "autograder").iterdir()
-                     if p.is_dir() and (p / "__init__.py").is_file() and p.name != "templates")
+def test_the_module_map_matches_the_tree():
+    """The map of the code (docs/guides/how-it-works.md) names every folder of the
+    package and every folder inside one."""
+    text = (REPO / "docs" / "guides" / "how-it-works.md").read_text()
+    root = REPO / "autograder"
+    folders = sorted(p for p in root.iterdir() if p.is_dir() and (p / "__init__.py").is_file())
     for folder in folders:
-        assert f"`{folder}/`" in text, f"README's module map lacks {folder}/"
-    top = sorted(p.name for p in (REPO / "autograder").glob("*.py"))
+        assert f"`{folder.name}/`" in text, f"the module map lacks {folder.name}/"
+        for sub in sorted(p for p in folder.iterdir() if p.is_dir() and (p / "__init__.py").is_file()):
+            assert f"`{sub.name}/`" in text, f"the module map lacks {folder.name}/{sub.name}/"
+    top = sorted(p.name for p in root.glob("*.py"))
     assert top == ["__init__.py", "__main__.py", "cli.py"]
+
+
+# Files over the line limit that are being split by other work (remove each as it lands).
+OVER_500 = {"autograder/feedback/render.py", "autograder/pallas_surface/program/rebuild.py",
+            "autograder/tpu/stage/kernel.py"}
+
+
+def test_no_folder_holds_more_than_12_modules_and_no_module_more_than_500_lines():
+    for folder in (REPO / "autograder").rglob("*"):
+        if folder.is_dir() and folder.name != "__pycache__":
+            modules = [p for p in folder.glob("*.py") if p.name != "__init__.py"]
+            assert len(modules) <= 12, f"{folder.relative_to(REPO)} holds {len(modules)} modules; split it"
+    for path in (REPO / "autograder").rglob("*.py"):
+        name = str(path.relative_to(REPO))
+        lines = len(path.read_text(encoding="utf-8").splitlines())
+        assert lines <= 500 or name in OVER_500, f"{name} has {lines} lines (limit 500); split it"

@@ -164,13 +164,12 @@ def test_unmasked_block_max_is_padding_dependence(grade_cli):
 
 def _charged_once(doc, fid):
     """Every probe keeps its points: the one root cause was charged in a correctness test
-    (a check may see it under another ID, one scoring.SAME_BUG names as the same bug)."""
+    (a check may see it under another ID, one its catalogue entry names as the same bug)."""
     from autograder.findings import CATALOGUE
-    from autograder.grading.judge.scoring import SAME_BUG
     checks = [t for t in doc["tests"] if t["number"].startswith("P")]
     assert all(t["score"] == t["max_score"] and t["status"] == "passed" for t in checks), \
         [(t["name"], t["score"], t["tags"]) for t in checks]
-    assert {tag for t in checks for tag in t["tags"]} <= {fid, *SAME_BUG.get(fid, ())}
+    assert {tag for t in checks for tag in t["tags"]} <= {fid, *CATALOGUE[fid].same_bug}
     for t in checks:
         if t["tags"] and t["tags"] != [fid]:
             assert t["output"].startswith("Same bug, not charged again: this check saw ") and \
@@ -311,7 +310,7 @@ def test_a_valid_row_a_masked_store_leaves_out_of_a_partial_block_is_uninitializ
 def test_scratch_zeroed_at_the_first_grid_point_only_is_one_bug_charged_once(grade_cli):
     # TPU interpret mode runs the parallel axes out of row-major order: the points
     # that run before (0, 0, 0) read the scratch unwritten, on every case. The order
-    # check sees the same read and keeps its point (scoring.SAME_BUG).
+    # check sees the same read and keeps its point (the catalogue's same_bug).
     doc, out = grade_cli(ADD / "scratch_zeroed_at_first_point.py", "add", "--run-key", "1")
     assert tags(doc) == [[], ["uninitialized-memory"]] * 4
     _charged_once(doc, "uninitialized-memory")

@@ -12,7 +12,7 @@ from conftest import corpus
 
 from autograder.pallas_surface.program import schema
 
-# Every test here also runs on the other JAX release (README, "JAX releases").
+# Every test here also runs on the other JAX release (docs/guides/jax-releases.md).
 pytestmark = pytest.mark.releases
 
 REPO = Path(__file__).resolve().parent.parent

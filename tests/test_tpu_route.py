@@ -1,4 +1,4 @@
-"""The README's TPU route as written ("The TPU stage (`speed`, on a TPU VM)"): on the CPU
+"""The TPU guide's route as written (docs/guides/tpu.md, "On a TPU host"): on the CPU
 machine the class and the solution are graded into a review site and the grader is
 built as wheels; the host is given only ``review-site/``, ``export.zip``, ``wheels/``
 and ``assignments/``, installs the grader from the wheels with pip's ``--no-index
@@ -22,11 +22,13 @@ from pathlib import Path
 import pytest
 from conftest import REPO, corpus
 
+from benchmarks.chip.route import grader_wheel
+
 # The packages a TPU image ships beside JAX (the v5e lent had these; the grader's other needs
-# come from the wheels the README downloads).
+# come from the wheels the TPU guide downloads).
 HOST_SHIPS = ("jax", "jaxlib", "libtpu", "numpy", "scipy", "ml_dtypes", "opt_einsum")
-# What the README's `pip download` line names (the wheels the host lacks).
-README_NEEDS = ("jinja2", "markupsafe", "pyyaml", "markdown-it-py", "mdurl", "datasketch", "gradescope-utils")
+# What the TPU guide's `pip download` line names (the wheels the host lacks).
+GUIDE_NEEDS = ("jinja2", "markupsafe", "pyyaml", "markdown-it-py", "mdurl", "datasketch", "gradescope-utils")
 
 
 def _run(cmd, timeout=900, **kw) -> subprocess.CompletedProcess:
@@ -60,9 +62,9 @@ def _host_packages(dest: Path) -> Path:
 
 
 def _readme_route() -> tuple[str, str]:
-    """The README's install and speed commands for the host, verbatim."""
-    text = (REPO / "README.md").read_text(encoding="utf-8")
-    section = text.split("### The TPU stage (`speed`, on a TPU VM)", 1)[1]
+    """The TPU guide's install and speed commands for the host, verbatim."""
+    text = (REPO / "docs" / "guides" / "tpu.md").read_text(encoding="utf-8")
+    section = text.split("### On a TPU host", 1)[1]
     install = next(line for line in section.splitlines() if "pip install --user --no-index" in line)
     speed = next(line for line in section.splitlines() if line.startswith("python3 -m autograder speed "))
     return install.strip(), speed.strip()
@@ -75,15 +77,15 @@ def prepared(tmp_path_factory) -> Path:
     _export(work / "export.zip")
     _run([sys.executable, "-m", "autograder", "review", str(work / "export.zip"), "-a", "add", "-o",
           str(work / "review-site")], cwd=REPO, timeout=1200)
-    _run([sys.executable, "-m", "build", "--wheel", "--outdir", str(work / "wheels"), str(REPO)])
+    grader_wheel(work / "wheels")
     _run([sys.executable, "-m", "pip", "download", "--disable-pip-version-check", "--only-binary=:all:",
-          "--no-deps", "-d", str(work / "wheels"), *README_NEEDS])
+          "--no-deps", "-d", str(work / "wheels"), *GUIDE_NEEDS])
     return work
 
 
 def _host(prepared: Path, tmp_path: Path) -> tuple[Path, dict, Path]:
-    """The TPU host: a folder holding only the four things the README names, a fresh Python
-    with JAX on PYTHONPATH, and the grader installed from the wheels as the README says."""
+    """The TPU host: a folder holding only the four things the TPU guide names, a fresh Python
+    with JAX on PYTHONPATH, and the grader installed from the wheels as the TPU guide says."""
     host = tmp_path / "host"
     host.mkdir()
     for name in ("review-site", "export.zip", "wheels"):
@@ -97,7 +99,7 @@ def _host(prepared: Path, tmp_path: Path) -> tuple[Path, dict, Path]:
     env.update(PATH=f"{bindir}{os.pathsep}{env.get('PATH', '')}", PYTHONPATH=str(_host_packages(tmp_path / "jax")),
                NO_COLOR="1")
     install, _speed = _readme_route()
-    # A virtual environment has no user site: the README's --user is for the host's own Python.
+    # A virtual environment has no user site: the guide's --user is for the host's own Python.
     _run(["bash", "-c", install.replace("--user ", "")], cwd=host, env=env)
     where = _run([str(bindir / "python3"), "-c", "import autograder, jax; print(autograder.__file__)"],
                  cwd=host, env=env)
@@ -111,7 +113,7 @@ def test_the_readme_route_times_a_class_from_the_four_things_it_names(prepared, 
     host, env, _bindir = _host(prepared, tmp_path)
     _install, speed = _readme_route()
     speed = speed.replace("-a matmul", "-a add")
-    # On a machine with no TPU the README's command reaches the chip and stops there: every grading,
+    # On a machine with no TPU the guide's command reaches the chip and stops there: every grading,
     # the solution's included, was found in the site (nothing is graded on a TPU host).
     tpu = subprocess.run(["bash", "-c", speed], cwd=host, env=env, capture_output=True, text=True, timeout=600)
     assert tpu.returncode != 0

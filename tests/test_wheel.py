@@ -3,11 +3,12 @@ into a fresh virtual environment (no editable link to the repository), grades
 a submission with its own console script."""
 import json
 import subprocess
-import sys
 import venv
 
 import pytest
 from conftest import REPO, corpus
+
+from benchmarks.chip.route import grader_wheel
 
 pytestmark = [pytest.mark.jax, pytest.mark.grading]
 
@@ -21,8 +22,7 @@ def _run(cmd, **kw):
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory):
     base = tmp_path_factory.mktemp("wheel")
-    _run([sys.executable, "-m", "build", "--wheel", "--outdir", str(base / "dist"), str(REPO)])
-    (wheel,) = (base / "dist").glob("pallas_autograder-*.whl")
+    wheel = grader_wheel(base / "dist")
     venv.create(base / "venv", with_pip=True)
     py = base / "venv" / "bin" / "python"
     proc = _run([str(py), "-m", "pip", "install", "--disable-pip-version-check", str(wheel)])
@@ -40,8 +40,8 @@ def test_the_wheel_holds_every_subpackage_and_template(installed):
             "autograder/tpu/chip", "autograder/feedback/blockmaps"} <= packages
     for pkg in packages:
         assert f"{pkg}/__init__.py" in names, pkg
-    templates = {str(p.relative_to(REPO)) for p in (REPO / "autograder" / "templates").rglob("*.j2")}
-    assert templates <= names
+    templates = {str(p.relative_to(REPO)) for p in (REPO / "autograder").rglob("*.j2")}
+    assert any(t.startswith("autograder/findings/templates/") for t in templates) and templates <= names
     assert not any(n.startswith(("assignments/", "solutions/", "tests/")) for n in names)
 
 

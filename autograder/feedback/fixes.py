@@ -13,17 +13,12 @@ from typing import Any
 from ..findings import Finding, fix_line
 from ..grading.identity.sources import KernelSource
 
-# Findings about how the kernel is called (grid, block specs, semantics, scratch): the
-# pl.pallas_call's line is where the fix goes. The others are about what the body computes.
-_CALL = ("out-of-bounds", "output-block-revisit", "grid-order-dependence", "compile-reject", "vmem-overflow",
-         "inconsistent-kernel")
-_BODY = ("numerics", "wrong-result", "uninitialized-memory", "padding-dependence", "data-race", "dma-protocol")
-
 
 def _about_the_call(f: Finding) -> bool:
-    """Blocks the grid never visits are the grid's doing (the pallas_call), whatever the ID."""
+    """Where the catalogue points a finding's fix ("call": the pallas_call's line); blocks the
+    grid never visits are the grid's doing too, whatever the ID."""
     x = f.facts()
-    return f.id in _CALL or bool(x.get("unwritten_count")) or f.problem == "unwritten-blocks"
+    return f.kind.fix_at == "call" or bool(x.get("unwritten_count")) or f.problem == "unwritten-blocks"
 
 
 @dataclass(frozen=True)
@@ -68,7 +63,7 @@ def where(f: Finding, kernels: tuple[KernelSource, ...]) -> str:
     k = kernels[0]
     if _about_the_call(f):
         return f"in the pl.pallas_call at {k.call}"
-    if f.id in _BODY and k.body and k.lines:
+    if f.kind.fix_at == "body" and k.body and k.lines:
         return f"in {k.body}, {k.lines}"
     return ""
 

@@ -9,7 +9,8 @@ from pathlib import Path
 import jinja2
 
 from ..findings import CATALOGUE, RUNGS
-from ..spec import PROBES, Assignment
+from ..grading.probes import REGISTRY
+from ..spec import Assignment
 
 FILE = "GLOSSARY.md"
 TEMPLATES = Path(__file__).resolve().parents[1] / "templates"
@@ -25,22 +26,6 @@ RUNG_NOTES = {
     "tpu": ": the Mosaic compiler and the chip, the only rung that can refuse a kernel or time it; your own "
            "grading never runs here.",
 }
-PROBE_NOTES = {
-    "index-maps": "evaluates every index map at every grid point: blocks outside an array, output blocks "
-                  "never written, or written again after other blocks.",
-    "compile": "lowers your kernel for a TPU on the CPU (Pallas's TPU lowering): block tiling, dtypes and "
-               "operations the compiler would refuse.",
-    "vmem": "adds up the kernel's VMEM (each pipelined block twice, scratch, pl.run_scoped buffers) at the "
-            "real problem size, against the chip's.",
-    "structure": "finds where the work is done: in the pl.pallas_call, not in jax.numpy around it.",
-    "poisoning": "memory poisoning (below) in TPU interpret mode.",
-    "grid-order": "reruns in TPU interpret mode with the parallel axes shuffled (by seed) and on two "
-                  "simulated cores: a result that changes depends on the grid order.",
-    "races": "TPU interpret mode's race detector on two cores, and both DMA execution modes: conflicting "
-             "accesses, missing or misplaced DMA waits.",
-    "numerics": "reruns with stress inputs (large values, long reductions, bfloat16): precision loss or "
-                "overflow that the graded cases do not reach.",
-}
 
 
 def text(assignment: Assignment, names: dict[str, str | None] | None = None) -> str:
@@ -53,7 +38,8 @@ def text(assignment: Assignment, names: dict[str, str | None] | None = None) -> 
         title=assignment.title, slug=assignment.slug, entry=assignment.entry_file,
         cases=len(assignment.cases), case_names=[names.get(c.name) for c in assignment.cases],
         rungs=list(assignment.rungs), rung_labels=RUNGS, rung_notes=RUNG_NOTES,
-        probes=[(p.name, PROBES[p.name].title) for p in assignment.probes], probe_notes=PROBE_NOTES,
+        probes=[(p.name, REGISTRY[p.name].title) for p in assignment.probes],
+        probe_notes={p.name: REGISTRY[p.name].note for p in assignment.probes},   # each in its probe's module
         speed=assignment.speed.chip if assignment.speed is not None else "",
         checks=assignment.checks is not None, kinds=list(CATALOGUE.values()),
         # An example seed from a visible case (a secret case's seed is never shown).

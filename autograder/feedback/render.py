@@ -15,13 +15,14 @@ from typing import Any
 
 import jinja2
 
-from ..findings import CATALOGUE, RUNGS, Finding, fix_line
+from .. import findings
+from ..findings import RUNGS, Finding, fix_line
 from ..grading.judge import figures
 from ..grading.judge.problems import Problem, key_of, summarize
 from ..grading.judge.scoring import TestResult, same_bug, symptom_of
 from ..grading.run.plan import Run
 from ..speed import grade as speed_grade
-from . import blockmaps, chip_observed, escaping, fixes, repro
+from . import blockmaps, escaping, fixes, repro
 
 FORMATS = ("text", "md", "html")
 TEMPLATES = Path(__file__).resolve().parents[1] / "templates"
@@ -31,12 +32,6 @@ TEMPLATES = Path(__file__).resolve().parents[1] / "templates"
 _HIDDEN_SAFE = {"problem", "mismatch_text", "nonfinite", "relative_to_output", "type",
                 "frames", "phase", "limit_s", "memory_mb", "disk_mb", "exit", "not_run", "rule",
                 "reason"}
-_HIDDEN_MESSAGES = {
-    "wrong-result": "the output is wrong",
-    "numerics": "the output has a numerical (precision or overflow) problem",
-    "out-of-bounds": "a block or DMA reaches outside an array",
-    "output-block-revisit": "an output block is revisited at grid points that are not consecutive",
-}
 
 
 # Said once, before the first test number or term: GLOSSARY.md (written into the
@@ -58,15 +53,17 @@ def wrap(text: str, width: int = 79, indent: str = "") -> str:
 @lru_cache(maxsize=None)
 def _env(fmt: str) -> jinja2.Environment:
     env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(str(TEMPLATES)), undefined=jinja2.StrictUndefined,
+        # A finding's explanation lives beside its catalogue entry; templates include it as "findings/<id>.j2".
+        loader=jinja2.ChoiceLoader([jinja2.FileSystemLoader(str(TEMPLATES)), jinja2.PrefixLoader(
+            {"findings": jinja2.FileSystemLoader(str(findings.TEMPLATES))})]), undefined=jinja2.StrictUndefined,
         autoescape=(fmt == "html"), trim_blocks=True, lstrip_blocks=True,
         keep_trailing_newline=False, finalize=escaping.visible)
     env.globals["fmt"] = fmt
     env.globals["rungs"] = RUNGS
-    env.globals["chip_line"] = chip_observed.line      # a ladder's "real TPU" line: what a chip did
+    env.globals["chip_line"] = lambda fid: findings.CATALOGUE[fid].chip_line()   # a ladder's "real TPU" line
     # Block maps as inline SVG: only in the self-contained page (``page.j2`` sets it).
     # Gradescope's html output is sanitized by rules it does not publish, so a
-    # results.json gets the text map in every format (see README, "Block maps").
+    # results.json gets the text map in every format (see docs/guides/findings.md, "Block maps").
     env.globals["inline_svg"] = False
     env.filters.update(wrap=wrap, plain=escaping.plain, md_inline=escaping.md_inline, md_line=escaping.md_line,
                        md_fence=escaping.md_fence, num=figures.num, pct=figures.pct,
@@ -142,9 +139,7 @@ def _finding_view(f: Finding, visible: bool, ctx: Context | None = None) -> dict
                                   else f"{share:.1%} of the outputs")
     if not visible:
         facts = Redacted({k: v for k, v in facts.items() if k in _HIDDEN_SAFE}, set(facts) - _HIDDEN_SAFE)
-        problem = facts.get("problem", "")
-        message = _HIDDEN_MESSAGES.get(f.id, f"{CATALOGUE[f.id].title.lower()}"
-                                       + (f" ({problem.replace('-', ' ')})" if problem else ""))
+        message = f.kind.hidden_message(facts.get("problem", ""))
     else:
         message = f.message
     ctx = ctx or Context()

@@ -2,7 +2,9 @@
 
 ``run_gradescope`` reads the Gradescope layout under a root (``/autograder``
 unless AUTOGRADER_ROOT says otherwise) and always leaves a valid results.json,
-whatever happens. The document is built by ``feedback.results``.
+whatever happens. The document is assembled by ``feedback.results``; the
+format, its validation and the one writer that leaves a valid file whatever
+happens are ``feedback.results_format``.
 """
 from __future__ import annotations
 

@@ -188,7 +188,7 @@ def _execute(slot: confinement.Slot, start: _Start, loc: submission.Located, wor
 
 def _rung_notes(plan: Plan, scans: dict) -> tuple[str, ...]:
     """What an interpreter could not run as written, and how the grader ran it
-    instead (``rung.parallel_as_prefix``): it costs nothing, and the feedback says
+    instead (``rewrites.parallel_as_prefix``): it costs nothing, and the feedback says
     so. Axes are named from a visible case's kernel only (secret ones show no facts)."""
     later: dict[str, tuple[int, ...]] = {}
     for case in plan.cases:

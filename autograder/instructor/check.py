@@ -29,6 +29,7 @@ import numpy as np
 
 from .. import spec
 from ..children import CHECK_SUITE
+from ..findings import CATALOGUE
 from ..grading import grade, sweep
 from ..grading.report import Report
 from ..grading.run import inputs
@@ -226,6 +227,10 @@ def _corpus_rows(a: Assignment) -> list[Row]:
     expected = tomllib.loads((folder / EXPECTATIONS).read_text(encoding="utf-8")).get("files", {})
     rows = []
     for name, want in sorted(expected.items()):
+        if want != "clean" and want not in CATALOGUE:
+            rows.append(Row(f"corpus {name}", False, f"expected {want!r}: must be 'clean' or a finding ID of "
+                            f"the catalogue ({', '.join(CATALOGUE)}); in {folder / EXPECTATIONS}"))
+            continue
         t0 = time.monotonic()
         report = _graded(a, folder / name)
         ids = sorted({t.finding.id for t in report.tests if t.finding is not None})

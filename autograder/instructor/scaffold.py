@@ -99,7 +99,7 @@ points = 1
 points = 1
 
 # Custom checks: unittest cases written with gradescope-utils' decorators, run against the
-# kernel the grader rebuilt, in a process that never ran student code (README, "Custom checks").
+# kernel the grader rebuilt, in a process that never ran student code (docs/guides/instructors.md).
 # Gradescope only: the student kit leaves them out (they hold expected values). Delete to drop.
 [checks]
 file = "checks.py"
@@ -107,7 +107,7 @@ limit_s = 120                      # the whole suite's wall clock
 
 # Speed: the kernel's estimated TPU time at this size in every grading (0 points: shown,
 # not scored; `calibrate` records the solution's for comparison), and the size the
-# `speed` verb times passing kernels at on a real TPU (README, "Speed").
+# `speed` verb times passing kernels at on a real TPU (docs/guides/tpu.md).
 [speed]
 chip = "v5e"
 points = 0                         # the estimate's points, on the curve against the solution

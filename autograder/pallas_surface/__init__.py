@@ -6,7 +6,8 @@ documents' grammar without importing JAX. Four rooms, lowest first:
 
 - ``release/``: every fact that belongs to a JAX release (names, message texts,
   where flags live), pure data; one file per release (``jax_<version>.py``) holds
-  what only that release does. An upgrade starts there.
+  what only that release does, and the files present are the releases supported.
+  An upgrade starts there.
 - ``program/``: a traced program as data, both ways (``schema``, ``serial``,
   ``rebuild``, ``jaxprs``).
 - ``rungs/``: forcing an interpreter rung on a traced function and running it,

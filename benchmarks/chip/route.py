@@ -1,4 +1,4 @@
-"""The README's TPU route, made ready on this (CPU) machine for a TPU host: a folder
+"""The TPU guide's TPU route, made ready on this (CPU) machine for a TPU host: a folder
 holding only what "The TPU stage" tells an instructor to copy there:
 
     review-site/   the class and the instructor solution graded here (`review`)
@@ -7,9 +7,9 @@ holding only what "The TPU stage" tells an instructor to copy there:
     assignments/   the assignments folder
 
 ``python benchmarks/chip/route.py OUT [--slug add] [--python-version 3.11]`` makes
-OUT/{review-site,export.zip,wheels,assignments} with the commands the README
+OUT/{review-site,export.zip,wheels,assignments} with the commands the TPU guide
 gives (the grading under this interpreter's JAX release: run it with the host's,
-`.venv-jax-0.10.2/bin/python`). The chip call then runs the README's install and
+`.venv-jax-0.10.2/bin/python`). The chip call then runs the TPU guide's install and
 `speed` commands in a copy of OUT holding nothing else (CHIP_CALL.md).
 """
 from __future__ import annotations
@@ -22,7 +22,7 @@ import zipfile
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent.parent
-# The wheels the README's `pip download` names: the grader's needs a TPU host does not ship
+# The wheels the TPU guide's `pip download` names: the grader's needs a TPU host does not ship
 # (its JAX image brings jax, jaxlib, libtpu, numpy, scipy and ml_dtypes).
 NEEDS = ("jinja2", "markupsafe", "pyyaml", "markdown-it-py", "mdurl", "datasketch", "gradescope-utils")
 # The class: a kernel the solution's way, two in other styles, and one the interpreters fail.
@@ -44,11 +44,30 @@ def export_zip(path: Path, slug: str, files: list[Path]) -> Path:
     return path
 
 
+def grader_wheel(out: Path, repo: Path = REPO) -> Path:
+    """The grader's wheel, built from a copy of the files git sees (tracked, and untracked
+    ones it does not ignore). Built in the checkout, setuptools reuses its build/ folder, and
+    a module moved or deleted since the last build would still ship (and change the
+    grader's hash, so a host would find no grading of its own)."""
+    import tempfile
+    listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=repo,
+                            check=True, capture_output=True).stdout.decode().split("\0")
+    with tempfile.TemporaryDirectory() as tmp:
+        for name in filter(None, listed):
+            src = repo / name
+            if src.is_file() and (name.startswith("autograder/") or "/" not in name):
+                (Path(tmp) / name).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(src, Path(tmp) / name)
+        out.mkdir(parents=True, exist_ok=True)
+        subprocess.run([sys.executable, "-m", "build", "--wheel", "--outdir", str(out), tmp], check=True,
+                       capture_output=True)
+    (wheel,) = sorted(out.glob("pallas_autograder-*.whl"))
+    return wheel
+
+
 def wheels(out: Path, python_version: str) -> None:
-    """The README's two wheel commands: the grader's wheel, and its needs for the host's Python."""
-    out.mkdir(parents=True, exist_ok=True)
-    subprocess.run([sys.executable, "-m", "build", "--wheel", "--outdir", str(out), str(REPO)], check=True,
-                   capture_output=True)
+    """The TPU guide's two wheel commands: the grader's wheel, and its needs for the host's Python."""
+    grader_wheel(out)
     subprocess.run([sys.executable, "-m", "pip", "download", "--only-binary=:all:", "--no-deps",
                     "--python-version", python_version, "--platform", "manylinux2014_x86_64", "-d", str(out),
                     *NEEDS], check=True, capture_output=True)

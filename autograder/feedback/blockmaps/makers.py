@@ -1,11 +1,13 @@
-"""Each finding's evidence as a block map: one maker per spatial finding (``MAKERS``),
-and ``build``, which never raises on evidence of another form."""
+"""Each finding's evidence as a block map: one maker per spatial finding (``MAKERS``:
+the catalogue's kinds that are ``drawn``), and ``build``, which never raises on
+evidence of another form."""
 from __future__ import annotations
 
 import math
 from dataclasses import replace
 from typing import Callable
 
+from ...findings import CATALOGUE
 from .model import (
     MAX_ROWS,
     WIDTH,
@@ -313,7 +315,8 @@ MAKERS: dict[str, Callable[[dict, str], BlockMap | None]] = {
     "wrong-result": wrong,
     "numerics": lambda x, case: wrong(x, case, "numerics"),
 }
-SPATIAL = frozenset(MAKERS)
+# The findings whose evidence draws (tests/test_catalogue.py: exactly the ones with a maker).
+SPATIAL = frozenset(fid for fid, kind in CATALOGUE.items() if kind.drawn)
 
 
 def build(finding: str, facts: dict, case: str) -> BlockMap | None:

@@ -51,66 +51,32 @@ class TestResult:
         return [self.finding.id] if self.finding else []
 
 
-# Probe findings that explain a failed correctness test on the same case, by
-# rung: the test then reports the root cause, with the symptom kept beside it.
-EXPLAINS = {
-    "out-of-bounds": ("generic", "tpu-interpret"),
-    "output-block-revisit": ("generic", "tpu-interpret"),
-    "dma-protocol": ("generic", "tpu-interpret"),
-    "data-race": ("tpu-interpret",),
-    "uninitialized-memory": ("generic", "tpu-interpret"),
-    "padding-dependence": ("generic", "tpu-interpret"),
-    "grid-order-dependence": ("tpu-interpret",),
-}
-
-# One bug, several views: an output block shared across a parallel axis is also
-# what makes the grid order matter and two cores race, so those are not charged again.
-SAME_BUG = {"output-block-revisit": ("grid-order-dependence", "data-race"),
-            # Data read before its copy lands, or through a semaphore two copies share, is
-            # what the fills change: the poisoning check sees the DMA bug, not a second one.
-            # and what the race detector flags (the DMA engine writing a buffer the kernel reads).
-            "dma-protocol": ("uninitialized-memory", "data-race"),
-            # A buffer written at one grid point only (scratch zeroed when every program
-            # id is 0) is read unwritten wherever that point has not run first: in another
-            # order, or on the other core. The order check sees that same unwritten read.
-            "uninitialized-memory": ("grid-order-dependence",)}
-
-# Another view of a bug only on the very case and rung whose own test that bug broke:
-# a reduction axis marked parallel runs out of order there, so steps read the
-# accumulator before the step that zeroes it, and the fills change what they read.
-# (On another case, or beside a revisit elsewhere, unwritten memory is its own bug.)
-SAME_BUG_ON_CASE = {"output-block-revisit": ("uninitialized-memory",)}
-
-# What a correctness test's own comparison says when another finding explains
-# its failure: the symptom, never a problem of its own.
-SYMPTOMS = ("wrong-result", "numerics")
+# How findings relate (which explains a test, which is a symptom or another view
+# of the same bug) is each kind's in the catalogue (``findings.catalogue``).
 
 
 def symptom_of(primary: Finding | None, other: Finding) -> bool:
     """``other`` is a symptom of ``primary`` on the same test (not a second problem)."""
     if primary is None or other is primary:
         return False
-    if other.id in SYMPTOMS and primary.id in EXPLAINS:
+    if other.kind.symptom and primary.kind.explains:
         return True
     return (other.id == "submission-error" and other.problem == "timeout"
-            and primary.id in HANG_EXPLAINS_TIMEOUT)
+            and primary.kind.hang_explains_timeout)
 
 
 def same_bug(primary: Finding | None, other: Finding) -> bool:
     """``other`` is another view of the bug ``primary`` names (kept as evidence)."""
-    return primary is not None and other.id in SAME_BUG.get(primary.id, ())
-
-# A run that timed out on a rung where a probe saw the kernel hang in a DMA or
-# semaphore wait timed out because of that wait: the hang is the root cause and
-# the timeout its symptom, though submission-error otherwise comes first.
-HANG_EXPLAINS_TIMEOUT = ("dma-protocol", "grid-order-dependence")
+    return primary is not None and other.id in primary.kind.same_bug
 
 
 def _root_cause(hits: list[Finding], rung: str) -> Finding | None:
+    """The primary finding; but a run that timed out on a rung where a probe saw the
+    kernel hang in a wait (``hang_explains_timeout``) timed out because of that wait."""
     main = primary(hits)
     if main is None or main.id != "submission-error" or main.problem != "timeout":
         return main
-    hang = [f for f in hits if f.id in HANG_EXPLAINS_TIMEOUT and f.rung == rung and f.problem == "hang"]
+    hang = [f for f in hits if f.kind.hang_explains_timeout and f.rung == rung and f.problem == "hang"]
     if hang and all(f.id != "submission-error" or f.problem == "timeout" for f in hits):
         return hang[0]
     return main
@@ -127,7 +93,7 @@ def _correctness(plan: Plan, wide: list[Finding], by_test: dict, explaining: lis
         for ri, rung in enumerate(plan.rungs, 1):
             hits = wide + by_test.get((case.name, rung), [])
             if hits and not wide:
-                hits += [f for f in explaining if rung in EXPLAINS[f.id]]
+                hits += [f for f in explaining if rung in f.kind.explains]
             main = _root_cause(hits, rung)
             label = case.name if case.visible else f"secret case {ci}"
             tests.append(TestResult(
@@ -153,7 +119,7 @@ def _already(main: Finding | None, charged: dict[str, str], tests: list[TestResu
         return None   # a check that could not run, or had no kernel to examine, earns nothing
     own = next((t for t in tests if t.probe is None and t.case.name == main.case and t.rung == main.rung
                 and not t.passed and t.finding is not None
-                and main.id in SAME_BUG_ON_CASE.get(t.finding.id, ())), None)
+                and main.id in t.finding.kind.same_bug_on_case), None)
     return own.number if own is not None else charged.get(main.id)
 
 
@@ -189,13 +155,13 @@ def score(plan: Plan, findings: list[Finding], notes: list[CheckNote] = ()) -> l
         else:
             by_probe.setdefault(f.check, []).append(f)
             # (A size no test runs whose arrays the kernel does not cover explains no test.)
-            if f.id in EXPLAINS and f.problem != "not-covered":
+            if f.kind.explains and f.problem != "not-covered":
                 explaining.append(f)
     tests = _correctness(plan, wide, by_test, explaining)
     charged: dict[str, str] = {}
     for t in tests:
         if t.finding is not None:
-            for fid in (t.finding.id, *SAME_BUG.get(t.finding.id, ())):
+            for fid in (t.finding.id, *t.finding.kind.same_bug):
                 charged.setdefault(fid, t.number)
     first_case = plan.cases[0] if plan.cases else None
     for pi, name in enumerate(plan.probes, 1):

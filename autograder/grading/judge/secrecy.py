@@ -28,7 +28,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from ...findings import CATALOGUE, Finding
+from ...findings import Finding
 from ...spec import Assignment
 
 SHOWN_TYPES = frozenset({
@@ -89,13 +89,11 @@ def shown_type(name: Any) -> str:
 
 def _message(f: Finding, facts: dict) -> str:
     """The finding in the grader's words: its title, and the bands it has."""
-    words = CATALOGUE[f.id].title.lower()
     problem = facts.get("problem")
     if problem == "exception":
         where = "while tracing" if facts.get("phase") == "trace" else "while running"
         return f"raised {facts['type']} {where}"
-    if problem:
-        words += f" ({str(problem).replace('-', ' ')})"
+    words = f.kind.titled(problem)
     if isinstance(facts.get("mismatch_text"), str):
         words += f": {facts['mismatch_text']} are wrong"
     return words

@@ -27,9 +27,8 @@ from ...findings import CheckNote, Finding
 from ..run.plan import Plan
 
 STATIC_CHECK = "index-maps"
-# The scan's claims about a run that a run can confirm (and which do not stop TPU
-# interpret mode, whose error would confirm them first).
-CLAIMS = ("output-block-revisit", "uninitialized-memory")
+# The scan's claims about a run that a run can confirm are the kinds with a ``claim``
+# in the catalogue (unless they stop TPU interpret mode, whose error confirms them first).
 # Checks that run the kernel on a case: what they find there confirms a claim.
 RUNNING = ("correctness", "poisoning", "grid-order", "races")
 
@@ -55,7 +54,7 @@ def _claim(f: Finding) -> bool:
     scan's claims (unless TPU interpret mode stops on them), and the race
     detector's two writes of one output block in a run that is right."""
     if f.check == STATIC_CHECK:
-        return f.id in CLAIMS and not f.facts().get("stops_tpu_interpret")
+        return f.kind.claim is not None and not f.facts().get("stops_tpu_interpret")
     return f.id == "data-race" and f.check == "races" and bool(f.facts().get("writes_agree"))
 
 
@@ -76,13 +75,7 @@ def _note(plan: Plan, f: Finding) -> str:
                 "right and so is every other run on that case: the writes agree (the same values written "
                 "twice); keep each output block to one grid point if its values could ever differ; a race "
                 "no rung shows a difference for costs nothing")
-    saw = f.message if case.visible else {
-        "output-block-revisit": "an output block is written from both sides of an axis marked \"parallel\"",
-        "uninitialized-memory": "some output blocks are never visited by the grid"}[f.id]
-    why = {"output-block-revisit": "the writes agree (the same values written twice), and a chip computes it "
-                                   "right; on a chip with two cores the two writes race, so keep each output block "
-                                   "to one grid point if its values could ever differ",
-           "uninitialized-memory": "the output is right there on every run (an aliased input, say, keeps its "
-                                   "values)"}[f.id]
-    return (f"{where} the index maps say: {saw.rstrip('.')}; no run on that case shows a difference: {why}; "
+    claim = f.kind.claim
+    saw = f.message if case.visible else claim.saw
+    return (f"{where} the index maps say: {saw.rstrip('.')}; no run on that case shows a difference: {claim.why}; "
             "a static finding that no rung confirms costs nothing")

@@ -23,7 +23,7 @@ from ..judge import secrecy
 from ..judge.diagnosis import REFUSED, known_error
 from ..judge.faces import Faces
 from ..run.plan import Draw, Plan, Run
-from .base import Probe, ProbeResults
+from .base import Exposes, Probe, ProbeResults
 from .grid_order import GRID_ORDER
 from .numerics import NUMERICS
 from .poisoning import POISONING
@@ -35,7 +35,7 @@ REGISTRY: dict[str, Probe] = {p.name: p for p in (
 # What ``plan.build`` is given: each probe's planner, by the name the spec uses.
 PLANNERS = {name: p.plan for name, p in REGISTRY.items()}
 
-__all__ = ["PLANNERS", "REGISTRY", "CheckNote", "Probe", "ProbeResults", "judge", "settle"]
+__all__ = ["PLANNERS", "REGISTRY", "CheckNote", "Exposes", "Probe", "ProbeResults", "judge", "settle"]
 
 
 def settle(plan: Plan, run: Run, outcome: Outcome) -> tuple[Outcome, tuple[Run, ...]]:
@@ -145,18 +145,6 @@ def _judge_case(plan: Plan, probe: Probe, case, outcomes: Mapping[Run, Outcome],
     return unvouched + judged, notes, decided
 
 
-# What a probe's run exposes when it hangs or raises where the case's own test
-# passed on the same rung: the one thing that run changed (a fill of unwritten
-# memory, the grid order or the cores, the race detector, the DMA mode, a stress
-# input): (probe, variant or "") -> (finding ID, what the run changed).
-EXPOSES = {("poisoning", ""): ("uninitialized-memory", "with other values in the memory it never wrote"),
-           ("grid-order", ""): ("grid-order-dependence", "with its grid points in another order"),
-           ("races", "races-2core"): ("grid-order-dependence", "on two simulated cores"),
-           ("races", ""): ("data-race", "with the race detector on"),
-           ("races", "dma-eager"): ("dma-protocol", "with DMAs completing when they start"),
-           ("numerics", ""): ("wrong-result", "on this stress input")}
-
-
 # A probe run is its case's test run with one switch turned, so it takes about as
 # long: one stopped at a limit this many times the test run's time hung; one
 # stopped sooner may only have been slow (a loaded machine, a tight --case-timeout).
@@ -184,11 +172,11 @@ def _exposed(r: ProbeResults) -> list[Finding]:
     found: dict[str, Finding] = {}
     for variant, run in r.runs.items():
         o = r.outcomes.get(variant)
-        exposes = EXPOSES.get((r.probe.name, variant)) or EXPOSES.get((r.probe.name, ""))
+        exposes = r.probe.exposed_by(variant)
         if exposes is None or run.kind != "kernel" or run.in_order or not _broke(o, test):
             continue
         known = known_error(o, r.probe.rung, r.case.name, check=r.probe.name, run=run.index)
-        fid, changed = exposes
+        fid, changed = exposes.finding, exposes.changed
         if known is not None:
             found.setdefault(known.id, known)
             continue

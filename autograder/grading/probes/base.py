@@ -14,11 +14,39 @@ from ..run.plan import Draw, Plan, Run, Variant
 
 
 @dataclass(frozen=True)
+class Exposes:
+    """What a run of a probe exposes when it hangs, or raises what no error rule reads,
+    where the case's own test on the same rung finished and passed: a probe run is
+    that test run with one switch turned, so the kernel depends on what it changed.
+    ``variant``: the run it is said of ("": every other run of the probe)."""
+    finding: str        # the finding ID it is charged as
+    changed: str        # what the run changed, as "the kernel hung <changed>" ends
+    variant: str = ""
+
+
+@dataclass(frozen=True)
 class Probe:
-    """A probe's spec vocabulary (``spec.vocabulary``) with its planner and judge."""
+    """A probe: its spec vocabulary (``spec.vocabulary``: name, title, rung, IDs, keys),
+    its planner and judge, its note for the handout's glossary (what the check does,
+    after its title), and what a run of it that hangs or raises exposes."""
     terms: ProbeTerms
-    plan: Callable[[Assignment, Case, ProbeRubric], tuple[Variant, ...]]
+    plan: Callable[[Assignment, Case, ProbeRubric, int], tuple[Variant, ...]]
     judge: Callable[["ProbeResults"], list[Finding]]
+    note: str
+    exposes: tuple[Exposes, ...] = ()
+
+    def __post_init__(self) -> None:
+        if not self.note:
+            raise ValueError(f"probe {self.terms.name}: needs a glossary note")
+        for e in self.exposes:
+            if e.finding not in self.terms.ids:
+                raise ValueError(f"probe {self.terms.name}: a run that hangs can only expose an ID the probe "
+                                 f"produces ({list(self.terms.ids)}); got {e.finding!r}")
+
+    def exposed_by(self, variant: str) -> Exposes | None:
+        """What this variant's run exposes when it hangs or raises (its own entry, else the probe's)."""
+        return (next((e for e in self.exposes if e.variant == variant), None)
+                or next((e for e in self.exposes if e.variant == ""), None))
 
     @property
     def name(self) -> str:

@@ -7,7 +7,7 @@ from dataclasses import replace
 from ...findings import Finding
 from ...spec import vocabulary
 from ..run.plan import Variant, numerics_case
-from .base import Probe, ProbeResults
+from .base import Exposes, Probe, ProbeResults
 from .races import RACES_2CORES
 
 
@@ -83,4 +83,8 @@ def judge_grid_order(r: ProbeResults) -> list[Finding]:
                       interpret_params={"random_seed": seed, "num_cores_or_threads": cores})]
 
 
-GRID_ORDER = Probe(vocabulary.GRID_ORDER, plan_grid_order, judge_grid_order)
+GRID_ORDER = Probe(
+    vocabulary.GRID_ORDER, plan_grid_order, judge_grid_order,
+    note="reruns in TPU interpret mode with the parallel axes shuffled (by seed) and on two simulated cores: "
+         "a result that changes depends on the grid order.",
+    exposes=(Exposes("grid-order-dependence", "with its grid points in another order"),))

@@ -18,7 +18,7 @@ from ..judge import regions
 from ..judge.compare import compare, mismatches
 from ..judge.figures import pct
 from ..run.plan import Variant
-from .base import Probe, ProbeResults
+from .base import Exposes, Probe, ProbeResults
 
 # Mantissa bits (with the implicit one) of the float dtypes: the precision a
 # correct kernel keeps, against which the error's effective bits are read.
@@ -85,4 +85,8 @@ def judge_numerics(r: ProbeResults) -> list[Finding]:
     return []
 
 
-NUMERICS = Probe(vocabulary.NUMERICS, plan_numerics, judge_numerics)
+NUMERICS = Probe(
+    vocabulary.NUMERICS, plan_numerics, judge_numerics,
+    note="reruns with stress inputs (large values, long reductions, bfloat16): precision loss or "
+         "overflow that the graded cases do not reach.",
+    exposes=(Exposes("wrong-result", "on this stress input"),))

@@ -20,7 +20,7 @@ from ...spec import vocabulary
 from ..judge import regions
 from ..run.fills import poisoning_fills
 from ..run.plan import Variant
-from .base import Probe, ProbeResults
+from .base import Exposes, Probe, ProbeResults
 
 
 def plan_poisoning(assignment, case, rubric, run_key) -> tuple[Variant, ...]:
@@ -98,4 +98,7 @@ def _fills_text(passing: list[str], failing: list[str]) -> str:
     return f"wrong with every fill tried ({', '.join(failing)}), and different with each"
 
 
-POISONING = Probe(vocabulary.POISONING, plan_poisoning, judge_poisoning)
+POISONING = Probe(
+    vocabulary.POISONING, plan_poisoning, judge_poisoning,
+    note="memory poisoning (below) in TPU interpret mode.",
+    exposes=(Exposes("uninitialized-memory", "with other values in the memory it never wrote"),))

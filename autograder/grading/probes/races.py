@@ -16,7 +16,7 @@ from ...pallas_surface.release import (
 )
 from ...spec import vocabulary
 from ..run.plan import Variant
-from .base import Probe, ProbeResults
+from .base import Exposes, Probe, ProbeResults
 
 # The race detector changes nothing a kernel computes, so it rides on runs that
 # happen anyway: on one core, the case's own test run in TPU interpret mode
@@ -161,4 +161,10 @@ def judge_races(r: ProbeResults) -> list[Finding]:
     return found + ([semaphores] if semaphores else [])
 
 
-RACES = Probe(vocabulary.RACES, plan_races, judge_races)
+RACES = Probe(
+    vocabulary.RACES, plan_races, judge_races,
+    note="TPU interpret mode's race detector on two cores, and both DMA execution modes: conflicting "
+         "accesses, missing or misplaced DMA waits.",
+    exposes=(Exposes("grid-order-dependence", "on two simulated cores", RACES_2CORES.name),
+             Exposes("data-race", "with the race detector on"),
+             Exposes("dma-protocol", "with DMAs completing when they start", "dma-eager")))

@@ -217,7 +217,18 @@ def judge_structure(r: ProbeResults) -> list[Finding]:
     return []
 
 
-INDEX_MAPS = Probe(vocabulary.INDEX_MAPS, _one("index-maps"), judge_index_maps)
-COMPILE = Probe(vocabulary.COMPILE, _one("compile"), judge_compile)
-VMEM = Probe(vocabulary.VMEM, plan_vmem, judge_vmem)
-STRUCTURE = Probe(vocabulary.STRUCTURE, _one("structure"), judge_structure)
+INDEX_MAPS = Probe(
+    vocabulary.INDEX_MAPS, _one("index-maps"), judge_index_maps,
+    note="evaluates every index map at every grid point: blocks outside an array, output blocks "
+         "never written, or written again after other blocks.")
+COMPILE = Probe(
+    vocabulary.COMPILE, _one("compile"), judge_compile,
+    note="lowers your kernel for a TPU on the CPU (Pallas's TPU lowering): block tiling, dtypes and "
+         "operations the compiler would refuse.")
+VMEM = Probe(
+    vocabulary.VMEM, plan_vmem, judge_vmem,
+    note="adds up the kernel's VMEM (each pipelined block twice, scratch, pl.run_scoped buffers) at the "
+         "real problem size, against the chip's.")
+STRUCTURE = Probe(
+    vocabulary.STRUCTURE, _one("structure"), judge_structure,
+    note="finds where the work is done: in the pl.pallas_call, not in jax.numpy around it.")

@@ -6,7 +6,8 @@ In 0.10.2 a program with its constants is a ``ClosedJaxpr`` around an open
 with itself. A run_scoped body's closed-over refs are constvars bound by its
 equation's inputs in both: 0.10.2 keeps them as the open jaxpr's constvars,
 0.12 attaches the equation's inputs (tracers while tracing) as its consts.
-Every other module asks here, never ``isinstance(x, ClosedJaxpr)``.
+Every other module asks here, never ``isinstance(x, ClosedJaxpr)``; and
+``sub_jaxprs`` is the one walker of the jaxprs an equation's parameters hold.
 """
 from __future__ import annotations
 
@@ -58,3 +59,31 @@ def bind_constvars(jaxpr: Any, n: int, inputs: Sequence[Any]) -> Any:
         from jax._src.interpreters import partial_eval as pe
         return pe.convert_invars_to_constvars(jaxpr, n)
     return jaxpr.with_consts(list(inputs[:n]))
+
+
+def sub_jaxprs(value: Any):
+    """The open jaxprs held by one equation parameter (bodies, branches; in tuples
+    and lists too): a closed one's equations, an open one itself."""
+    if is_closed(value):
+        yield value.jaxpr
+    elif is_open(value):
+        yield value
+    elif isinstance(value, (tuple, list)):
+        for v in value:
+            yield from sub_jaxprs(v)
+
+
+def kernel_primitives(closed: Any) -> tuple[str, ...]:
+    """The names of the operations inside a program's kernels (its pallas_calls' bodies)."""
+    found: set[str] = set()
+
+    def walk(jaxpr: Any, inside: bool) -> None:
+        for eqn in jaxpr.eqns:
+            name = eqn.primitive.name
+            if inside:
+                found.add(name)
+            for v in eqn.params.values():
+                for sub in sub_jaxprs(v):
+                    walk(sub, inside or name in release.KERNEL_CALLS)
+    walk(closed.jaxpr, False)
+    return tuple(sorted(found))

@@ -2,19 +2,46 @@
 
 Pure data, no JAX import: the parent reads the message texts from here too.
 A course grades on one of ``SUPPORTED``; the facts common to them are here,
-and the few that differ live in one module per release (``jax_0_10_2``,
-``jax_0_12_0_1`` in this package), chosen by the installed jax's version, read from its
-package metadata without importing it. Nothing outside ``pallas_surface/``
-asks which release is installed. The canary tests in
-``tests/test_canaries.py`` run on both releases and name the fact that moved.
+and the few that differ live in one module per release in this package
+(``jax_0_10_2.py``, ``jax_0_12_0_1.py``: "jax_" and the release with its dots
+as underscores), chosen by the installed jax's version, read from its package
+metadata without importing it. The releases supported are the modules present:
+adding one is its module here (and its lock file, requirements/jax-<release>.txt,
+which setup.sh finds the same way). Nothing outside ``pallas_surface/`` asks
+which release is installed. The canary tests in ``tests/test_canaries.py`` run
+on every release and name the fact that moved.
 """
 from __future__ import annotations
 
+import importlib
 import importlib.metadata
+import pkgutil
 import re
 
+_PREFIX = "jax_"
+
+
+def _module(version: str) -> str:
+    """The module of a release's own facts: jax_0_12_0_1 for 0.12.0.1."""
+    return _PREFIX + version.replace(".", "_")
+
+
+def _release_of(module: str) -> tuple[int, ...]:
+    parts = module[len(_PREFIX):].split("_")
+    if not all(p.isdigit() for p in parts):
+        raise ValueError(f"a release module must be named jax_ and the release's numbers joined by _ "
+                         f"(jax_0_12_0_1); got {module}.py in {__path__[0]}")
+    return tuple(int(p) for p in parts)
+
+
+def _present() -> tuple[str, ...]:
+    """The releases this package has a module for, oldest first."""
+    found = sorted((_release_of(m.name) for m in pkgutil.iter_modules(__path__) if m.name.startswith(_PREFIX)))
+    return tuple(".".join(map(str, r)) for r in found)
+
+
 # Oldest first; the newest is the default for a new assignment and a build.
-SUPPORTED = ("0.10.2", "0.12.0.1")
+SUPPORTED = _present()
 NEWEST = SUPPORTED[-1]
 
 
@@ -50,18 +77,15 @@ def facts(version: str):
     """The release-specific facts of ``version`` (a supported release), as a module:
     what a course's handout and feedback say about the release it pins, whichever
     release this process runs."""
-    import importlib
     if version not in SUPPORTED:
         raise UnsupportedRelease(f"jax {version} is not a release this grader knows ({', '.join(SUPPORTED)})")
-    return importlib.import_module(f"{__name__}.jax_{version.replace('.', '_')}")
+    return importlib.import_module(f"{__name__}.{_module(version)}")
 
 
-if INSTALLED == "0.10.2":
-    from .jax_0_10_2 import *  # noqa: F401,F403,E402
-else:
-    # The newest release's facts also stand for an unsupported one, which the
-    # local grade refuses by name (course_note).
-    from .jax_0_12_0_1 import *  # noqa: F401,F403,E402
+# The installed release's own facts, as if star-imported. The newest release's also
+# stand for an unsupported one, which the local grade refuses by name (course_note).
+globals().update({k: v for k, v in vars(facts(INSTALLED if INSTALLED in SUPPORTED else NEWEST)).items()
+                  if not k.startswith("_")})
 
 
 # -- the traced program -------------------------------------------------------

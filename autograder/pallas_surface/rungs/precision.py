@@ -24,16 +24,6 @@ from ..program import jaxprs
 DOT = "dot_general"
 
 
-def _jaxprs(value: Any):
-    if jaxprs.is_closed(value):
-        yield value.jaxpr
-    elif jaxprs.is_open(value):
-        yield value
-    elif isinstance(value, (tuple, list)):
-        for v in value:
-            yield from _jaxprs(v)
-
-
 def _rounds(eqn: Any) -> bool:
     """Does the TPU round this product's float32 operands to bfloat16?"""
     if eqn.primitive.name != DOT:
@@ -51,7 +41,7 @@ def _count(jaxpr: Any, in_kernel: bool) -> int:
         inside = in_kernel or eqn.primitive.name == release.PALLAS_CALL
         n += int(in_kernel and _rounds(eqn))
         for v in eqn.params.values():
-            for sub in _jaxprs(v):
+            for sub in jaxprs.sub_jaxprs(v):
                 n += _count(sub, inside)
     return n
 

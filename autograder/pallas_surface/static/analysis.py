@@ -15,11 +15,11 @@ from jax._src import core as jax_core
 
 from .. import release
 from ..program import jaxprs
+from ..program.jaxprs import sub_jaxprs
 from ..rungs.rung import (
     Traced,
     eqn_subprograms,
     evaluate,
-    sub_jaxprs,
     target_chip_info,
     tpu_target,
     without_host_prints,

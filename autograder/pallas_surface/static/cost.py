@@ -23,7 +23,8 @@ from jax._src import core as jax_core
 
 from .. import release
 from ..program import jaxprs
-from ..rungs.rung import Traced, sub_jaxprs
+from ..program.jaxprs import sub_jaxprs
+from ..rungs.rung import Traced
 from .analysis import _block_elems, _index_map, _memory_space, call_vmem, dimension_semantics, vmem_limit
 from .stepwork import LOOP_COLUMNS, Unanalysable, grid_work
 

@@ -35,7 +35,8 @@ from jax._src import core as jax_core
 
 from .. import release
 from ..program import jaxprs, schema
-from ..rungs.rung import scan_counts, sub_jaxprs
+from ..program.jaxprs import sub_jaxprs
+from ..rungs.rung import scan_counts
 
 # Each output element is one input element (or a constant), whatever the values.
 MOVES = frozenset({

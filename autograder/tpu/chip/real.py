@@ -90,6 +90,7 @@ class JaxDevice:
         import jax
 
         from ...pallas_surface.program import rebuild, schema
+        from ...pallas_surface.program.jaxprs import kernel_primitives
         from ...pallas_surface.rungs import precision, rung
         # Static floats are part of the checked program (as in the grader's child): arrays only.
         specs = [jax.ShapeDtypeStruct(s.shape, _dtype(s.dtype)) for s in kernel.inputs if s.kind == "array"]
@@ -197,34 +198,6 @@ class JaxDevice:
         if isinstance(value, list):
             return [v if isinstance(v, float) else np.asarray(v, dtype=np.float32) for v in value]
         return np.asarray(value, dtype=np.float32)
-
-
-def kernel_primitives(closed: Any) -> tuple[str, ...]:
-    """The names of the operations inside a program's kernels (its pallas_calls' bodies)."""
-    from ...pallas_surface import release
-    from ...pallas_surface.program import jaxprs
-
-    def subs(value: Any):
-        if jaxprs.is_closed(value):
-            yield value.jaxpr
-        elif jaxprs.is_open(value):
-            yield value
-        elif isinstance(value, (tuple, list)):
-            for v in value:
-                yield from subs(v)
-
-    found: set[str] = set()
-
-    def walk(jaxpr: Any, inside: bool) -> None:
-        for eqn in jaxpr.eqns:
-            name = eqn.primitive.name
-            if inside:
-                found.add(name)
-            for v in eqn.params.values():
-                for sub in subs(v):
-                    walk(sub, inside or name in release.KERNEL_CALLS)
-    walk(closed.jaxpr, False)
-    return tuple(sorted(found))
 
 
 def _arrays(inputs: list) -> list:

@@ -1,8 +1,8 @@
 #!/bin/bash
 # Chip call K (issue 47), on the lent v5e, in one command: `bash docs/chip-data/callK/command.sh`
 # from the checkout's root, carrying .chip47 (made by `benchmarks/chip/route.py .chip47/route`).
-#  1. the README's TPU route verbatim: a folder holding only review-site/, export.zip, wheels/ and
-#     assignments/, `pip install --user --no-index --find-links wheels`, then the README's `speed`;
+#  1. the TPU guide's TPU route verbatim: a folder holding only review-site/, export.zip, wheels/ and
+#     assignments/, `pip install --user --no-index --find-links wheels`, then the TPU guide's `speed`;
 #  2. points: issue 47's styles (benchmarks/chip/styles.py; ids s47/...), device time each;
 #  3. --fresh-process on the same class (what each submission pays before its first timed call);
 #  4. outcomes of the corpus files no chip ran yet (call E ran the others);
@@ -25,7 +25,7 @@ stamp() { echo "$1 rc=$2 at $(( $(date +%s) - T0 )) s" >> $K/phases.log; }
 echo "bash docs/chip-data/callK/command.sh" > $K/command.txt
 echo "python3 benchmarks/chip_check.py run -o OUT --phases env,points --points s47" > $K/cc-points.cmd
 
-# 1. the README's route, in a folder with only the four things it names
+# 1. the TPU guide's route, in a folder with only the four things it names
 R=/tmp/route-k
 rm -rf $R /tmp/route-k-user
 mkdir -p $R

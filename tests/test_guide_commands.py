@@ -1,9 +1,10 @@
-"""The README's instructor and TA commands, run verbatim as a new user would: a fresh
-clone of the committed repository, the Quickstart's first command (``./setup.sh``, a
-regular install, then a grading), then every command of the bash blocks under "For
-instructors" and "For TAs", in order, with the fresh venv first on PATH. Each must exit
-0 (or the status ``EXIT`` says the README documents). Slow (several minutes): marked
-``readme``."""
+"""The instructors' and TAs' guides' commands, run verbatim as a new user would: a fresh
+clone of the committed repository, the README Quickstart's first command (``./setup.sh``,
+a regular install, then a grading), then every command of the ```bash blocks of
+docs/guides/instructors.md and docs/guides/tas.md, in that order, with the fresh venv
+first on PATH. Each must exit 0 (or the status ``EXIT`` says the guide documents). A
+command a guide shows but that must not run here goes in another fence (```text) or in
+``SKIP``. Slow (several minutes): marked ``guides``."""
 import os
 import re
 import shutil
@@ -16,21 +17,21 @@ from pathlib import Path
 import pytest
 from conftest import REPO, corpus
 
-pytestmark = [pytest.mark.readme, pytest.mark.jax, pytest.mark.grading]
+pytestmark = [pytest.mark.guides, pytest.mark.jax, pytest.mark.grading]
 
-SECTIONS = ("For instructors", "For TAs")
-# Commands the README shows that need what a test machine cannot have. None today: the
-# Dask/Slurm example is a Python block (not run), and the TPU stage's commands are under
-# "Speed", not these sections. Add a command here, verbatim, with the reason, e.g.
+GUIDES = ("docs/guides/instructors.md", "docs/guides/tas.md")
+# Commands the guides show that need what a test machine cannot have. None today: the
+# Dask/Slurm example is a Python block (not run), and the TPU stage's commands are in its
+# own guide. Add a command here, verbatim, with the reason, e.g.
 #   "pallas-autograder review export.zip -a matmul -o review/ --dask tcp://...": "a Dask cluster"
 SKIP: dict[str, str] = {}
-# Exit statuses the README documents for a command other than 0 (none today).
+# Exit statuses the guides document for a command other than 0 (none today).
 EXIT: dict[str, int] = {}
-# What the README takes as given, which the test provides before the commands run: the TA's
+# What the TAs' guide takes as given, which the test provides before the commands run: the TA's
 # `export.zip` is Gradescope's "Export Submissions" download (written here: the matmul
 # solution, and two corpus kernels with known bugs).
 PROVIDED = ("export.zip",)
-# What each command's README comment promises, checked once it ran (paths in the clone).
+# What each command's comment in the guide promises, checked once it ran (paths in the clone).
 LEAVES = {
     "new relu": ("assignments/relu/spec.toml", "solutions/relu.py", "assignments/relu/corpus/expectations.toml"),
     "new mm2 --like matmul": ("assignments/mm2/spec.toml", "assignments/mm2/reference.py"),
@@ -73,11 +74,14 @@ def bash_commands(section: str) -> list[str]:
     return commands
 
 
-def readme_commands() -> list[str]:
-    text = (REPO / "README.md").read_text(encoding="utf-8")
-    found = sections(text, SECTIONS)
-    assert set(found) == set(SECTIONS), f"README lacks a section: {set(SECTIONS) - set(found)}"
-    return [c for name in SECTIONS for c in bash_commands(found[name])]
+def guide_commands() -> list[str]:
+    """Every command of the guides' ```bash blocks, the instructors' first."""
+    commands = []
+    for guide in GUIDES:
+        found = bash_commands((REPO / guide).read_text(encoding="utf-8"))
+        assert found, f"{guide} has no ```bash block: nothing of it would be run"
+        commands += found
+    return commands
 
 
 def quickstart_setup() -> str:
@@ -92,7 +96,7 @@ def test_the_command_extraction_reads_blocks_continuations_and_comments():
     section = "text\n```bash\n# a comment\nprog a \\\n  --flag   # why\n\nprog b\n```\n- item\n\n  ```bash\n" \
               "  prog c\n  ```\n```python\nnot_bash()\n```\n"
     assert bash_commands(section) == ["prog a --flag   # why", "prog b", "prog c"]
-    commands = readme_commands()
+    commands = guide_commands()
     assert any(c.startswith("pallas-autograder new ") for c in commands)
     assert any(c.startswith("pallas-autograder review ") for c in commands)
 
@@ -121,12 +125,12 @@ def _run(command: str, cwd: Path, env: dict, timeout: float = 1200) -> tuple[sub
 def test_every_instructor_and_ta_command_works_in_a_fresh_clone_after_setup(tmp_path):
     if not (REPO / ".git").exists() or shutil.which("git") is None:
         pytest.skip("not a git checkout: nothing to clone")
-    commands = readme_commands()
+    commands = guide_commands()
     clone = tmp_path / "pallas-autograder"
     subprocess.run(["git", "clone", "--quiet", str(REPO), str(clone)], check=True, capture_output=True,
                    timeout=300)
     for name in PROVIDED:
-        assert not (clone / name).exists(), f"{name} is committed: the README should not need it provided"
+        assert not (clone / name).exists(), f"{name} is committed: the guide should not need it provided"
     env = {k: v for k, v in os.environ.items()
            if k not in ("VIRTUAL_ENV", "PYTHONPATH", "PYTHONHOME", "PALLAS_AUTOGRADER_ASSIGNMENTS")}
     # What a terminal is not: no colour codes in what the test reads.
@@ -152,7 +156,7 @@ def test_every_instructor_and_ta_command_works_in_a_fresh_clone_after_setup(tmp_
         want = EXIT.get(command, 0)
         log.append(f"{proc.returncode} ({seconds:.0f} s): {command}")
         if proc.returncode != want:
-            failures.append(f"{command}\n  exit {proc.returncode}, README says {want}\n  stdout: "
+            failures.append(f"{command}\n  exit {proc.returncode}, the guide says {want}\n  stdout: "
                             f"{proc.stdout[-2500:]}\n  stderr: {proc.stderr[-2500:]}")
             continue
         for key, paths in LEAVES.items():
@@ -163,4 +167,4 @@ def test_every_instructor_and_ta_command_works_in_a_fresh_clone_after_setup(tmp_
     print("\n".join(log))
     assert not failures, "\n\n".join(failures)
     ran = " ".join(commands)
-    assert all(f"pallas-autograder {key}" in ran for key in LEAVES), "a README command this test checks is gone"
+    assert all(f"pallas-autograder {key}" in ran for key in LEAVES), "a guide command this test checks is gone"

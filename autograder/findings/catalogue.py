@@ -1,0 +1,357 @@
+"""The finding catalogue: every finding ID's one home (pure data; imports nothing
+else from the package).
+
+A kind holds all the grader says of a class of bug, whoever says it: its title
+and summary, its one-line fix (and finer fixes by a fact of the finding), and
+its explanation template beside this module (``templates/<id>.j2``). Every other
+table that speaks of finding IDs reads its entry here, or is tested against it
+(tests/test_catalogue.py). IDs are a public contract: they appear in
+results.json tags, in the templates and in the README, so they never change
+once published.
+
+Adding a finding: one ``FindingKind`` below, its place in ``PRECEDENCE``, and
+``templates/<id>.j2``; then the check that detects it.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+from typing import Literal, Mapping
+
+# The ladder of rungs, in the order a kernel climbs it.
+RUNGS: dict[str, str] = {
+    "static": "static analysis (nothing runs)",
+    "generic": "generic interpreter (interpret=True)",
+    "tpu-interpret": "TPU interpret mode (pltpu.InterpretParams)",
+    "tpu": "real TPU (Mosaic compiler)",
+}
+# The rung in a test's name: short, so a test's line fits a terminal (the ladder
+# under each explanation says which switch selects it).
+TEST_RUNGS: dict[str, str] = {"generic": "generic interpreter", "tpu-interpret": "TPU interpret mode",
+                              "tpu": "real TPU"}
+
+# What a real TPU did with each class of bug (each kind's ``chip``): observed on a real
+# TPU v5e (one TensorCore; jax 0.10.2, libtpu 0.0.42.1) by the chip check of 2026-12-06
+# (``benchmarks/chip_check.py``, outcomes phase): every solution and corpus kernel compiled
+# by Mosaic and run at its assignment's visible cases (docs/chip-outcomes.md lists each).
+# Where a line says what other chips do, it cites the document; where nothing backs it, it
+# says so. A line never promises more than the chip showed: a bug the v5e ran right is
+# latent there, and the charge stands.
+CHIP_SOURCE = "observed on a real TPU v5e, jax 0.10.2 (docs/chip-outcomes.md)"
+
+# Each kind's explanation (``<id>.j2``) and the parts they share (``_*.j2``); the
+# feedback's templates include them as "findings/<id>.j2".
+TEMPLATES = Path(__file__).resolve().parent / "templates"
+
+
+@dataclass(frozen=True)
+class Claim:
+    """A static finding no run confirms, said as a note: what the scan saw, why it costs nothing."""
+    saw: str
+    why: str
+
+
+@dataclass(frozen=True)
+class FindingKind:
+    """One finding ID and what every stage says of it.
+
+    ``fix``: the one-line fix the report's problem list gives (the finding's own
+    section gives the full fix with its evidence); ``fixes``: a finer fix by the
+    value of the finding's fact ``fix_by`` (a submission error's problem, the
+    compile rule the lowering refused), the general ``fix`` where none is named;
+    ``fix_at``: where in the student's file the fix goes: "call" (how the kernel is
+    called: grid, block specs, semantics, scratch: the pl.pallas_call's line),
+    "body" (what the kernel computes: its body's lines), or "" (no one place).
+
+    How scoring relates it to others (``grading.judge.scoring``): ``explains``: the
+    rungs on which a probe's finding of this kind explains a failed correctness
+    test on the same case (the test then reports the root cause, with the symptom
+    kept beside it); ``symptom``: a correctness test's own comparison says this
+    when another finding explains its failure (the symptom, never a problem of its
+    own); ``same_bug``: the IDs that are another view of this bug, never charged
+    again; ``same_bug_on_case``: another view only on the very case and rung whose
+    own test this bug broke; ``hang_explains_timeout``: a probe that saw the kernel
+    hang under this kind explains a run's timeout on that rung (the hang is the
+    root cause, though submission-error otherwise comes first).
+
+    ``hidden``: what a secret case's test says in place of the finding's message
+    (which may quote what the tracer named); '' for its title in the grader's
+    words (``titled``).
+
+    ``chip``: what a real TPU did with this class of bug, the "real TPU" line of
+    its ladder (``chip_line``: from the chip check's outcomes, never an assumption).
+
+    ``drawn``: its evidence is spatial and draws as a block map (its maker is in
+    ``feedback.blockmaps.makers``).
+
+    ``claim``: the index-map scan's finding of this kind is a claim about running
+    that only a run can confirm (``grading.judge.unconfirmed``): what the scan saw,
+    in the grader's words (a secret case's), and why it costs nothing where no
+    run on that case shows a difference.
+    """
+
+    id: str
+    title: str
+    summary: str
+    fix: str
+    fixes: Mapping[str, str] = field(default_factory=dict)
+    fix_by: str = "problem"
+    fix_at: Literal["call", "body", ""] = ""
+    explains: tuple[str, ...] = ()
+    symptom: bool = False
+    same_bug: tuple[str, ...] = ()
+    same_bug_on_case: tuple[str, ...] = ()
+    hang_explains_timeout: bool = False
+    hidden: str = ""
+    claim: Claim | None = None
+    chip: str = ""
+    drawn: bool = False
+
+    def __post_init__(self) -> None:
+        if not (self.id and self.title and self.summary and self.fix):
+            raise ValueError(f"a finding kind needs an id, a title, a summary and a fix; got {self!r}")
+        if self.fix_at not in ("call", "body", ""):
+            raise ValueError(f"{self.id}: fix_at must be 'call', 'body' or ''; got {self.fix_at!r}")
+        if not set(self.explains) <= set(RUNGS):
+            raise ValueError(f"{self.id}: explains must name rungs of {list(RUNGS)}; got {self.explains!r}")
+        object.__setattr__(self, "fixes", MappingProxyType(dict(self.fixes)))
+
+    def __hash__(self) -> int:
+        # Its ID names it (``fixes`` is a read-only mapping, which has no hash of its own).
+        return hash(self.id)
+
+    @property
+    def template(self) -> Path:
+        """Its explanation template, beside this module."""
+        return TEMPLATES / f"{self.id}.j2"
+
+    def titled(self, problem: object = "") -> str:
+        """Its title in lower case, with the problem when the finding names one."""
+        return self.title.lower() + (f" ({str(problem).replace('-', ' ')})" if problem else "")
+
+    def hidden_message(self, problem: object = "") -> str:
+        """What a secret case's test says of a finding of this kind."""
+        return self.hidden or self.titled(problem)
+
+    def chip_line(self) -> str:
+        """The "real TPU" line of its ladder, with its source; says so where the chip was not asked."""
+        if not self.chip:
+            return "not run on a real TPU for this class (no chip observation backs a claim here)"
+        return f"{self.chip} ({CHIP_SOURCE})"
+
+    def fix_for(self, facts: Mapping) -> str:
+        """The one-line fix of a finding of this kind with these facts."""
+        return self.fixes.get(facts.get(self.fix_by) or "", self.fix)
+
+
+_KINDS = (
+    FindingKind(
+        "submission-error", "Submission cannot be graded",
+        "missing file or function, syntax/import error, exception, wrong output "
+        "shape/dtype/type, timeout, memory limit",
+        fix="make the file import and run on its own (see the details)",
+        fixes={
+            "file-missing": "upload the file with the name the handout gives",
+            "syntax-error": "run the file locally and correct the line shown",
+            "import-error": "make the file import on its own, without files you did not upload",
+            "function-missing": "define the function the handout names, at the top level of the file",
+            "wrong-arity": "give the function exactly the handout's arguments",
+            "not-implemented": "replace the starter's raise NotImplementedError with your kernel",
+            "exception": "run the case locally (see the reproduction) and fix the error shown",
+            "timeout": "look for a loop that never ends or a DMA wait that nothing starts",
+            "import-timeout": "remove slow work done at import time",
+            "memory-limit": "avoid huge intermediate arrays",
+            "wrong-shape": "return the pallas_call's output with the handout's shape",
+            "wrong-dtype": "set out_shape's dtype as the handout says",
+            "wrong-type": "return one array, not a tuple or a NumPy value",
+            "killed": "do not call exit() or os._exit()",
+            "exit-at-import": "do not call exit() or os._exit()",
+            "unsupported": "use the operations the handout shows",
+        },
+        chip="nothing reaches the chip until the submission loads and traces"),
+    FindingKind(
+        "wrong-result", "Wrong result",
+        "wrong on every rung alike: a logic error; the arithmetic on the interpreters "
+        "is real, so it is wrong on a chip too",
+        fix="compare your kernel's formula with the handout's on the smallest case",
+        fix_at="body",
+        symptom=True,
+        hidden="the output is wrong",
+        chip="a real v5e computed the same wrong values for every corpus kernel charged this",
+        drawn=True),
+    FindingKind(
+        "numerics", "Numerical problem",
+        "wrong through floating point: overflow/NaN from an unstable formula, "
+        "low-precision accumulation",
+        fix="accumulate in float32 and keep intermediates in a stable range",
+        fix_at="body",
+        symptom=True,
+        hidden="the output has a numerical (precision or overflow) problem",
+        chip=("the chip rounds as the interpreters do or worse (its exp, log and tanh were measured less exact than "
+              "XLA's on a CPU): the corpus overflows gave inf on a real v5e too"),
+        drawn=True),
+    FindingKind(
+        "out-of-bounds", "Out-of-bounds access",
+        "reads or writes outside an array: an index map that addresses a block past "
+        "the end (or before the start), a DMA or pl.ds slice past the edge",
+        fix="make the grid pl.cdiv(size, block) long and keep every index map inside its array",
+        fix_at="call",
+        explains=("generic", "tpu-interpret"),
+        hidden="a block or DMA reaches outside an array",
+        chip=("the core halts: on a real v5e every out-of-bounds block or DMA index in the corpus stopped it "
+              "(RuntimeUnexpectedCoreHalt, \"BoundsCheck ... dma.hbm_to_vmem\"), and the process could use the "
+              "chip no more"),
+        drawn=True),
+    FindingKind(
+        "output-block-revisit", "Output block revisited",
+        "an output block is written at grid points that are not consecutive, or "
+        "across a parallel axis",
+        fix="put the axis that revisits an output block last and mark it \"arbitrary\"",
+        fix_at="call",
+        explains=("generic", "tpu-interpret"),
+        # One bug, several views: an output block shared across a parallel axis is also
+        # what makes the grid order matter and two cores race, so those are not charged again.
+        same_bug=("grid-order-dependence", "data-race"),
+        # A reduction axis marked parallel runs out of order on the very case and rung whose
+        # test it broke, so steps read the accumulator before the step that zeroes it, and the
+        # fills change what they read. (On another case, or beside a revisit elsewhere,
+        # unwritten memory is its own bug.)
+        same_bug_on_case=("uninitialized-memory",),
+        hidden="an output block is revisited at grid points that are not consecutive",
+        claim=Claim("an output block is written from both sides of an axis marked \"parallel\"",
+                    "the writes agree (the same values written twice), and a chip computes it right; on a chip "
+                    "with two cores the two writes race, so keep each output block to one grid point if its "
+                    "values could ever differ"),
+        chip=("on a real v5e a revisit after another block gave wrong values (the K axis outermost, a tile order "
+              "that repeats a tile); one across a 'parallel' axis ran right there in order (latent), and is a race "
+              "where a megacore chip splits that axis"),
+        drawn=True),
+    FindingKind(
+        "uninitialized-memory", "Depends on uninitialized memory",
+        "the result depends on memory the kernel never wrote: an accumulator never "
+        "zeroed, an output block never written",
+        fix="zero accumulators at the first step and write every output block in full",
+        fix_at="body",
+        explains=("generic", "tpu-interpret"),
+        # A buffer written at one grid point only (scratch zeroed when every program id is
+        # 0) is read unwritten wherever that point has not run first: in another order, or
+        # on the other core. The order check sees that same unwritten read.
+        same_bug=("grid-order-dependence",),
+        claim=Claim("some output blocks are never visited by the grid",
+                    "the output is right there on every run (an aliased input, say, keeps its values)"),
+        chip=("memory nothing wrote holds whatever it holds: on a real v5e five of the corpus kernels gave wrong "
+              "values and two happened to be right at the visible cases (latent: the charge stands)"),
+        drawn=True),
+    FindingKind(
+        "grid-order-dependence", "Depends on grid order",
+        "the result changes when grid points run in another order or on two cores",
+        fix="mark an axis \"parallel\" only when no grid point depends on another along it",
+        fix_at="call",
+        explains=("tpu-interpret",),
+        hang_explains_timeout=True,
+        chip=("a real v5e runs the grid in order on one core: the corpus kernels that need an order gave right "
+              "values there (latent); megacore chips split 'parallel' axes over two cores (JAX's Pallas TPU "
+              "pipelining guide): not run on one here"),
+        drawn=True),
+    FindingKind(
+        "padding-dependence", "Depends on edge-block padding",
+        "the result depends on the padding of partial edge blocks",
+        fix="mask the padded part of edge blocks before it reaches a valid result",
+        fix_at="body",
+        # Padding past the end of an input, summed by a reduction along that axis (a K block
+        # in a matmul): the output's edge blocks are whole, so "mask edge blocks" would not say where.
+        fixes={"input-padding": "mask the padding of an input's partial block before the reduction sums it, "
+                                "or use a block size that divides that axis"},
+        explains=("generic", "tpu-interpret"),
+        chip=("the padding of a partial block holds whatever it holds: on a real v5e the corpus kernel overflowed "
+              "to inf at the case with a partial block"),
+        drawn=True),
+    FindingKind(
+        "data-race", "Data race", "the race detector found conflicting accesses",
+        fix="never let two grid points on a parallel axis write the same block",
+        fix_at="body",
+        explains=("tpu-interpret",),
+        chip=("a real v5e has one TensorCore and runs the grid in order: both corpus races gave right values there "
+              "(latent); megacore chips (v4, v5p) split 'parallel' axes over two TensorCores (JAX's Pallas TPU "
+              "pipelining guide), where the race can show: not run on one here"),
+        drawn=True),
+    FindingKind(
+        "dma-protocol", "DMA or semaphore misuse",
+        "a DMA or semaphore is misused: waited before started, never waited, buffer "
+        "reused while in flight, deadlock",
+        fix="start every copy before waiting on it, and wait on each copy once",
+        fix_at="body",
+        explains=("generic", "tpu-interpret"),
+        # Data read before its copy lands, or through a semaphore two copies share, is what
+        # the fills change (the poisoning check sees the DMA bug, not a second one) and what
+        # the race detector flags (the DMA engine writing a buffer the kernel reads).
+        same_bug=("uninitialized-memory", "data-race"),
+        hang_explains_timeout=True,
+        chip=("a DMA started and never waited halted a real v5e's core (\"Semaphore ... has a nonzero value upon "
+              "exit\"); a wait on a DMA never started hangs it for good; a buffer refilled before use or a shared "
+              "semaphore gave right values there by the DMA's timing alone (latent: the charge stands)")),
+    FindingKind(
+        "compile-reject", "The TPU compiler will refuse it",
+        "block tiling, dtype or an unsupported op, though both interpreters run it",
+        # The block-tiling rule's fix is the general one.
+        fix="use blocks whose last two dimensions are multiples of (8, 128)",
+        fix_at="call",
+        # By the rule the lowering refused (the compile check's rule_id).
+        fix_by="rule_id",
+        fixes={
+            "unsupported-op": "compute with the operations the TPU lowering implements inside kernels "
+                              "(no sort or cumsum in a kernel)",
+            "64-bit-dtype": "use float32 or int32 inside the kernel, not 64-bit types",
+            "1d-block": "give a 1-D block the whole array, or a multiple of 1024 elements",
+            "buffer-count": "ask for at most two buffers per BlockSpec: pl.Buffered(1) or pl.Buffered(2)",
+            "matmul-accumulator": "give the product a float32 result: pass preferred_element_type=jnp.float32 "
+                                  "to jnp.dot (or lax.dot_general), and cast it where you store it",
+            "lowering": "change what the compiler's message names; the interpreters cannot check it",
+        },
+        chip=("a real v5e's compiler refused every corpus kernel charged this (the block-tiling rule; a 16-bit "
+              "matmul result: \"Expected matmul acc to be 32-bit\")")),
+    FindingKind(
+        "vmem-overflow", "Blocks overflow VMEM",
+        "blocks plus scratch exceed the target chip's VMEM at the real problem size",
+        fix="use fixed block sizes that fit VMEM at the real problem size",
+        fix_at="call",
+        chip=("a real v5e refused to compile blocks and scratch over its 16 MiB of scoped VMEM "
+              "(CompileTimeScopedVmemOom); at the visible cases' small sizes the same kernels ran")),
+    FindingKind(
+        "inconsistent-kernel", "A different kernel at other sizes",
+        "at a size no test runs (production, speed, stress) the function builds a kernel "
+        "the tests did not grade, or the graded kernel with numbers its shape does not derive",
+        fix="build the graded kernel at every size: derive its numbers from the shape by one rule",
+        fix_at="call",
+        chip="not a question for the chip: which program a size builds is decided before it runs"),
+    FindingKind(
+        "not-a-kernel", "Work done outside the kernel",
+        "the work is not done in a pallas_call (jnp outside the kernel, the "
+        "reference called)",
+        fix="do the assignment's work inside the kernel passed to pl.pallas_call",
+        chip="the chip runs work outside a kernel as ordinary XLA: no question for the TPU compiler"),
+    FindingKind(
+        "chip-reject", "Refused by the TPU compiler", "on a real TPU the compiler refused it",
+        fix="see the compiler's message for the construct it refused"),
+    FindingKind(
+        "chip-divergence", "Chip result differs",
+        "on a real TPU the compiled result differs from the interpreters'",
+        fix="compare the chip's output with the interpreters' on the failing case"),
+)
+CATALOGUE: Mapping[str, FindingKind] = MappingProxyType({k.id: k for k in _KINDS})
+
+# Root-cause order: when several findings hit one test, the earliest here is the
+# primary one (an out-of-bounds map explains the wrong numbers it causes).
+PRECEDENCE: tuple[str, ...] = (
+    "submission-error", "not-a-kernel", "inconsistent-kernel", "out-of-bounds", "output-block-revisit",
+    "dma-protocol", "data-race", "uninitialized-memory", "padding-dependence",
+    "grid-order-dependence", "compile-reject", "vmem-overflow", "chip-reject",
+    "numerics", "wrong-result", "chip-divergence",
+)
+if set(PRECEDENCE) != set(CATALOGUE) or len(PRECEDENCE) != len(CATALOGUE):
+    raise ValueError(f"every finding ID needs one place in PRECEDENCE; got {sorted(set(PRECEDENCE) ^ set(CATALOGUE))}")
+for _k in _KINDS:
+    if not set(_k.same_bug + _k.same_bug_on_case) <= set(CATALOGUE):
+        raise ValueError(f"{_k.id}: same_bug names IDs the catalogue does not hold: "
+                         f"{sorted(set(_k.same_bug + _k.same_bug_on_case) - set(CATALOGUE))}")
