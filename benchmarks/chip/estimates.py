@@ -22,7 +22,7 @@ def _source_hash(p: dict) -> str:
     h = hashlib.sha256(src.read_bytes())
     if not p.get("file"):
         h.update((REPO / "benchmarks" / "chip" / "styles.py").read_bytes())
-    for name in ("cost.py", "stepwork.py", "analysis.py", "facts.py"):
+    for name in ("cost.py", "stepwork.py", "primcost.py", "analysis.py", "facts.py"):
         h.update((cost / name).read_bytes())
     h.update(json.dumps(p, sort_keys=True).encode())
     return h.hexdigest()[:16]
