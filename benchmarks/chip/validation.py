@@ -97,6 +97,9 @@ def summary(rs: list[Row], role: str | tuple[str, ...]) -> Summary:
     return Summary(len(errors), statistics.median(errors) if errors else 0.0, max(errors, default=0.0), without)
 
 
+SHARES = ("hbm_efficiency", "mxu_overlap")      # constants that are shares (at most 1)
+
+
 def fit(facts: dict[str, dict], start: model.Fitted = model.FITTED, rounds: int = 8) -> model.Fitted:
     """The constants that minimise the mean |log(estimate / measured)| over the fit points only
     (coordinate search: each constant scaled in turn while the loss falls)."""
@@ -109,10 +112,10 @@ def fit(facts: dict[str, dict], start: model.Fitted = model.FITTED, rounds: int 
             now = getattr(best, name)
             # A constant at 0 (a cost not yet seen) is tried at a few magnitudes, then scaled.
             tries = [now * m for m in (0.5, 0.7, 0.85, 0.93, 1.07, 1.15, 1.3, 1.6, 2.0)] if now else \
-                [25.0, 100.0, 400.0, 1600.0]
+                ([0.25, 0.5, 0.75] if name in SHARES else [25.0, 100.0, 400.0, 1600.0])
             for value in tries:
                 cand = replace(best, **{name: value})
-                if cand.hbm_efficiency > 1:
+                if any(getattr(cand, n) > 1 for n in SHARES):
                     continue
                 got = loss(cand)
                 if got < cur - 1e-6:
