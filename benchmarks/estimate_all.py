@@ -14,12 +14,13 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from autograder import spec  # noqa: E402
+from autograder.grading import assignments  # noqa: E402
 from autograder.instructor.check import corpus_folder  # noqa: E402
 from autograder.tpu import estimate  # noqa: E402
 
 
 def files(slug: str) -> list[Path]:
-    a = spec.find(slug)
+    a = assignments.find(slug)
     out = [REPO / "solutions" / f"{slug}.py"]
     folder = corpus_folder(a)
     if folder is not None:
@@ -31,7 +32,7 @@ def main() -> int:
     slugs = sys.argv[1:] or spec.available()
     rows, failures = 0, 0
     for slug in slugs:
-        a = spec.find(slug)
+        a = assignments.find(slug)
         size = a.speed.sizes[0]
         print(f"## {slug} at {', '.join(f'{k}={v}' for k, v in size.dims)} {size.dtype}")
         for path in files(slug):

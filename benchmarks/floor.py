@@ -37,16 +37,15 @@ def main() -> int:
     p.add_argument("--run-key", type=int, default=1)
     args = p.parse_args()
     t0, c0 = time.perf_counter(), _cpu()
-    from autograder import spec
     from autograder.children.grader import _analysis as analyse
-    from autograder.grading import grade
+    from autograder.grading import assignments, grade
     from autograder.grading.run import inputs, plan as plan_mod
     from autograder.pallas_surface.rungs import hooks, rung
 
     hooks.install()
     import jax
     import jax.numpy as jnp
-    a = spec.find(args.assignment)
+    a = assignments.find(args.assignment)
     plan = grade.make_plan(a, grade.GradeOptions(run_key=args.run_key),
                            grade._timing(a, grade.GradeOptions()))
     module_spec = importlib.util.spec_from_file_location(Path(a.entry_file).stem, args.submission)

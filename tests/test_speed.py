@@ -170,8 +170,8 @@ def test_a_speed_draw_carries_the_small_integer_tables_and_only_them(tmp_path):
 
 # -- a real TPU v5e, and the published timings ----------------------------------------------
 
-CHIP_MAX = 0.40          # the goal: no held-out or blind point further from the chip than this
-CHIP_MEDIAN = 0.15
+CHIP_MAX = 0.30          # the goal (issue 47): no held-out point further from the chip than this
+CHIP_MEDIAN = 0.10
 
 
 @pytest.fixture(scope="module")
@@ -185,7 +185,11 @@ def published():
 CHIP_SAMPLE = ("add/solution@speed", "dma_scale/solution@speed", "flash_attention/solution@speed",
                "matmul/solution@speed", "softmax/online_two_pass@speed", "matmul/emit_pipeline_k@speed",
                "blind/attention-b4-s1024-d64/128-256", "blind/k-loop-4096x1024/512-128",
-               "blind/matvec-8192/512x1024", "blind/dma-rows-8192x512/256-32", "blind/chain-2048x1024/32")
+               "blind/matvec-8192/512x1024", "blind/dma-rows-8192x512/256-32", "blind/chain-2048x1024/32",
+               # issue 47's styles (chip call K): flash attention looping over its key blocks in the kernel,
+               # manual DMAs with nothing else in flight, single buffers, an NT dot_general over a swapped grid
+               "s47/flash-loop-b8-s2048-d128/512-512", "s47/dma-loop-1024/128-single-static",
+               "s47/add-col-512x512-single", "s47/matmul-nt-swapped-4096/512", "s47/dma-grid-4096/256-32-single")
 
 
 @pytest.mark.jax
@@ -197,7 +201,7 @@ def test_the_estimate_agrees_with_a_real_v5e_on_points_it_was_not_fitted_to():
     pool = {p["id"]: p for p in estimates.pool()}
     errors = {}
     for pid in CHIP_SAMPLE:
-        assert pool[pid]["role"] in ("heldout", "blind"), pid
+        assert pool[pid]["role"] in ("heldout", "blind", "styles"), pid
         seconds, bound = estimates.estimate({"facts": estimates.facts(pool[pid])})
         errors[pid] = seconds / times[pid] - 1
     print("\n".join(f"  {k:45s} {v:+.1%}" for k, v in errors.items()))
@@ -451,8 +455,9 @@ def test_counter_loops_are_counted_and_a_condition_on_data_is_said(form, trips):
     if trips is None:
         assert "while_loop whose trip count the model cannot evaluate" in call.problem
         return
-    # Each trip multiplies the (8, 128) block (1,024 vector operations) and adds to the counter (1 more).
-    per_trip = 1024 + 1
+    # Each trip multiplies the carried (8, 128) block: 1,024 vector operations at the in-loop rate (the
+    # counter's add is scalar work).
+    per_trip = 1024
     got = sorted(c.loop_vector for c in call.step_classes for _ in range(c.steps))
     assert got == sorted(float(t * per_trip) for t in trips)
 
@@ -555,4 +560,26 @@ def test_a_jax_debug_print_outside_the_kernel_costs_what_a_v5e_measured():
     e = speed.estimate(s)
     assert s.host_prints == 1 and e.host_print_seconds == speed.FITTED.host_print_s
     assert 5.09e-3 * 0.9 <= e.seconds <= 5.71e-3 * 1.1
-    assert "jax.debug.print outside the kernel 2.000 ms" in speed.text(e)
+    assert f"jax.debug.print outside the kernel {speed.FITTED.host_print_s * 1e3:.3f} ms" in speed.text(e)
+
+
+@pytest.mark.jax
+def test_a_row_statistic_costs_the_vector_registers_it_fills():
+    """A (256, 1) row statistic fills 32 (8, 128) vector registers, one lane used in each: its exp
+    costs what a (256, 128) block's does (chip call K's attention points; primcost._slots)."""
+    import jax
+    import jax.numpy as jnp
+    from jax.experimental import pallas as pl
+
+    def kernel(x_ref, o_ref):
+        x = x_ref[...]
+        o_ref[...] = x * jnp.exp(jnp.max(x, axis=-1, keepdims=True))
+
+    def fn(x):
+        return pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct((256, 128), jnp.float32), grid=(1,),
+                              in_specs=[pl.BlockSpec((256, 128), lambda i: (0, 0))],
+                              out_specs=pl.BlockSpec((256, 128), lambda i: (0, 0)))(x)
+
+    (c,) = _schedule(fn, [jax.ShapeDtypeStruct((256, 128), jnp.float32)]).calls[0].step_classes
+    assert c.transcendental == 256 * 128            # not 256: one lane of each register is still a register
+    assert c.vector == 2 * 256 * 128                # the row max and the product

@@ -8,10 +8,12 @@ conditions and loop bounds evaluated at every step) and move the same bytes,
 with the chip's figures from JAX's TPU table. The model follows how the Pallas
 TPU pipeline runs a grid: the first input blocks are fetched before step 0;
 then each step costs the larger of its compute (the matrix unit at its
-operands' rate, the vector unit, the EUP; inside loop bodies a slower vector
-rate and a wait per iteration for each dot's or lane reduction's result) and
+operands' rate, the vector unit, the EUP, part of the last two hidden under the
+first; inside loop bodies a slower rate for the work that updates what the loop
+carries and a wait per iteration for each dot's or lane reduction's result) and
 its traffic (the next step's fetches, the last step's write-backs and the
-kernel's own DMAs overlap the compute), plus the pipeline's own cost (per step,
+kernel's own DMAs overlap the compute; a single-buffered block's copy and the
+latency of a DMA waited with nothing else in flight do not), plus the pipeline's own cost (per step,
 and per manual DMA issued and waited), which a step longer than it hides in
 part, plus the wait for the step's longest chain of dependent dots and lane
 reductions; the last output blocks are written back at the end; on a megacore
@@ -22,9 +24,9 @@ matrix-unit rate class at its own peak. A call whose blocks and scratch exceed
 the chip's scoped VMEM has no estimate: the compiler would refuse it.
 
 Constants (``Fitted``) were fitted to a real TPU v5e's device times of
-microbenchmarks alone (``benchmarks/chip/points.py``, role "fit"; chip check of
-2026-12-06, jax 0.10.2, libtpu 0.0.42.1); docs/speed-validation.md has every
-point, the held-out and blind points apart (``benchmarks/speed_validation.py
+microbenchmarks and half of issue 47's style kernels (``benchmarks/chip/points.py``,
+role "fit"; chip calls of 2026-12-06 and 12-07, jax 0.10.2, libtpu 0.0.42.1);
+docs/speed-validation.md has every point, the held-out, blind and styles points apart (``benchmarks/speed_validation.py
 --fit`` redoes the fit). They are in cycles at each chip's clock or in shares
 of its table's figures, so other chips scale by them: not validated.
 
@@ -61,26 +63,30 @@ Bound = Literal["compute", "memory", "per-step overhead"]
 @dataclass(frozen=True)
 class Fitted:
     """The constants fitted to a real TPU v5e's device times (benchmarks/chip/points.py, role "fit":
-    microbenchmarks only; docs/speed-validation.md). Cycles are at each chip's clock (CLOCK_HZ),
-    so other chips scale by their clock and their table's figures (not validated on them)."""
+    microbenchmarks and half of issue 47's styles, chip calls A, C and K; docs/speed-validation.md).
+    Cycles are at each chip's clock (CLOCK_HZ), so other chips scale by their clock and their
+    table's figures (not validated on them)."""
     hbm_efficiency: float = 0.82          # share of the table's HBM bandwidth a pipeline reaches (~670 GB/s)
     step_cycles: float = 285.0            # the pipeline's own cost a grid step (~0.19 us), hidden by long transfers
-    dma_cycles: float = 197.5             # issuing and waiting one manual DMA (emit_pipeline's inner steps too)
-    dot_wait_cycles: float = 111.6        # waiting for a dot's or lane reduction's result: per link of a step's
-                                          # longest chain of them, and per loop iteration with a dot
-    valu_per_cycle: float = 3.357           # vector element operations per lane slot per cycle, straight-line code
-    loop_valu_per_cycle: float = 0.9095      # ... inside a loop body (iterations do not overlap)
-    eup_per_cycle: float = 1.317            # EUP operations (exp, log, tanh, reciprocal) per lane slot per cycle
-    reduce_wait_cycles: float = 118.1      # waiting for a lane reduction's result inside a loop iteration
-    call_s: float = 0.465e-6                # a pallas_call's fixed device cost
-    dma_latency_cycles: float = 0.0         # a manual DMA waited with no other copy in flight: its latency shows
-    sync_cycles: float = 0.0                # a single-buffered block's copy (pl.Buffered(1)): its latency
-    carry_cycles: float = 0.0               # a loop's carried vector register, loaded and stored each trip
-    trip_cycles: float = 0.0                # a loop iteration's own cost
+    dma_cycles: float = 167.9             # issuing and waiting one manual DMA (emit_pipeline's inner steps too)
+    # One result latency for a step's chain links (dots and lane reductions) and a loop iteration's
+    # dot. Fitted as three constants (a chain's dot link, its reduction link, a loop's dot), the fit
+    # went degenerate: the reduction link to ~2 cycles and the dot link to 166, as the fit points
+    # cannot tell a chain's dots from its reductions (attention-like chains hold both), which
+    # overcharged every 128-block matmul (one dot link a step) by 11-16%. One figure does not.
+    dot_wait_cycles: float = 111.6        # waiting for a dot's (or a chain's lane reduction's) result
+    reduce_wait_cycles: float = 92.9      # waiting for a lane reduction's result inside a loop iteration
+    valu_per_cycle: float = 3.341         # vector element operations per lane slot per cycle, straight-line code
+    loop_valu_per_cycle: float = 0.9095   # ... updating what a loop carries (iterations do not overlap)
+    eup_per_cycle: float = 1.409          # EUP operations (exp, log, tanh, reciprocal) per lane slot per cycle
+    mxu_overlap: float = 0.974            # the share of the vector and EUP work (fresh values) the matrix unit's hides
+    dma_latency_cycles: float = 595.0     # a manual DMA waited with no other copy in flight: its latency (~0.4 us)
+    sync_cycles: float = 299.6            # a single-buffered block's copy (pl.Buffered(1)): its latency (~0.2 us)
+    call_s: float = 0.112e-6              # a pallas_call's fixed device cost
     # A jax.debug.print outside the kernels: a host callback the device waits for. Fitted to add's
     # debug_prints on a v5e (5.09 ms in chip call A, 5.71 ms in call F, against 3.41 ms for the same
     # kernel without it; pl.debug_print inside a kernel cost nothing measurable: fit2/print-copy).
-    host_print_s: float = 2.0e-3
+    host_print_s: float = 1.7e-3
 
 
 FITTED = Fitted()
@@ -188,9 +194,6 @@ def _units(c, chip: Chip, fitted: Fitted) -> dict[str, float]:
     # A loop iteration with a dot or a lane reduction waits for its result before the next one starts.
     units["dot wait"] = c.loop_dots * fitted.dot_wait_cycles * cycle
     units["reduction wait"] = c.loop_reductions * fitted.reduce_wait_cycles * cycle
-    # A loop's carried values go through VMEM every trip (more than the vector registers hold).
-    units["loop carry"] = c.loop_carry / (chip.lanes * chip.sublanes) * fitted.carry_cycles * cycle
-    units["loop trips"] = c.loop_trips * fitted.trip_cycles * cycle
     return units
 
 
@@ -199,7 +202,12 @@ def _step_time(c, chip: Chip, fitted: Fitted) -> tuple[float, Bound, dict[str, f
     own cost (the step's bookkeeping and each manual DMA's issue and wait), hidden in part when
     the step is longer than it, and the wait for the step's last dot."""
     units = _units(c, chip, fitted)
-    compute = sum(units.values())
+    mxu = sum(v for k, v in units.items() if k.startswith("mxu:"))
+    # The matrix unit, the vector unit and the EUP work at once (bundles issue to each): part of the
+    # smaller of the two is hidden under the larger; not what updates a loop's carries, which waits
+    # for the dot it adds in.
+    free = max(c.vector - c.loop_vector, 0.0) / vector_rate(chip, fitted) + units["transcendental"]
+    compute = sum(units.values()) - fitted.mxu_overlap * min(mxu, free)
     bw = hbm_rate(chip, fitted)
     memory = (c.block_bytes - c.sync_bytes + c.dma_bytes) / bw
     cycle = 1.0 / clock_hz(chip)
@@ -212,7 +220,7 @@ def _step_time(c, chip: Chip, fitted: Fitted) -> tuple[float, Bound, dict[str, f
     overhead = own * min(1.0, own / busy) if busy > 0 else own
     # The step ends once its longest chain of dependent dots and lane reductions has its results.
     overhead += c.chain * fitted.dot_wait_cycles * cycle
-    bound: Bound = "per-step overhead" if overhead > busy else "compute" if compute >= memory else "memory"
+    bound: Bound = "per-step overhead" if overhead > busy else "compute" if compute >= memory + exposed else "memory"
     return busy + overhead, bound, units, memory + exposed
 
 

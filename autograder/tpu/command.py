@@ -423,7 +423,8 @@ def add_arguments(p) -> None:
     p.add_argument("--compile-timeout", type=float, default=limits.compile_s, help="seconds the TPU compiler may "
                    f"take on one program before the submission is charged a hang (default {limits.compile_s:g})")
     p.add_argument("--fresh-process", action="store_true", help="a new chip worker process for every submission "
-                   "(about 10 s more each on a v5e); by default one worker times the class and a fresh one "
+                   "(about 17 s more each on a v5e, mostly opening and letting go of the chip); by default one worker "
+                   "times the class and a fresh one "
                    "replaces it after any submission that halts the chip, hangs or fails")
     p.add_argument("--size-cap", type=int, metavar="ELEMENTS", help="a rehearsal (--device cpu/gpu) times a speed "
                    f"size whose largest array is bigger than this on the check case instead (default {CPU_SIZE_CAP:,}"

@@ -31,11 +31,11 @@ NEW = {"add": {"glue_outside_kernels", "kernel_per_row_block", "unrolled_column_
 
 def extract(prepared: Path, run: Path) -> int:
     sys.path[:0] = [str(REPO)]
-    from autograder import spec
+    from autograder.grading import assignments
     from autograder.review import command as review
     out: dict[str, dict] = {}
     for slug in SLUGS:
-        a = spec.find(slug, REPO / "assignments")
+        a = assignments.find(slug, REPO / "assignments")
         site = prepared / "sites" / slug
         graded = review.stored(a, prepared / "exports" / slug, site) + [("solution", review.stored_solution(a, site))]
         for sub, g in graded:
@@ -61,13 +61,13 @@ def now(run: Path) -> int:
     import subprocess
     out: dict[str, dict] = {}
     sys.path[:0] = [str(REPO)]
-    from autograder import spec
+    from autograder.grading import assignments
     for slug in SLUGS:
         doc = run / f"speed-{slug}" / "speed.json"
         if not doc.is_file():
             continue
         data = json.loads(doc.read_text())
-        sizes = {z.name: z for z in spec.find(slug, REPO / "assignments").speed.sizes}
+        sizes = {z.name: z for z in assignments.find(slug, REPO / "assignments").speed.sizes}
         for r in [{"submission": "solution", **data["solution"]}] + data["results"]:
             for s in r.get("sizes") or () if r.get("status") in ("timed", "held") else ():
                 z = sizes[s["size"]]

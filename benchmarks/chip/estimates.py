@@ -65,19 +65,32 @@ def all_facts(pts: list[dict], cache: Path) -> dict[str, dict]:
                 known[key] = {"facts": facts(p)}
             except Exception as e:  # noqa: BLE001 - a point the analysis cannot take: said in the table
                 known[key] = {"error": f"{type(e).__name__}: {e}"[:500]}
-            cache.write_text(json.dumps(known))
+            tmp = cache.with_suffix(".tmp")       # a run stopped mid-write keeps the last whole cache
+            tmp.write_text(json.dumps(known))
+            tmp.replace(cache)
         out[p["id"]] = known[key]
     return out
 
 
+_DECODED: dict[int, tuple[dict, object]] = {}
+
+
+def _schedule(raw: dict):
+    """The point's facts decoded once (a fit estimates every point thousands of times)."""
+    from autograder.pallas_surface.static.facts import decode
+    hit = _DECODED.get(id(raw))
+    if hit is None or hit[0] is not raw:
+        hit = _DECODED[id(raw)] = (raw, decode("speed", raw["facts"]))
+    return hit[1]
+
+
 def estimate(raw: dict, fitted=None):
     """(seconds, bound) or (None, why) for one point's facts."""
-    from autograder.pallas_surface.static.facts import decode
     from autograder.speed import model
     if "error" in raw:
         return None, raw["error"]
     try:
-        e = model.estimate(decode("speed", raw["facts"]), fitted or model.FITTED)
+        e = model.estimate(_schedule(raw), fitted or model.FITTED)
     except model.NoEstimate as e:
         return None, str(e)
     return e.seconds, e.bound

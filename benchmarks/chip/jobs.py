@@ -84,9 +84,9 @@ def device_time(device, args: dict, progress) -> dict:
 def outcome(device, args: dict, progress) -> dict:
     """One file of an assignment at each visible case: {"slug", "file", "assignments"} (the code
     `pallas-autograder on-chip` runs for a student: autograder/tpu/onchip.py)."""
-    from autograder import spec
+    from autograder.grading import assignments
     from autograder.tpu import onchip
-    a = spec.find(args["slug"], Path(args["assignments"]))
+    a = assignments.find(args["slug"], Path(args["assignments"]))
     return onchip.file_outcome(device, a, (REPO / args["file"]).resolve(), progress)
 
 

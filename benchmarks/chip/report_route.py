@@ -50,10 +50,10 @@ def route(run: Path) -> list[str]:
                                                                   "install rc", "autograder from"))]
     said = next((ln for ln in (run / "route-speed.log").read_text(errors="replace").splitlines()
                  if "the instructor solution is" in ln), "") if (run / "route-speed.log").is_file() else ""
-    lines = [f"## The README's TPU route on the v5e ({run.name})", "",
-             "A folder holding only what \"The TPU stage\" names (`review-site/`, `export.zip`, `wheels/`, "
-             "`assignments/`, made by `benchmarks/chip/route.py` on the CPU machine under jax 0.10.2), the "
-             "README's install and `speed` commands as written (the slug add):", ""]
+    lines = [f"## The TPU guide's route on the v5e ({run.name})", "",
+             "A folder holding only what docs/guides/tpu.md (\"On a TPU host\") names (`review-site/`, "
+             "`export.zip`, `wheels/`, `assignments/`, made by `benchmarks/chip/route.py` on the CPU machine "
+             "under jax 0.10.2), the guide's install and `speed` commands as written (the slug add):", ""]
     lines += [f"    {ln.strip()}" for ln in keep + ([said] if said else [])] + [""]
     lines += [f"Isolation: {doc.get('isolation')}; chip opened in "
               f"{', '.join(f'{s:.1f}' for s in doc.get('worker_open_s', []))} s; the whole run "

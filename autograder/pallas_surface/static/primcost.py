@@ -63,6 +63,18 @@ def _size(aval) -> int:
     return int(np.prod(getattr(aval, "shape", ()) or (1,), dtype=np.int64))
 
 
+def _slots(aval) -> int:
+    """The lane slots a value occupies in vector registers: its last two axes padded to the
+    (8, 128) tile (a (256, 1) row statistic fills 32 registers, as a (256, 128) block does);
+    scalars are not vector work."""
+    shape = tuple(getattr(aval, "shape", ()) or ())
+    if len(shape) < 1 or _size(aval) <= 1:
+        return _size(aval)
+    rows = -(-shape[-2] // 8) * 8 if len(shape) >= 2 else 1
+    lead = int(np.prod(shape[:-2], dtype=np.int64)) if len(shape) > 2 else 1
+    return lead * rows * (-(-shape[-1] // 128) * 128)
+
+
 def _kind(dtype) -> str:
     name = np.dtype(dtype).name
     if name in ("int8", "uint8"):
@@ -128,18 +140,18 @@ def eqn_cost(eqn) -> dict[str, float]:
     if name == "dot_general":
         return _dot_cost(eqn)
     if name in TRANSCENDENTAL:
-        return {"transcendental": float(_size(out))}
+        return {"transcendental": float(_slots(out))}
     if name == "div":
         # A float divide is a reciprocal on the EUP and a multiply; integers divide on the vector unit.
         floating = np.issubdtype(np.dtype(out.dtype), np.floating)
-        return {"transcendental": float(_size(out)), "vector": float(_size(out))} if floating else \
-            {"vector": float(_size(out))}
+        return {"transcendental": float(_slots(out)), "vector": float(_slots(out))} if floating else \
+            {"vector": float(_slots(out))}
     if name in REDUCTIONS:
-        return {"vector": float(_size(eqn.invars[0].aval))}
+        return {"vector": float(_slots(eqn.invars[0].aval))}
     if name == "dma_start":
         return {"dma_bytes": float(_dma_bytes(eqn))}
     if name in ELEMENTWISE:
-        return {"vector": float(_size(out))}
+        return {"vector": float(_slots(out))}
     if name in FREE or name in _INLINE or name in ("cond", "while", "scan", release.RUN_SCOPED):
         return {}
     raise Unanalysable(f"the kernel body uses '{name}', which the model has no cost for")

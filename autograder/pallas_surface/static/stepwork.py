@@ -59,7 +59,9 @@ LOOP_COLUMNS = ("dots", "loop_dots", "loop_vector", "dma_starts", "loop_reductio
                 "loop_carry", "loop_trips")
 
 
-def _counted(cost: dict[str, float], eqn, in_loop: bool) -> dict[str, float]:
+def _counted(cost: dict[str, float], eqn, in_loop: bool, carried: bool = True) -> dict[str, float]:
+    """``carried``: the operation updates a value the loop carries (or a ref it reads and writes
+    back) from one iteration to the next; only those run at the slower in-loop rate (``loop_vector``)."""
     name = eqn.primitive.name
     out = dict(cost)
     if name == "dot_general":
@@ -68,8 +70,26 @@ def _counted(cost: dict[str, float], eqn, in_loop: bool) -> dict[str, float]:
         out["dma_starts"] = 1.0
     if in_loop and _lane_reduction(eqn):
         out["loop_reductions"] = 1.0
-    if in_loop and cost.get("vector"):
+    if in_loop and carried and cost.get("vector"):
         out["loop_vector"] = cost["vector"]
+    return out
+
+
+_WRITES = ("swap", "masked_swap")
+_READS = ("get", "masked_load")
+
+
+def _written_refs(jaxpr) -> set:
+    """The refs a loop body writes (its sub-programs' included, by their own names)."""
+    out = set()
+    for eqn in jaxpr.eqns:
+        if eqn.primitive.name in _WRITES:
+            out.add(eqn.invars[0])
+        for v in eqn.params.values():
+            for sub in (v if isinstance(v, tuple) else (v,)):
+                inner = getattr(sub, "jaxpr", sub)
+                if hasattr(inner, "eqns"):
+                    out |= _written_refs(inner)
     return out
 
 
@@ -108,11 +128,36 @@ class _Grid:
         self.depth: dict = {}
         self.chain = np.zeros(self.n)
         self.inflight = 0           # manual DMAs started and not yet waited, in program order
+        # Inside loops: the values that depend on what an iteration carries to the next (a carry, or
+        # a ref the loop both reads and writes), and the shapes of those carries.
+        self.carried: set = set()
+        self.carry_shapes: set = set()
+        self.rewritten: set = set()
 
     def fork(self) -> _Grid:
         g = _Grid(self.points, self.grid, self.prefetch_known)
         g.loops, g.depth, g.inflight = self.loops, self.depth, self.inflight
+        g.carried, g.carry_shapes, g.rewritten = self.carried, self.carry_shapes, self.rewritten
         return g
+
+    def _pass_carried(self, outer, inner) -> None:
+        for o, i in zip(outer, inner):
+            if not isinstance(o, jax_core.Literal) and o in self.carried:
+                self.carried.add(i)
+
+    def _updates_carry(self, eqn) -> bool:
+        """In a loop: does ``eqn`` compute from what the loop carries, into a carry's shape?"""
+        if not self.loops:
+            return False
+        name = eqn.primitive.name
+        if name in _READS and eqn.invars and eqn.invars[0] in self.rewritten:
+            self.carried.update(eqn.outvars)
+            self.carry_shapes.update(tuple(getattr(v.aval, "shape", ())) for v in eqn.outvars)
+            return False
+        if not any(not isinstance(v, jax_core.Literal) and v in self.carried for v in eqn.invars):
+            return False
+        self.carried.update(eqn.outvars)
+        return any(tuple(getattr(v.aval, "shape", ())) in self.carry_shapes for v in eqn.outvars)
 
     def _dma(self, name: str, local: dict) -> None:
         """Follow the DMAs in flight: a wait with no other copy in flight shows its latency."""
@@ -136,14 +181,23 @@ class _Grid:
             if not isinstance(o, jax_core.Literal):
                 self.depth[i] = self.depth.get(o, 0)
 
-    def _loop(self, jaxpr, env: dict, mask: np.ndarray, scale) -> dict:
-        """Walk a loop body (``scale``: the trips): a real v5e runs a loop's iterations one after
-        another, so its work is counted apart (LOOP_COLUMNS)."""
+    def _loop(self, jaxpr, env: dict, mask: np.ndarray, scale, carry=()) -> dict:
+        """Walk a loop body (``scale``: the trips; ``carry``: the body's carried inputs): a real v5e
+        runs a loop's iterations one after another, so its work is counted apart (LOOP_COLUMNS). The
+        DMAs in flight are those of a middle iteration (the copies the one before left in flight:
+        one pass ahead)."""
+        self.inflight = _dma_pass(jaxpr, self.inflight)
+        saved = self.carried, self.carry_shapes, self.rewritten
+        big = [v for v in carry if _size(v.aval) > 1]
+        self.carried = set(saved[0]) | set(big)
+        self.carry_shapes = set(saved[1]) | {tuple(v.aval.shape) for v in big}
+        self.rewritten = set(saved[2]) | _written_refs(jaxpr)
         self.loops += 1
         try:
             return self.walk(jaxpr, env, mask, scale)
         finally:
             self.loops -= 1
+            self.carried, self.carry_shapes, self.rewritten = saved
 
     def _add(self, local: dict[str, float], mask: np.ndarray, scale) -> None:
         for col, amount in local.items():
@@ -196,7 +250,7 @@ class _Grid:
             nc, ncarry = scan_counts(p)[:2]
             env = _bind(body.jaxpr, body.consts, ins[:nc] + [None] * (len(ins) - nc))
             self._carry([v.aval for v in eqn.invars[nc:nc + ncarry]], mask, scale * int(p["length"]))
-            self._loop(body.jaxpr, env, mask, scale * int(p["length"]))
+            self._loop(body.jaxpr, env, mask, scale * int(p["length"]), body.jaxpr.invars[nc:nc + ncarry])
             return [None] * len(eqn.outvars)
         if name == "while":
             p = eqn.params
@@ -205,7 +259,7 @@ class _Grid:
             cn, bn = p["cond_nconsts"], p["body_nconsts"]
             env = _bind(body.jaxpr, body.consts, ins[cn:cn + bn] + [None] * (len(ins) - cn - bn))
             self._carry([v.aval for v in eqn.invars[cn + bn:]], mask, scale * trips)
-            self._loop(body.jaxpr, env, mask, scale * trips)
+            self._loop(body.jaxpr, env, mask, scale * trips, body.jaxpr.invars[bn:])
             return [None] * len(eqn.outvars)
         if name in _INLINE:
             return self._inline(eqn, ins, mask, scale)
@@ -215,7 +269,7 @@ class _Grid:
             env = {**dict(zip(body.constvars, ins)), **{v: None for v in body.invars}}
             self.walk(body, env, mask, scale)
             return [None] * len(eqn.outvars)
-        for col, amount in _counted(eqn_cost(eqn), eqn, self.loops > 0).items():
+        for col, amount in _counted(eqn_cost(eqn), eqn, self.loops > 0, self._updates_carry(eqn)).items():
             local[col] = local.get(col, 0.0) + amount
         self._dma(name, local)
         return self._value(eqn, ins)
@@ -225,8 +279,10 @@ class _Grid:
         closed = jaxprs.is_closed(body)
         inner = body.jaxpr if closed else body
         self._pass_depth(eqn.invars, inner.invars)
+        self._pass_carried(eqn.invars, inner.invars)
         env = self.walk(inner, _bind(inner, body.consts if closed else (), ins), mask, scale)
         self._pass_depth(inner.outvars, eqn.outvars)
+        self._pass_carried(inner.outvars, eqn.outvars)
         return [self.read(env, v) for v in inner.outvars]
 
     def _cond(self, eqn, ins: list, mask: np.ndarray, scale) -> None:
@@ -234,9 +290,13 @@ class _Grid:
         branches = eqn.params["branches"]
         for branch in branches:
             self._pass_depth(eqn.invars[1:], branch.jaxpr.invars)
+            self._pass_carried(eqn.invars[1:], branch.jaxpr.invars)
         try:
             self._branches(eqn, index, operands, branches, mask, scale)
         finally:
+            for k, v in enumerate(eqn.outvars):
+                if any(k < len(b.jaxpr.outvars) and b.jaxpr.outvars[k] in self.carried for b in branches):
+                    self.carried.add(v)
             for v in eqn.outvars:
                 self.depth[v] = max((self.depth.get(b.jaxpr.outvars[k], 0) for b in branches
                                      for k in [eqn.outvars.index(v)] if k < len(b.jaxpr.outvars)
@@ -313,6 +373,25 @@ class _Grid:
                 any(_size(o.aval) > _SMALL for o in outs)):
             return [None] * len(outs)
         return _bind_values(eqn, ins)
+
+
+def _dma_pass(jaxpr, inflight: int) -> int:
+    """The manual DMAs in flight after ``jaxpr`` runs once from ``inflight`` (a branch: the one that
+    leaves most in flight; a nested loop body: once)."""
+    for eqn in jaxpr.eqns:
+        name = eqn.primitive.name
+        if name == "dma_start":
+            inflight += 1
+        elif name == "dma_wait":
+            inflight = max(inflight - 1, 0)
+        elif name == "cond":
+            inflight = max(_dma_pass(b.jaxpr, inflight) for b in eqn.params["branches"])
+        else:
+            for sub in (v for v in eqn.params.values() for v in ([v] if not isinstance(v, tuple) else v)):
+                inner = getattr(sub, "jaxpr", sub)
+                if hasattr(inner, "eqns"):
+                    inflight = _dma_pass(inner, inflight)
+    return inflight
 
 
 def _bind(jaxpr, consts, ins: list) -> dict:
