@@ -164,8 +164,9 @@ def describe(row: dict) -> str:
 
 def check(path: Path, slug: str, assignments: Path | None = None) -> str:
     """The report for ``path`` on the chip this process sees (in this process: a notebook's cell)."""
+    from ..grading.assignments import find
     from .chip.real import JaxDevice
-    a = assignments.find(slug, assignments)
+    a = find(slug, assignments)
     device = JaxDevice("tpu")
     if device.info() is None:
         return (f"No TPU here ({device.absent()}). On Colab: Runtime > Change runtime type > a TPU, then install "
