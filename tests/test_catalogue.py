@@ -14,7 +14,7 @@ def test_every_id_has_a_title_a_summary_a_fix_and_its_template():
     assert FindingKind is Kind
     for fid, kind in CATALOGUE.items():
         assert kind.id == fid and re.fullmatch(r"[a-z]+(-[a-z]+)*", fid), fid
-        assert kind.title and kind.summary and kind.fix, fid
+        assert kind.title and kind.summary and kind.fix and kind.detected_by.strip(), fid
         assert kind.template == TEMPLATES / f"{fid}.j2" and kind.template.is_file(), fid
         assert all(isinstance(k, str) and v for k, v in kind.fixes.items()), fid
     assert sorted(PRECEDENCE) == sorted(CATALOGUE)
@@ -31,7 +31,9 @@ def test_a_kind_is_immutable_and_validated():
         kind.fixes["block-tiling"] = "x"
     assert len({kind, CATALOGUE["compile-reject"], CATALOGUE["vmem-overflow"]}) == 2
     with pytest.raises(ValueError, match="needs an id, a title, a summary and a fix"):
-        FindingKind("x", "X", "x", fix="")
+        FindingKind("x", "X", "x", fix="", detected_by="z")
+    with pytest.raises(ValueError, match="detected_by must say which checks report it"):
+        FindingKind("x", "X", "x", fix="y")
 
 
 def test_a_finer_fix_by_the_findings_problem_or_rule_else_the_general_one():
@@ -46,15 +48,26 @@ def test_a_finer_fix_by_the_findings_problem_or_rule_else_the_general_one():
     assert fix_line(f("numerics", problem="input-padding")) == CATALOGUE["numerics"].fix
 
 
-def test_where_a_fix_points_is_the_call_or_the_body_for_every_kernel_bug():
-    at = {fid: kind.fix_at for fid, kind in CATALOGUE.items()}
-    assert {fid for fid, w in at.items() if w == "call"} == {
-        "out-of-bounds", "output-block-revisit", "grid-order-dependence", "compile-reject", "vmem-overflow",
-        "inconsistent-kernel"}
-    assert {fid for fid, w in at.items() if w == ""} == {"submission-error", "not-a-kernel", "chip-reject",
-                                                        "chip-divergence"}
+def test_where_a_fix_points_is_what_the_problem_list_says_for_every_kind():
+    # No pinned set of IDs (a new finding would have to edit it): every kind's fix_at is
+    # one of the values its field allows, and the place the problem list names follows
+    # from it for every kind: "call" the pl.pallas_call's line, "body" the kernel body's
+    # lines, "" no place (what only a spatial, drawn finding's evidence would give).
+    import typing
+
+    from autograder.feedback import fixes
+    from autograder.grading.identity.sources import KernelSource, Sources
+    allowed = typing.get_args(typing.get_type_hints(FindingKind)["fix_at"])
+    assert set(allowed) == {"call", "body", ""}
+    one = Sources(kernels=(KernelSource("add.py:14", "add", body="kernel", lines="add.py:3-9"),))
+    said = {"call": "in the pl.pallas_call at add.py:14", "body": "in kernel, add.py:3-9", "": ""}
+    for fid, kind in CATALOGUE.items():
+        assert kind.fix_at in allowed, fid
+        assert fixes.where(Finding.make(fid, "static", "m"), one) == said[kind.fix_at], fid
+        # Evidence drawn on the grid is a place in the kernel: its fix points at one.
+        assert not (kind.drawn and kind.fix_at == ""), fid
     with pytest.raises(ValueError, match="fix_at must be"):
-        FindingKind("x", "X", "x", fix="y", fix_at="kernel")
+        FindingKind("x", "X", "x", fix="y", detected_by="z", fix_at="kernel")
 
 
 def test_how_findings_relate_in_scoring_is_each_kinds_and_names_only_catalogue_ids():
@@ -76,7 +89,7 @@ def test_how_findings_relate_in_scoring_is_each_kinds_and_names_only_catalogue_i
     assert CATALOGUE["output-block-revisit"].same_bug == ("grid-order-dependence", "data-race")
     assert CATALOGUE["output-block-revisit"].same_bug_on_case == ("uninitialized-memory",)
     with pytest.raises(ValueError, match="explains must name rungs"):
-        FindingKind("x", "X", "x", fix="y", explains=("gpu",))
+        FindingKind("x", "X", "x", fix="y", detected_by="z", explains=("gpu",))
 
 
 def test_a_secret_cases_words_for_a_finding_are_its_kinds():

@@ -9,8 +9,9 @@ table that speaks of finding IDs reads its entry here, or is tested against it
 results.json tags, in the templates and in the README, so they never change
 once published.
 
-Adding a finding: one ``FindingKind`` below, its place in ``PRECEDENCE``, and
-``templates/<id>.j2``; then the check that detects it.
+Adding a finding: one ``FindingKind`` below (how it is detected included: the
+generated reference's table of every finding reads it), its place in
+``PRECEDENCE``, and ``templates/<id>.j2``; then the check that detects it.
 """
 from __future__ import annotations
 
@@ -56,6 +57,9 @@ class Claim:
 class FindingKind:
     """One finding ID and what every stage says of it.
 
+    ``detected_by``: which checks report it and how (the "how it is detected" column
+    of the generated reference, docs/reference/findings.md; required).
+
     ``fix``: the one-line fix the report's problem list gives (the finding's own
     section gives the full fix with its evidence); ``fixes``: a finer fix by the
     value of the finding's fact ``fix_by`` (a submission error's problem, the
@@ -100,6 +104,7 @@ class FindingKind:
     title: str
     summary: str
     fix: str
+    detected_by: str = ""
     fixes: Mapping[str, str] = field(default_factory=dict)
     fix_by: str = "problem"
     fix_at: Literal["call", "body", ""] = ""
@@ -117,6 +122,8 @@ class FindingKind:
     def __post_init__(self) -> None:
         if not (self.id and self.title and self.summary and self.fix):
             raise ValueError(f"a finding kind needs an id, a title, a summary and a fix; got {self!r}")
+        if not self.detected_by.strip():
+            raise ValueError(f"{self.id}: detected_by must say which checks report it; got {self.detected_by!r}")
         if self.fix_at not in ("call", "body", ""):
             raise ValueError(f"{self.id}: fix_at must be 'call', 'body' or ''; got {self.fix_at!r}")
         if not set(self.explains) <= set(RUNGS):
@@ -165,6 +172,7 @@ _KINDS = (
         "submission-error", "Submission cannot be graded",
         "missing file or function, syntax/import error, exception, wrong output "
         "shape/dtype/type, timeout, memory limit",
+        detected_by="correctness runs",
         fix="make the file import and run on its own (see the details)",
         fixes={
             "file-missing": "upload the file with the name the handout gives",
@@ -196,6 +204,7 @@ _KINDS = (
         "wrong-result", "Wrong result",
         "wrong on every rung alike: a logic error; the arithmetic on the interpreters "
         "is real, so it is wrong on a chip too",
+        detected_by="correctness runs; numerics probe (wrong only on stress inputs)",
         fix="compare your kernel's formula with the handout's on the smallest case",
         # A pl.debug_check of the student's that failed while the kernel ran.
         fixes={"failed-check": "make what your failing check guards hold: its line and message are in the "
@@ -209,6 +218,9 @@ _KINDS = (
         "numerics", "Numerical problem",
         "wrong through floating point: overflow/NaN from an unstable formula, "
         "low-precision accumulation",
+        detected_by=("correctness runs (NaN/Inf that only a case's larger inputs bring, every case of "
+                     "its dtype with smaller inputs right, is an overflow whatever the finite outputs "
+                     "say: `diagnosis.overflows`); numerics probe (stress inputs)"),
         fix="accumulate in float32 and keep intermediates in a stable range",
         fix_at="body",
         symptom=True,
@@ -220,6 +232,7 @@ _KINDS = (
         "out-of-bounds", "Out-of-bounds access",
         "reads or writes outside an array: an index map that addresses a block past "
         "the end (or before the start), a DMA or pl.ds slice past the edge",
+        detected_by="index-map scan; TPU interpret mode's IndexError",
         fix="make the grid pl.cdiv(size, block) long and keep every index map inside its array",
         fix_at="call",
         explains=("generic", "tpu-interpret"),
@@ -232,6 +245,7 @@ _KINDS = (
         "output-block-revisit", "Output block revisited",
         "an output block is written at grid points that are not consecutive, or "
         "across a parallel axis",
+        detected_by="index-map scan; TPU interpret mode's RuntimeError",
         fix="put the axis that revisits an output block last and mark it \"arbitrary\"",
         fix_at="call",
         explains=("generic", "tpu-interpret"),
@@ -256,6 +270,8 @@ _KINDS = (
         "uninitialized-memory", "Depends on uninitialized memory",
         "the result depends on memory the kernel never wrote: an accumulator never "
         "zeroed, an output block never written",
+        detected_by=("index-map scan (blocks never visited); poisoning (fills drawn for each grading);"
+                     " a failing test's own fill reruns (below)"),
         fix="zero accumulators at the first step and write every output block in full",
         fix_at="body",
         seen={
@@ -280,6 +296,7 @@ _KINDS = (
     FindingKind(
         "grid-order-dependence", "Depends on grid order",
         "the result changes when grid points run in another order or on two cores",
+        detected_by="grid-order probe (random seeds, 2 cores, recorded order)",
         fix="mark an axis \"parallel\" only when no grid point depends on another along it",
         fix_at="call",
         seen={
@@ -297,6 +314,8 @@ _KINDS = (
     FindingKind(
         "padding-dependence", "Depends on edge-block padding",
         "the result depends on the padding of partial edge blocks",
+        detected_by=("poisoning, differences confined to partial edge blocks; a failing test's own "
+                     "reruns with the padding filled apart"),
         fix="mask the padded part of edge blocks before it reaches a valid result",
         fix_at="body",
         # Padding past the end of an input, summed by a reduction along that axis (a K block
@@ -309,6 +328,7 @@ _KINDS = (
         drawn=True),
     FindingKind(
         "data-race", "Data race", "the race detector found conflicting accesses",
+        detected_by="races probe (`detect_races`, 1 and 2 cores)",
         fix="never let two grid points on a parallel axis write the same block",
         fix_at="body",
         seen={
@@ -328,6 +348,8 @@ _KINDS = (
         "dma-protocol", "DMA or semaphore misuse",
         "a DMA or semaphore is misused: waited before started, never waited, buffer "
         "reused while in flight, deadlock",
+        detected_by=("races probe (`dma_execution_mode` on_wait vs eager, hangs, semaphores left); a "
+                     "hang explains the rung's timeouts"),
         fix="start every copy before waiting on it, and wait on each copy once",
         fix_at="body",
         seen={
@@ -353,6 +375,7 @@ _KINDS = (
     FindingKind(
         "compile-reject", "The TPU compiler will refuse it",
         "block tiling, dtype or an unsupported op, though both interpreters run it",
+        detected_by="TPU cross-lowering on CPU + 64-bit dtype check",
         # The block-tiling rule's fix is the general one.
         fix="use blocks whose last two dimensions are multiples of (8, 128)",
         fix_at="call",
@@ -373,6 +396,7 @@ _KINDS = (
     FindingKind(
         "vmem-overflow", "Blocks overflow VMEM",
         "blocks plus scratch exceed the target chip's VMEM at the real problem size",
+        detected_by="VMEM budget at the spec's production size",
         fix="use fixed block sizes that fit VMEM at the real problem size",
         fix_at="call",
         chip=("a real v5e refused to compile blocks and scratch over its 16 MiB of scoped VMEM "
@@ -381,6 +405,9 @@ _KINDS = (
         "inconsistent-kernel", "A different kernel at other sizes",
         "at a size no test runs (production, speed, stress) the function builds a kernel "
         "the tests did not grade, or (at a stress input) the graded kernel in other dtypes",
+        detected_by=("the program of each size no test runs compared with the graded kernels' faces, "
+                     "and a stress input's dtypes with theirs (`grading/judge/faces.py`, "
+                     "`grading/identity/numbers.py`)"),
         fix="build the graded kernel at every size, in the same dtypes (only its numbers may "
             "follow the shape)",
         fix_at="call",
@@ -389,6 +416,8 @@ _KINDS = (
         "not-a-kernel", "Work done outside the kernel",
         "the work is not done in a pallas_call (jnp outside the kernel, the "
         "reference called)",
+        detected_by=("structure probe (primitives outside kernels, required manual DMA), on every "
+                     "traced size"),
         fix="do the assignment's work inside the kernel passed to pl.pallas_call",
         seen={
             "outside": "{prim} computes on the inputs' data outside the kernel: do that work inside the kernel "
@@ -397,10 +426,12 @@ _KINDS = (
         chip="the chip runs work outside a kernel as ordinary XLA: no question for the TPU compiler"),
     FindingKind(
         "chip-reject", "Refused by the TPU compiler", "on a real TPU the compiler refused it",
+        detected_by="TPU stage (later)",
         fix="see the compiler's message for the construct it refused"),
     FindingKind(
         "chip-divergence", "Chip result differs",
         "on a real TPU the compiled result differs from the interpreters'",
+        detected_by="TPU stage (later)",
         fix="compare the chip's output with the interpreters' on the failing case"),
 )
 CATALOGUE: Mapping[str, FindingKind] = MappingProxyType({k.id: k for k in _KINDS})
