@@ -271,7 +271,7 @@ _KINDS = (
         "the result depends on memory the kernel never wrote: an accumulator never "
         "zeroed, an output block never written",
         detected_by=("index-map scan (blocks never visited); poisoning (fills drawn for each grading);"
-                     " a failing test's own fill reruns (below)"),
+                     " a failing test's own fill reruns (the findings guide: \"A failing test's own reruns\")"),
         fix="zero accumulators at the first step and write every output block in full",
         fix_at="body",
         seen={
