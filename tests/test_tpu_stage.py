@@ -1040,6 +1040,23 @@ def test_on_chip_says_what_the_compiler_and_the_chip_did_per_visible_case():
 
 
 @pytest.mark.jax
+def test_the_cpu_stand_in_runs_a_students_debug_check():
+    """An honest pl.debug_check compiles and runs on the stand-in (a plain check on the generic
+    interpreter, as in the grader's child); a real v5e ran both files right (chip call L: Pallas's
+    checks are off there unless the kernel turns them on). Before, the stand-in refused both."""
+    from autograder.tpu import onchip
+    from autograder.tpu.chip.real import JaxDevice
+    a = assignments.find("add", REPO / "assignments")
+    device = JaxDevice("cpu")
+    honest = onchip.file_outcome(device, a, corpus("add") / "debug_check.py")
+    assert [c["status"] for c in honest["cases"]] == ["right", "right"], honest
+    failing = onchip.file_outcome(device, a, corpus("add") / "debug_check_fails.py")
+    # Its check fails at run time: the case says the run raised, in the student's words.
+    assert [c["status"] for c in failing["cases"]] == ["raised", "raised"], failing
+    assert "adding y never makes an element smaller" in failing["cases"][0]["message"], failing
+
+
+@pytest.mark.jax
 def test_on_chip_without_a_tpu_says_so_and_that_the_grade_never_needs_one():
     proc = run_cli("on-chip", str(REPO / "solutions" / "add.py"), "-a", "add")
     assert proc.returncode == 0, proc.stderr[-2000:]

@@ -14,7 +14,10 @@ def generic(program: bytes, args: list, dtypes: list[str]) -> np.ndarray:
     from ...grading.run.inputs import numpy_dtype
     args = [np.asarray(a).astype(numpy_dtype(d)) for a, d in zip(args, dtypes) if not isinstance(a, float)]
     from ...pallas_surface.program import rebuild, schema
-    from ...pallas_surface.rungs import rung
+    from ...pallas_surface.rungs import hooks, rung
+    # A student's pl.debug_check is a plain check on the interpreter (rung's rewrite), which
+    # XLA:CPU lowers only with this config on (as in the grader's child).
+    hooks.install_runtime_checks()
     fn = rebuild.load(schema.loads(program)).function()
     with jax.default_device(jax.devices("cpu")[0]):
         traced = rung.trace(fn, args)

@@ -63,6 +63,11 @@ class JaxDevice:
         if platform not in PLATFORMS:
             raise ValueError(f"platform must be one of {PLATFORMS}; got {platform!r}")
         self.platform = platform
+        if platform != "tpu":
+            # The stand-in runs a student's pl.debug_check as a plain check on the generic
+            # interpreter, which XLA lowers only with this config on (as in the grader's child).
+            from ...pallas_surface.rungs import hooks
+            hooks.install_runtime_checks()
         self._devices, self._why = backend(platform)
         self._makers: dict = {}
 
