@@ -84,6 +84,14 @@ def tags(doc: dict) -> list[list[str]]:
     return [t["tags"] for t in doc["tests"] if re.fullmatch(r"\d+\.\d+", t["number"])]
 
 
+def speed_output(doc: dict) -> str:
+    """What results.json says of the speed estimate: test S1's output where the
+    spec scores it (or hides it until later), else the top-level output, where an
+    unscored estimate goes (Gradescope would show a 0/0 test green, "passed")."""
+    s1 = next((t for t in doc["tests"] if t["number"] == "S1"), None)
+    return s1["output"] if s1 is not None else doc["output"]
+
+
 def probe_tags(doc: dict) -> dict[str, list[str]]:
     """Tags of the probe checks, by check name."""
     return {t["name"]: t["tags"] for t in doc["tests"] if t["number"].startswith("P")}

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from conftest import fresh_root
+from conftest import fresh_root, speed_output
 
 from autograder.feedback.results_format import validate
 from autograder.isolation import confinement
@@ -361,7 +361,8 @@ def test_attack_is_contained(name, gradescope_install, tmp_path):
     for text in expect.never:
         assert text not in doc["output"] and all(text not in t["output"] for t in doc["tests"]), text
     for number, text in expect.test_says:
-        assert text in next(t["output"] for t in doc["tests"] if t["number"] == number), (number, text)
+        said = speed_output(doc) if number == "S1" else next(t["output"] for t in doc["tests"] if t["number"] == number)
+        assert text in said, (number, text)
     assert ("could not switch your code" in doc["output"]) == (not ROOT_USER)
     for what, marker in MARKERS.items():
         assert marker not in text, f"the {what} leaked into results.json"

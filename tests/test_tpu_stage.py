@@ -363,6 +363,26 @@ def test_the_cpu_grading_says_not_run_and_the_merge_replaces_it(small_add):
     assert "Held for review" in next(t for t in again["tests"] if t["number"] == "T1")["output"]
 
 
+def test_an_unscored_timing_is_a_section_of_the_output_not_a_green_test():
+    """Gradescope shows a 0/0 test green, "passed": an unscored timing that is shown
+    now goes in the top-level output, and a second merge replaces it there."""
+    unscored = spec.Speed(tpu_points=0)
+    doc = {**_doc(), "output": "#### Add: 10 / 10\n"}
+    doc["tests"] = doc["tests"][:1]
+    result = stage.StageResult("x", "timed", sizes=(_size("s1", 1.5e-3),)).to_json()
+    device = {"kind": "tpu", "chip": "v5e", "jax": "0.10.2", "libtpu": "0.0.x"}
+    merged = tpu_results.merge(doc, unscored, result, device, 1.2e-3)
+    assert validate(merged) == [] and [t["number"] for t in merged["tests"]] == ["1.1"]
+    assert merged["score"] == 10.0 and merged["output"].startswith("#### Add: 10 / 10\n\n")
+    assert "TPU timing (v5e) (not scored)" in merged["output"] and "Timed on a TPU v5e" in merged["output"]
+    held = tpu_results.merge(merged, unscored, {**result, "status": "held", "holds": ["noisy: x"]}, device, 1.2e-3)
+    assert held["output"].count("TPU timing (v5e)") == 1 and "Held for review" in held["output"]
+    assert held["output"].count("Timed on a TPU v5e") == 1
+    # Hidden until later: the top-level output has no visibility, so it stays a test.
+    later = tpu_results.merge(doc, spec.Speed(tpu_points=0, visibility="after_published"), result, device, 1.2e-3)
+    assert [t["number"] for t in later["tests"]] == ["1.1", "T1"] and later["output"] == doc["output"]
+
+
 def test_results_are_labelled_with_the_chip_that_measured_them(small_add):
     result = stage.StageResult("x", "timed", sizes=(_size("s1", 1e-3), _size("s2", 1e-3))).to_json()
     note = "measured on a TPU v5p (TPU v5), but the assignment's [speed] chip is v5e"

@@ -54,6 +54,9 @@ def text(assignment: Assignment, names: dict[str, str | None] | None = None) -> 
         probes=[(p.name, REGISTRY[p.name].title) for p in assignment.probes],
         probe_notes={p.name: REGISTRY[p.name].note for p in assignment.probes},   # each in its probe's module
         speed=assignment.speed.chip if assignment.speed is not None else "",
+        # Only a scored number is a test; an unscored one is a section above the tests.
+        speed_scored=bool(assignment.speed and assignment.speed.points > 0),
+        tpu_scored=bool(assignment.speed and assignment.speed.tpu_points > 0),
         checks=assignment.checks is not None, kinds=list(CATALOGUE.values()),
         # An example seed from a visible case (a secret case's seed is never shown).
         seed=next((c.seed for c in assignment.cases if c.visible), 101), seed_case=next(

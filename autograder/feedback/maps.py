@@ -25,6 +25,17 @@ def drawn_at(f: Finding, plan) -> str:
     return f.case or ""
 
 
+def _facts(f: Finding, sources) -> dict:
+    """A finding's facts for its map. A race's core count is the run's, except that
+    TPU interpret mode runs a pl.kernel mesh on the mesh's own cores whatever the
+    run asked for (it takes num_cores_or_threads from the mesh): say those."""
+    facts = f.facts()
+    kernels = sources.kernels if sources is not None else ()
+    if f.id == "data-race" and len(kernels) == 1 and kernels[0].cores > int(facts.get("cores") or 1):
+        facts["cores"] = kernels[0].cores
+    return facts
+
+
 def _map_view(m: blockmaps.BlockMap, note: str) -> dict:
     m = replace(m, notes=(note, *m.notes)) if note else m
     return {"text": blockmaps.text(m), "figure": blockmaps.figure(m), "data": blockmaps.encode(m)}
@@ -42,8 +53,8 @@ def problem_map(p: Problem, report) -> tuple[dict | None, str]:
     order = {c.name: i for i, c in enumerate(plan.cases)}
     same = [f for f in report.findings if key_of(f) == p.key and f.case is not None and shows(f, a)]
     same.sort(key=lambda f: (f.case != here, f is not p.finding, order.get(f.case, len(order))))
-    drawn = next(((f, m) for f in same if (m := blockmaps.build(f.id, f.facts(), drawn_at(f, plan))) is not None),
-                 None)
+    drawn = next(((f, m) for f in same
+                  if (m := blockmaps.build(f.id, _facts(f, report.sources), drawn_at(f, plan))) is not None), None)
     secret = here is not None and not a.case(here).visible
     if drawn is None:
         if secret:

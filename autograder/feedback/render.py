@@ -354,18 +354,22 @@ def problems_view(problems: tuple[Problem, ...], assignment, ctx: Context | None
 
 
 def speed_tests(report) -> list[dict[str, Any]]:
-    """The tests the speed stage adds to results.json: the estimate (S1) when the
-    grading has one, and the TPU timing (T1) only where points wait on it (an
-    unscored timing that has not run is no test: it would show green while it
-    says "not run"; ``merge`` adds T1 once the TPU stage has run)."""
+    """The tests the speed stage adds to results.json: the estimate (S1) and the
+    TPU timing (T1), each only where points ride on it. Gradescope colours a test
+    by its status, and a 0/0 test can only be a green "passed" or a red "failed":
+    an unscored number is neither, so it is no test. The unscored estimate goes
+    in the top-level output (``results._top_output``), unless the spec hides it
+    until later: the top-level output has no visibility of its own, so a hidden
+    estimate stays a test with the spec's visibility. ``merge`` does the same with
+    an unscored TPU timing once the TPU stage has run."""
     spec, g = report.assignment.speed, report.speed
     if spec is None or not report.plan.speed_runs():
         return []
     out = []
-    if g is not None:
+    if g is not None and (g.max_score > 0 or g.visibility != "visible"):
         passed = g.score >= g.max_score
         out.append({"number": "S1", "visibility": g.visibility, "passed": passed,
-                    "state": "not-scored" if g.max_score <= 0 else "pass" if passed else "fail"})
+                    "state": "pass" if passed else "fail"})
     if spec.tpu_points > 0:
         out.append({"number": "T1", "visibility": spec.visibility, "passed": False, "state": "not-run"})
     return out
@@ -374,7 +378,7 @@ def speed_tests(report) -> list[dict[str, Any]]:
 def listing(report) -> dict[str, int]:
     """The tests results.json lists as the student sees them now, counted the way
     Gradescope shows them (failed in red, passed in green) and, among the green,
-    what each is: clean, the same bug not charged again, not run, not scored."""
+    what each is: clean, the same bug not charged again, not run."""
     entries = [(t.visibility, t.passed, test_state(t)) for t in report.tests]
     entries += [(e["visibility"], e["passed"], e["state"]) for e in speed_tests(report)]
     suite = report.custom
@@ -384,7 +388,7 @@ def listing(report) -> dict[str, int]:
     green = [state for passed, state in shown if passed]
     return {"count": len(shown), "failed": len(shown) - len(green), "passed": len(green),
             "clean": green.count("pass"), "same": green.count("same"), "not_run": green.count("not-run"),
-            "not_scored": green.count("not-scored"), "later": len(entries) - len(shown)}
+            "later": len(entries) - len(shown)}
 
 
 def _charged_problem(t: TestResult, tests, keyed: dict) -> dict[str, Any] | None:

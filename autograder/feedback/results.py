@@ -39,14 +39,14 @@ def _custom_entries(report, fmt: str) -> list[dict]:
 
 
 def _speed_entry(report, fmt: str) -> list[dict]:
-    """The speed estimate (S1, 0 points unless the spec scores it) and the TPU
-    stage's "not run" (T1, only where points wait on it), as ``render.speed_tests``
-    lists them. While a correctness test fails, S1 says its estimate in one line."""
+    """The speed estimate (S1, where the spec scores it) and the TPU stage's "not
+    run" (T1, only where points wait on it), as ``render.speed_tests`` lists them.
+    While a correctness test fails, S1 says its estimate in one line."""
     spec, g = report.assignment.speed, report.speed
     out = []
     for t in render.speed_tests(report):
         if t["number"] == "S1":
-            scored = "" if g.max_score > 0 else ", not scored"
+            scored = "" if g.max_score > 0 else ", not scored"   # hidden until later: still a test
             view = speed_grade.view(g)
             output = (render.render_speed(view, fmt) if view["correct"]
                       else render.render("speed.j2", fmt, speed=view, line=render.speed_line(g)))
@@ -55,6 +55,17 @@ def _speed_entry(report, fmt: str) -> list[dict]:
                                   tags=[], visibility=g.visibility))
         else:
             out.append(tpu_timing.entry(spec, None, None, None, fmt))
+    return out
+
+
+def _top_output(report, view: dict, fmt: str) -> str:
+    """Gradescope's top-level output: the summary and, when the estimate is shown
+    but not scored, the estimate (no test of its own: see ``render.speed_tests``;
+    while a correctness test fails, the summary's one line says it)."""
+    out = render.render_summary(view, fmt)
+    speed = view["speed"]
+    if speed and not speed["scored"] and speed["correct"]:
+        out = out.rstrip("\n") + "\n\n" + render.render("estimate.j2", fmt, speed=speed)
     return out
 
 
@@ -71,7 +82,7 @@ def results_document(report, fmt: str = "md", view: dict | None = None) -> dict:
         {"name": b.name, "value": b.value, "order": b.order}
         for b in (report.custom.leaderboard if report.custom else ())]
     doc = document(score=report.score, execution_time=report.seconds,
-                   output=render.render_summary(view, fmt), output_format=fmt, tests=tests,
+                   output=_top_output(report, view, fmt), output_format=fmt, tests=tests,
                    leaderboard=board)
     # For staff tools (Gradescope does not show top-level extra_data to students).
     # "jax": the release the grader's child really ran (its own startup event), so a

@@ -72,3 +72,11 @@ def entry(spec: Speed, result: dict | None, device: dict | None, solution_s: flo
                       # Tags are finding IDs, as on every other test.
                       tags=[status] if status in ("chip-reject", "chip-divergence", "wrong-result") else [],
                       extra_data={"tpu_status": status})
+
+
+def section(spec: Speed, result: dict, device: dict | None, solution_s: float | None,
+            fmt: str = "md") -> str:
+    """An unscored timing, for the top-level output: a heading and what ``T1``
+    would have said (``merge`` puts it there instead of a 0/0 test)."""
+    return render("timing.j2", fmt, name=f"TPU timing ({_chip(spec, device)})",
+                  tpu=view(spec, result, device, solution_s))

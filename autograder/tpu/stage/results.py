@@ -1,11 +1,13 @@
 """The TPU stage's results merged into a results.json: the test ``T1``
-(``feedback.tpu_timing``), the leaderboard row, and the versions in
-``extra_data``. Pure data; no JAX."""
+(``feedback.tpu_timing``; a section of the top-level output when it is unscored
+and shown now), the leaderboard row, and the versions in ``extra_data``. Pure
+data; no JAX."""
 from __future__ import annotations
 
 import copy
 
-from ...feedback.tpu_timing import NUMBER, board_name, entry, is_board_row
+from ...feedback.results_format import cap
+from ...feedback.tpu_timing import NUMBER, board_name, entry, is_board_row, section
 from ...spec import Speed
 
 
@@ -14,9 +16,18 @@ def merge(results: dict, spec: Speed, result: dict, device: dict, solution_s: fl
     doc = copy.deepcopy(results)
     tests = doc.get("tests", [])
     old = next((t for t in tests if t.get("number") == NUMBER), None)
-    new = entry(spec, result, device, solution_s, doc.get("test_output_format") or
-                (old or {}).get("output_format", "md"))
-    doc["tests"] = [t for t in tests if t.get("number") != NUMBER] + [new]
+    doc["tests"] = [t for t in tests if t.get("number") != NUMBER]
+    if spec.tpu_points > 0 or spec.visibility != "visible":
+        new = entry(spec, result, device, solution_s, doc.get("test_output_format") or
+                    (old or {}).get("output_format", "md"))
+        doc["tests"].append(new)
+    else:
+        # Unscored and shown now: no 0/0 test (Gradescope would show it green,
+        # "passed"), a section of the top-level output; a second merge replaces it.
+        new = {"score": 0.0}
+        before = doc.setdefault("extra_data", {}).setdefault("output_before_tpu", doc.get("output", ""))
+        text = section(spec, result, device, solution_s, doc.get("output_format", "md"))
+        doc["output"] = cap(before.rstrip("\n") + "\n\n" + text)
     doc["score"] = round(float(doc.get("score", 0.0)) - float((old or {}).get("score", 0.0)) + new["score"], 4)
     board = [row for row in doc.get("leaderboard", []) if not is_board_row(str(row.get("name", "")))]
     if result.get("status") == "timed" and result.get("seconds"):
