@@ -23,7 +23,7 @@ from ..grading.judge.scoring import TestResult, blocking_test, symptom_of
 from ..grading.probes import TERMS
 from ..grading.run.plan import Run
 from ..speed import grade as speed_grade
-from . import blockmaps, escaping, fixes, repro
+from . import blockmaps, escaping, evidence, fixes, repro
 from .glossary import legend
 from .maps import problem_map, shows as _shows
 
@@ -146,7 +146,9 @@ def _finding_view(f: Finding, visible: bool, ctx: Context | None = None) -> dict
         message = f.message
     ctx = ctx or Context()
     fix = fixes.fix(f, ctx.assignment, visible=visible, sources=ctx.sources, related=ctx.related)
+    seen = evidence.seen(f, ctx.sources, ctx.related, visible)
     return {"id": f.id, "title": f.kind.title, "summary": f.kind.summary, "rung": f.rung,
+            "seen": seen[0] if seen else "", "chip_line": f.kind.chip_line(seen[0] if seen else ""),
             "rung_label": RUNGS[f.rung], "message": message, "facts": facts, "visible": visible,
             "check": f.check, "map": None, "map_note": "", "fix": fix.text, "fix_line": fix_line(f),
             **_fix_view(fix)}

@@ -103,6 +103,10 @@ def snippet(assignment: Assignment, case: Case, rung: str, params: dict | None =
         lines += [f"with pltpu.force_tpu_interpret_mode({interpret_source(rung, params)}):",
                   f"    out = np.asarray({call}, dtype=np.float64)",
                   "pltpu.reset_tpu_interpret_mode_state()  # needed after an exception"]
+        if (params or {}).get("detect_races"):
+            # A race can leave every value right: its report, not the comparison, shows it.
+            lines += ["# A race prints the detector's report (starting 'RACE DETECTED') while the kernel",
+                      "# runs, even when every value compared below is right."]
     arrays = [i.name for i in assignment.inputs if i.kind == "array"]
     if assignment.snippet_reference:
         lines += [f"{', '.join(arrays)} = "

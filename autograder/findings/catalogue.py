@@ -84,7 +84,9 @@ class FindingKind:
     words (``titled``).
 
     ``chip``: what a real TPU did with this class of bug, the "real TPU" line of
-    its ladder (``chip_line``: from the chip check's outcomes, never an assumption).
+    its ladder (``chip_line``: from the chip check's outcomes, never an assumption);
+    ``chip_seen``: that line by the same evidence ``seen`` reads, where the chip's
+    story differs (a mesh's two cores are not a parallel grid axis).
 
     ``seen``: the fix by what the finding's evidence shows (``feedback.evidence``
     reads the evidence and the kernel's facts and names the entry; ``{name}``
@@ -117,6 +119,7 @@ class FindingKind:
     hidden: str = ""
     claim: Claim | None = None
     chip: str = ""
+    chip_seen: Mapping[str, str] = field(default_factory=dict)
     drawn: bool = False
 
     def __post_init__(self) -> None:
@@ -128,8 +131,12 @@ class FindingKind:
             raise ValueError(f"{self.id}: fix_at must be 'call', 'body' or ''; got {self.fix_at!r}")
         if not set(self.explains) <= set(RUNGS):
             raise ValueError(f"{self.id}: explains must name rungs of {list(RUNGS)}; got {self.explains!r}")
+        if not set(self.chip_seen) <= set(self.seen):
+            raise ValueError(f"{self.id}: chip_seen must name entries of seen {sorted(self.seen)}; "
+                             f"got {sorted(self.chip_seen)}")
         object.__setattr__(self, "fixes", MappingProxyType(dict(self.fixes)))
         object.__setattr__(self, "seen", MappingProxyType(dict(self.seen)))
+        object.__setattr__(self, "chip_seen", MappingProxyType(dict(self.chip_seen)))
 
     def __hash__(self) -> int:
         # Its ID names it (``fixes`` is a read-only mapping, which has no hash of its own).
@@ -148,11 +155,13 @@ class FindingKind:
         """What a secret case's test says of a finding of this kind."""
         return self.hidden or self.titled(problem)
 
-    def chip_line(self) -> str:
-        """The "real TPU" line of its ladder, with its source; says so where the chip was not asked."""
-        if not self.chip:
+    def chip_line(self, seen: str = "") -> str:
+        """The "real TPU" line of its ladder (by the evidence ``seen``, where it has one),
+        with its source; says so where the chip was not asked."""
+        chip = self.chip_seen.get(seen) or self.chip
+        if not chip:
             return "not run on a real TPU for this class (no chip observation backs a claim here)"
-        return f"{self.chip} ({CHIP_SOURCE})"
+        return f"{chip} ({CHIP_SOURCE})"
 
     def fix_for(self, facts: Mapping) -> str:
         """The one-line fix of a finding of this kind with these facts."""
@@ -343,6 +352,10 @@ _KINDS = (
         chip=("a real v5e has one TensorCore and runs the grid in order: both corpus races gave right values there "
               "(latent); megacore chips (v4, v5p) split 'parallel' axes over two TensorCores (JAX's Pallas TPU "
               "pipelining guide), where the race can show: not run on one here"),
+        chip_seen={"cores-overlap": (
+            "a real v5e has one TensorCore: the corpus's two-core pl.kernel mesh race (kernel_core_race.py) gave "
+            "right values there (latent: both cores wrote the same values); on a chip with two TensorCores "
+            "(v4, v5p) a mesh's cores run at once, where the race can show: not run on one here")},
         drawn=True),
     FindingKind(
         "dma-protocol", "DMA or semaphore misuse",

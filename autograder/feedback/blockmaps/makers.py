@@ -240,7 +240,9 @@ def race(x: dict, case: str) -> BlockMap | None:
         return None
     shape = x["array_shape"]
     block = [hi - lo for lo, hi in acc[0]["element_range"]]
-    who = [f"{a['access']} by id {a['who']} (core {a['core']}, {a['where']})" for a in acc]
+    # Where each access is, not the detector's thread key: for a DMA its first number is
+    # the copy's id and its second always 0, which reads as "core 0" for both cores.
+    who = [f"{a['access']} at {a['where']}" for a in acc]
     marked = {}
     for idx in overlapping(acc[0]["element_range"], block):
         marked[idx] = Block("race", f"elements {_rng(acc[0]['element_range'])}: {who[0]}; and "

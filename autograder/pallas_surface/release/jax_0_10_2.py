@@ -39,8 +39,7 @@ RACE_ACCESS = re.compile(r"(?P<access>read|write) of \((?P<buffer>[^)]{1,80})\)\
 # What a student adds to see races while debugging, and what the report does
 # (the feedback and the reproduction snippet quote it).
 RACE_SWITCH = "pltpu.InterpretParams(detect_races=True)"
-RACE_BEHAVIOUR = ("prints a report starting with 'RACE DETECTED' and sets "
-                  "pltpu.interpret_pallas_call.races.races_found; the run goes on")
+RACE_BEHAVIOUR = "prints a report starting with 'RACE DETECTED' for every race; the run goes on"
 
 # -- compiling the interpreters' programs -----------------------------------
 # Compiling, not running, is most of a grading's interpreter work: TPU

@@ -52,9 +52,10 @@ RACE_ACCESS = re.compile(r"(?P<access>read|write) of \((?P<buffer>[^)]{1,80})\)\
                          r"from \((?P<who>-?\d+), (?P<core>-?\d+)\),? (?P<where>.{0,200})")
 
 RACE_SWITCH = 'pltpu.InterpretParams(detect_races=True, on_race="warn")'
+# (The flag it sets, RACE_FLAG_PATH, is in a private module: no student is told to read it.)
 RACE_BEHAVIOUR = ("raises RuntimeError('RACE DETECTED ...') at the first race by default "
-                  "(on_race='raise'); with on_race='warn' it logs every report as a warning, "
-                  "sets pltpu.interpret_pallas_call.races.races_found and goes on")
+                  "(on_race='raise'); with on_race='warn' it logs every report as a warning "
+                  "(on stderr, starting with 'RACE DETECTED') and goes on")
 
 # -- compiling the interpreters' programs -----------------------------------
 # jaxlib 0.12's XLA has no xla_cpu_use_fusion_emitters compile option (0.10.2
