@@ -119,6 +119,8 @@ class Estimate:
     flops_by_rate: dict[str, float] = field(default_factory=dict)   # matrix-unit flops by rate class
     data_dependent: bool = False          # the schedule read scalar-prefetch data (the inputs drawn)
     host_print_seconds: float = 0.0       # jax.debug.print outside the kernels (Fitted.host_print_s each)
+    pipeline_steps: int = 0               # steps of pipelines inside the grid steps (emit_pipeline's), all told
+    pipeline_steps_each: int = 0          # ... of each grid step, when every grid step takes as many (else 0)
 
     def to_json(self) -> dict:
         return {"status": "estimated", **asdict(self)}
@@ -175,6 +177,9 @@ class _Part:
     steps: int
     operands: tuple[CostOperand, ...]
     vector_per_step: float
+    pipeline_steps: float = 0.0      # inner pipelines' steps, over every grid step
+    inner: tuple[str, ...] = ()      # the blocks those pipelines copy, for people ("input 0 (8, 128)")
+    dma_starts: float = 0.0          # manual DMAs started, over every grid step
 
 
 def _cores(call: CostCall, chip: Chip) -> int:
@@ -252,7 +257,21 @@ def _call(call: CostCall, chip: Chip, fitted: Fitted) -> _Part:
     steps = max(call.steps, 1)
     return _Part(busy / cores + edges + copy + fitted.call_s, limited, {k: v / cores for k, v in units.items()},
                  memory / cores + edges + copy, overhead / cores, moved, copy,
-                 sum(op.array_bytes for op in call.operands), flops, call.steps, call.operands, vector / steps)
+                 sum(op.array_bytes for op in call.operands), flops, call.steps, call.operands, vector / steps,
+                 sum(c.pipeline_steps * c.steps for c in call.step_classes), _inner_blocks(call),
+                 sum(c.dma_starts * c.steps for c in call.step_classes))
+
+
+def _inner_blocks(call: CostCall) -> tuple[str, ...]:
+    """An inner pipeline's blocks for people: the operand each copies (by the call's own name for
+    it; an index the facts claim outside the call's operands names none) and the block's shape."""
+    out: list[str] = []
+    for b in call.inner_blocks:
+        shape = str(tuple(b.block))
+        named = f"{call.operands[b.operand].operand} {shape}" if 0 <= b.operand < len(call.operands) else shape
+        if b.block and named not in out:
+            out.append(named)
+    return tuple(out)
 
 
 def vmem_refusal(call: CostCall, chip: Chip) -> str:
@@ -314,28 +333,66 @@ def estimate(schedule: Schedule, fitted: Fitted = FITTED) -> Estimate:
     pct = 100.0 * total / seconds / peak if seconds else 0.0
     bw_pct = 100.0 * moved / seconds / (chip.hbm_bytes_per_s * chip_cores(chip)) if seconds else 0.0
     return Estimate(seconds, bound, moved, minimum, total, steps, chip.chip, pct, floor,
-                    _advice(parts, bound, chip, units, fitted), sum(units.values()), sum(p.memory for p in parts),
+                    _advice(parts, bound, chip, units, fitted, _each(schedule)), sum(units.values()),
+                    sum(p.memory for p in parts),
                     sum(p.overhead for p in parts), bw_pct, flops,
-                    any(c.data_dependent for c in schedule.calls), prints)
+                    any(c.data_dependent for c in schedule.calls), prints,
+                    round(sum(p.pipeline_steps for p in parts)), _each(schedule))
 
 
-def _advice(parts: list[_Part], bound: Bound, chip: Chip, units: dict[str, float], fitted: Fitted) -> str:
+def _each(schedule: Schedule) -> int:
+    """The pipeline steps every grid step takes, when all take as many (0: they differ, or none)."""
+    counts = {c.pipeline_steps for call in schedule.calls for c in call.step_classes if c.steps}
+    return round(counts.pop()) if len(counts) == 1 else 0
+
+
+def step_words(grid_steps: int, pipeline_steps: int, each: int) -> str:
+    """How many steps run: "2 grid steps", "2 grid steps x 64 pipeline steps" (an inner pipeline's
+    steps in each grid step), or "2 grid steps and 130 pipeline steps in all" when they differ."""
+    grid = f"{grid_steps:,} grid step{'s' if grid_steps != 1 else ''}"
+    if not pipeline_steps:
+        return grid
+    if each:
+        return f"{grid} x {each:,} pipeline step{'s' if each != 1 else ''}"
+    return f"{grid} and {pipeline_steps:,} pipeline steps in all"
+
+
+def _advice(parts: list[_Part], bound: Bound, chip: Chip, units: dict[str, float], fitted: Fitted,
+            each: int = 0) -> str:
     """The one change that would help most, for the bound the estimate found."""
     steps = sum(p.steps for p in parts)
     if bound == "per-step overhead":
-        blocks = ", ".join(f"{op.operand} {tuple(op.block)}" for p in parts for op in p.operands
-                           if op.pipelined)
-        per_step = step_seconds(chip, fitted) * 1e6
-        if not blocks:
-            # No block is pipelined: the cost is the kernel's own copies (issued and waited in its steps).
-            return (f"the pipeline's own cost is most of the time: in its {steps:,} grid "
-                    f"step{'s' if steps != 1 else ''} the kernel issues and waits on its own DMAs, each at a fixed "
-                    "cost: copy fewer, larger chunks")
-        return (f"blocks of {blocks} give {steps:,} grid steps; the per-step overhead (about {per_step:.2f} us "
-                f"a step on a {chip.chip}) is most of the time: use larger blocks")
+        return _overhead_advice(parts, chip, fitted, each)
     if bound == "memory":
         return _memory_advice(parts)
     return _compute_advice(parts, units, steps)
+
+
+def _overhead_advice(parts: list[_Part], chip: Chip, fitted: Fitted, each: int) -> str:
+    """Per-step overhead: the blocks that make the steps (the grid's, an inner pipeline's), how many
+    steps they give and what each costs; never a list of no blocks."""
+    steps = sum(p.steps for p in parts)
+    inner_steps = round(sum(p.pipeline_steps for p in parts))
+    words = step_words(steps, inner_steps, each)
+    blocks = ", ".join(f"{op.operand} {tuple(op.block)}" for p in parts for op in p.operands if op.pipelined)
+    inner = ", ".join(b for p in parts for b in p.inner)
+    per_step = step_seconds(chip, fitted) * 1e6
+    if inner_steps and inner:
+        # Each pipeline step's cost is its DMAs' (issued and waited; Fitted.dma_cycles).
+        per_inner = sum(p.dma_starts for p in parts) / inner_steps * fitted.dma_cycles / clock_hz(chip) * 1e6
+        if blocks:
+            return (f"blocks of {blocks} (the grid's) and {inner} (the kernel's inner pipeline's) give {words}; "
+                    f"the per-step overhead (about {per_step:.2f} us a grid step and {per_inner:.2f} us a pipeline "
+                    f"step on a {chip.chip}) is most of the time: use larger blocks")
+        return (f"blocks of {inner} in the kernel's inner pipeline give {words}; the per-step overhead (about "
+                f"{per_inner:.2f} us a pipeline step on a {chip.chip}: its DMAs, issued and waited) is most of the "
+                "time: use larger blocks in the inner pipeline")
+    if not blocks:
+        # No block is pipelined: the cost is the kernel's own copies (issued and waited in its steps).
+        return (f"the pipeline's own cost is most of the time: in its {words} the kernel issues and waits on "
+                "its own DMAs, each at a fixed cost: copy fewer, larger chunks")
+    return (f"blocks of {blocks} give {words}; the per-step overhead (about {per_step:.2f} us a grid step on a "
+            f"{chip.chip}) is most of the time: use larger blocks")
 
 
 def _memory_advice(parts: list[_Part]) -> str:
@@ -386,6 +443,17 @@ def _ms(s: float) -> str:
     return f"{s * 1e3:.3f} ms" if s < 1 else f"{s:.2f} s"
 
 
+def _steps_line(e: Estimate) -> str:
+    """The grid steps, and the steps of the pipelines inside them (pltpu.emit_pipeline's, or a loop of the
+    kernel's own DMAs), which cost as steps do."""
+    if not e.pipeline_steps:
+        return f"{e.grid_steps:,}"
+    if e.pipeline_steps_each:
+        return (f"{e.grid_steps:,}, each running {e.pipeline_steps_each:,} steps of an inner pipeline "
+                f"({e.pipeline_steps:,} in all)")
+    return f"{e.grid_steps:,}, running {e.pipeline_steps:,} steps of inner pipelines in all"
+
+
 def text(e: Estimate) -> str:
     """The estimate for people (the CLI's and the feedback's wording)."""
     rates = ""
@@ -397,7 +465,7 @@ def text(e: Estimate) -> str:
         "kernel's schedule, not a measurement.",
         f"HBM traffic: {e.hbm_bytes / 1e6:,.1f} MB moved; the minimum (each input read once, each output "
         f"written once) is {e.min_hbm_bytes / 1e6:,.1f} MB.",
-        f"Grid steps: {e.grid_steps:,}; matrix-unit work {e.flops / 1e9:,.2f} GFLOP{rates}; roofline floor "
+        f"Grid steps: {_steps_line(e)}; matrix-unit work {e.flops / 1e9:,.2f} GFLOP{rates}; roofline floor "
         f"{_ms(e.floor_seconds)}.",
         f"Where the time goes: compute {_ms(e.compute_seconds)}, memory {_ms(e.memory_seconds)}, per-step "
         f"overhead {_ms(e.overhead_seconds)}"

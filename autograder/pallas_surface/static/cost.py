@@ -275,7 +275,7 @@ def _call(site: Site) -> dict:
             "vmem_bytes": int(call_vmem(eqn)["bytes"]), "vmem_limit": vmem_limit(eqn)}
     try:
         ops = [_operand(k, bm, gm, grid, points, prefetch) for k, bm in enumerate(gm.block_mappings)]
-        work = grid_work(eqn.params["jaxpr"], grid, points, prefetch, n_pref)
+        work = grid_work(eqn.params["jaxpr"], grid, points, prefetch, n_pref, len(gm.block_mappings))
     except Unanalysable as e:
         why = f"{e}; {_prefetch_why(pref)}" if prefetch is None and n_pref else str(e)
         return {**base, "operands": [], "step_classes": [], "data_dependent": False, "problem": why}
@@ -291,7 +291,8 @@ def _call(site: Site) -> dict:
     drawn = any(v.inputs for v in pref) and (work.data_dependent or maps)
     traffic = _step_bytes(ops, len(points) if points is not None else 1)
     return {**base, "operands": [facts for facts, _idx in ops], "data_dependent": bool(drawn),
-            "step_classes": _classes(work.columns, traffic, steps), "problem": ""}
+            "step_classes": _classes(work.columns, traffic, steps), "problem": "",
+            "inner_blocks": [{"operand": k, "block": list(shape)} for k, shape in work.inner_blocks]}
 
 
 def chip_facts(chip: str) -> dict:

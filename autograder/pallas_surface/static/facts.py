@@ -205,6 +205,7 @@ class StepWork:
     loop_trips: float = 0.0          # loop iterations
     sync_bytes: float = 0.0          # single-buffered (pl.Buffered(1)) blocks moved: nothing overlaps them
     sync_moves: float = 0.0          # ... how many such copies
+    pipeline_steps: float = 0.0      # iterations of loops that start DMAs (an inner pipeline's steps)
 
 
 @dataclass(frozen=True)
@@ -221,6 +222,13 @@ class CostOperand:
 
 
 @dataclass(frozen=True)
+class InnerBlock:
+    """A block an inner pipeline copies (a DMA started inside a loop of the kernel)."""
+    operand: int                     # its index among the call's operands; -1: none (scratch to scratch)
+    block: Point
+
+
+@dataclass(frozen=True)
 class CostCall:
     grid: Point
     steps: int
@@ -234,6 +242,7 @@ class CostCall:
     vmem_bytes: int = 0              # the call's blocks, scratch and scoped allocations (analysis.call_vmem)
     vmem_limit: int = 0              # its own scoped-VMEM limit (CompilerParams); 0: the chip's default
     problem: str = ""                # why this call cannot be estimated ("" when it can)
+    inner_blocks: tuple[InnerBlock, ...] = ()   # what its inner pipelines' DMAs copy
 
 
 @dataclass(frozen=True)

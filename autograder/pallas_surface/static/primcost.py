@@ -2,7 +2,9 @@
 by rate class (read from a ``dot_general``'s operand dtypes and precision),
 vector-unit and EUP element operations, the bytes of a manual DMA; or
 ``Unanalysable``, saying which primitive the model has no cost for
-(``stepwork`` walks a kernel body with these)."""
+(``stepwork`` walks a kernel body with these). Also what a program's DMAs do
+in program order: how many are in flight after it, whether it starts any
+itself (a loop that does is a pipeline; its iterations are pipeline steps)."""
 from __future__ import annotations
 
 from typing import Any
@@ -123,6 +125,14 @@ def _dot_cost(eqn) -> dict[str, float]:
     return cost
 
 
+def dma_shape(eqn) -> tuple[int, ...]:
+    """The shape of the slice one DMA copies (its source as transformed; () when unreadable)."""
+    try:
+        return tuple(int(d) for d in eqn.params["tree"].unflatten([v.aval for v in eqn.invars])[0].shape)
+    except Exception:  # noqa: BLE001 - a DMA whose slice cannot be read: no shape to name
+        return ()
+
+
 def _dma_bytes(eqn) -> int:
     """The bytes one DMA copies: its source as transformed (the slice it names)."""
     try:
@@ -155,3 +165,38 @@ def eqn_cost(eqn) -> dict[str, float]:
     if name in FREE or name in _INLINE or name in ("cond", "while", "scan", release.RUN_SCOPED):
         return {}
     raise Unanalysable(f"the kernel body uses '{name}', which the model has no cost for")
+
+
+def starts_dma(jaxpr) -> bool:
+    """Whether ``jaxpr`` starts a DMA itself: in its own equations, branches and scopes, not in the
+    loops it runs (their iterations are their own pipeline's steps)."""
+    for eqn in jaxpr.eqns:
+        name = eqn.primitive.name
+        if name == "dma_start":
+            return True
+        if name in ("scan", "while"):
+            continue
+        for sub in (v for v in eqn.params.values() for v in ([v] if not isinstance(v, tuple) else v)):
+            inner = getattr(sub, "jaxpr", sub)
+            if hasattr(inner, "eqns") and starts_dma(inner):
+                return True
+    return False
+
+
+def dma_pass(jaxpr, inflight: int) -> int:
+    """The manual DMAs in flight after ``jaxpr`` runs once from ``inflight`` (a branch: the one that
+    leaves most in flight; a nested loop body: once)."""
+    for eqn in jaxpr.eqns:
+        name = eqn.primitive.name
+        if name == "dma_start":
+            inflight += 1
+        elif name == "dma_wait":
+            inflight = max(inflight - 1, 0)
+        elif name == "cond":
+            inflight = max(dma_pass(b.jaxpr, inflight) for b in eqn.params["branches"])
+        else:
+            for sub in (v for v in eqn.params.values() for v in ([v] if not isinstance(v, tuple) else v)):
+                inner = getattr(sub, "jaxpr", sub)
+                if hasattr(inner, "eqns"):
+                    inflight = dma_pass(inner, inflight)
+    return inflight

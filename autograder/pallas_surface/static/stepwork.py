@@ -32,12 +32,16 @@ from .primcost import (  # noqa: F401 - RATE_CLASSES, rate_class: read from here
     Unanalysable,
     _lane_reduction,
     _size,
+    dma_pass,
+    dma_shape,
     eqn_cost,
     rate_class,
+    starts_dma,
 )
 
 _INLINE = {**release.INLINE_CLOSED, **release.INLINE_OPEN}
 _SMALL = 64          # scalar bookkeeping is evaluated; anything larger is data
+_MAX_INNER_BLOCKS = 16  # an inner pipeline's blocks named in the advice: a few suffice, the facts stay small
 
 
 # Counted beside the work, for what a real v5e showed (docs/speed-validation.md):
@@ -55,8 +59,11 @@ _SMALL = 64          # scalar bookkeeping is evaluated; anything larger is data
 # copy, a single buffer, the last of a double-buffered series: nothing hides its latency);
 # "loop_carry": the elements a loop carries from iteration to iteration, times its trips;
 # "loop_trips": its iterations.
+# "pipeline_steps": the iterations of loops that start DMAs themselves (pltpu.emit_pipeline's inner
+# steps, or a loop of the kernel's own copies): steps of a pipeline inside the grid step, counted
+# for the estimate's words (their cost is their DMAs').
 LOOP_COLUMNS = ("dots", "loop_dots", "loop_vector", "dma_starts", "loop_reductions", "chain", "dma_exposed",
-                "loop_carry", "loop_trips")
+                "loop_carry", "loop_trips", "pipeline_steps")
 
 
 def _counted(cost: dict[str, float], eqn, in_loop: bool, carried: bool = True) -> dict[str, float]:
@@ -108,9 +115,19 @@ class _Ref:
 
 
 @dataclass(frozen=True)
+class _Operand:
+    """A kernel operand's ref (its index among the call's operands), followed into sub-programs to
+    name what an inner pipeline's DMAs copy."""
+    index: int
+
+
+@dataclass(frozen=True)
 class GridWork:
     columns: dict[str, np.ndarray]    # column -> work at each grid point
     data_dependent: bool              # a condition or loop bound read scalar-prefetch data
+    # What the DMAs started inside loops copy (an inner pipeline's blocks): (operand index, or -1
+    # when the copy names no operand, and the slice's shape), in the order first met.
+    inner_blocks: tuple[tuple[int, tuple[int, ...]], ...] = ()
 
 
 class _Grid:
@@ -133,10 +150,12 @@ class _Grid:
         self.carried: set = set()
         self.carry_shapes: set = set()
         self.rewritten: set = set()
+        self.inner_blocks: dict = {}    # (operand, shape) of each DMA started in a loop (ordered)
 
     def fork(self) -> _Grid:
         g = _Grid(self.points, self.grid, self.prefetch_known)
         g.loops, g.depth, g.inflight = self.loops, self.depth, self.inflight
+        g.inner_blocks = self.inner_blocks
         g.carried, g.carry_shapes, g.rewritten = self.carried, self.carry_shapes, self.rewritten
         return g
 
@@ -168,10 +187,12 @@ class _Grid:
                 local["dma_exposed"] = local.get("dma_exposed", 0.0) + 1.0
             self.inflight = max(self.inflight - 1, 0)
 
-    def _carry(self, avals, mask: np.ndarray, scale) -> None:
-        """A loop's carried values (beyond scalars) and its iterations, ``scale`` times."""
+    def _carry(self, avals, body, mask: np.ndarray, scale) -> None:
+        """A loop's carried values (beyond scalars) and its iterations, ``scale`` times; they are
+        pipeline steps when its body starts DMAs itself."""
         carried = float(sum(_size(a) for a in avals if _size(a) > 1))
-        self._add({"loop_carry": carried, "loop_trips": 1.0}, mask, scale)
+        steps = 1.0 if starts_dma(body) else 0.0
+        self._add({"loop_carry": carried, "loop_trips": 1.0, "pipeline_steps": steps}, mask, scale)
 
     def _depth(self, vars_) -> int:
         return max((self.depth.get(v, 0) for v in vars_ if not isinstance(v, jax_core.Literal)), default=0)
@@ -186,7 +207,7 @@ class _Grid:
         runs a loop's iterations one after another, so its work is counted apart (LOOP_COLUMNS). The
         DMAs in flight are those of a middle iteration (the copies the one before left in flight:
         one pass ahead)."""
-        self.inflight = _dma_pass(jaxpr, self.inflight)
+        self.inflight = dma_pass(jaxpr, self.inflight)
         saved = self.carried, self.carry_shapes, self.rewritten
         big = [v for v in carry if _size(v.aval) > 1]
         self.carried = set(saved[0]) | set(big)
@@ -249,7 +270,7 @@ class _Grid:
             body = p["jaxpr"]
             nc, ncarry = scan_counts(p)[:2]
             env = _bind(body.jaxpr, body.consts, ins[:nc] + [None] * (len(ins) - nc))
-            self._carry([v.aval for v in eqn.invars[nc:nc + ncarry]], mask, scale * int(p["length"]))
+            self._carry([v.aval for v in eqn.invars[nc:nc + ncarry]], body.jaxpr, mask, scale * int(p["length"]))
             self._loop(body.jaxpr, env, mask, scale * int(p["length"]), body.jaxpr.invars[nc:nc + ncarry])
             return [None] * len(eqn.outvars)
         if name == "while":
@@ -258,7 +279,7 @@ class _Grid:
             body = p["body_jaxpr"]
             cn, bn = p["cond_nconsts"], p["body_nconsts"]
             env = _bind(body.jaxpr, body.consts, ins[cn:cn + bn] + [None] * (len(ins) - cn - bn))
-            self._carry([v.aval for v in eqn.invars[cn + bn:]], mask, scale * trips)
+            self._carry([v.aval for v in eqn.invars[cn + bn:]], body.jaxpr, mask, scale * trips)
             self._loop(body.jaxpr, env, mask, scale * trips, body.jaxpr.invars[bn:])
             return [None] * len(eqn.outvars)
         if name in _INLINE:
@@ -272,6 +293,9 @@ class _Grid:
         for col, amount in _counted(eqn_cost(eqn), eqn, self.loops > 0, self._updates_carry(eqn)).items():
             local[col] = local.get(col, 0.0) + amount
         self._dma(name, local)
+        if name == "dma_start" and self.loops and len(self.inner_blocks) < _MAX_INNER_BLOCKS:
+            operand = next((i.index for i in ins if isinstance(i, _Operand)), -1)
+            self.inner_blocks.setdefault((operand, dma_shape(eqn)), None)
         return self._value(eqn, ins)
 
     def _inline(self, eqn, ins: list, mask: np.ndarray, scale) -> list:
@@ -375,25 +399,6 @@ class _Grid:
         return _bind_values(eqn, ins)
 
 
-def _dma_pass(jaxpr, inflight: int) -> int:
-    """The manual DMAs in flight after ``jaxpr`` runs once from ``inflight`` (a branch: the one that
-    leaves most in flight; a nested loop body: once)."""
-    for eqn in jaxpr.eqns:
-        name = eqn.primitive.name
-        if name == "dma_start":
-            inflight += 1
-        elif name == "dma_wait":
-            inflight = max(inflight - 1, 0)
-        elif name == "cond":
-            inflight = max(_dma_pass(b.jaxpr, inflight) for b in eqn.params["branches"])
-        else:
-            for sub in (v for v in eqn.params.values() for v in ([v] if not isinstance(v, tuple) else v)):
-                inner = getattr(sub, "jaxpr", sub)
-                if hasattr(inner, "eqns"):
-                    inflight = _dma_pass(inner, inflight)
-    return inflight
-
-
 def _bind(jaxpr, consts, ins: list) -> dict:
     env = {v: _Val(np.asarray(c), False) if _size(getattr(c, "aval", np.asarray(c))) <= _SMALL else None
            for v, c in zip(jaxpr.constvars, consts)}
@@ -468,15 +473,18 @@ def _bind_values(eqn, ins: list[_Val]) -> list:
 
 
 def grid_work(kernel, grid: tuple[int, ...], points: np.ndarray | None, prefetch: list | None,
-              num_prefetch: int) -> GridWork:
+              num_prefetch: int, num_operands: int = 0) -> GridWork:
     """Every grid point's work (``points``: None when the grid is too large to list; then every
-    condition counts its costliest branch). ``prefetch``: the scalar-prefetch values, when known."""
+    condition counts its costliest branch). ``prefetch``: the scalar-prefetch values, when known;
+    ``num_operands``: the call's operands (the kernel's refs after the scalar-prefetch ones)."""
     g = _Grid(points, grid, prefetch is not None or not num_prefetch)
     env: dict = {v: None for v in kernel.constvars}
     for k, v in enumerate(kernel.invars):
         env[v] = _Ref(np.asarray(prefetch[k])) if prefetch is not None and k < num_prefetch else None
+        if num_prefetch <= k < num_prefetch + num_operands:
+            env[v] = _Operand(k - num_prefetch)
     g.walk(kernel, env, np.ones(g.n, dtype=bool), 1.0)
     columns = {col: np.broadcast_to(np.asarray(w, np.float64), (g.n,)).copy() for col, w in g.work.items()}
     if g.chain.any():
         columns["chain"] = g.chain
-    return GridWork(columns, g.data_dependent)
+    return GridWork(columns, g.data_dependent, tuple(g.inner_blocks))
