@@ -64,11 +64,19 @@ def best(findings: list[Finding], assignment=None, *, shows=lambda f: True, sour
     general = fix(findings[0], assignment, visible=shows(findings[0]))
     if not general.specific:      # what a static finding's own words say (no secret value in them)
         general = next((g for f in ordered if (g := fix(f, assignment, visible=False)).specific), general)
+    if not general.specific and not any(shows(f) for f in findings):
+        # Seen on secret cases only: every visible case passed this problem, so "on the
+        # smallest case" points at a case that is right. Say what that evidence shows.
+        only = findings[0].kind.fix_seen(SECRET_ONLY, {})
+        general = Fix(only, True) if only else general
     for f in (ordered[0], findings[0]):
         placed = fix(f, assignment, visible=False, sources=sources, related=related)
         if placed.where:
             return Fix(general.what, general.specific, placed.where, placed.at)
     return general
+
+
+SECRET_ONLY = "secret-only"     # a kind's ``seen`` fix for a problem no visible case shows
 
 
 def where(f: Finding, sources: Sources | None, related=()) -> str:

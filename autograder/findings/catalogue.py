@@ -219,6 +219,10 @@ _KINDS = (
         fixes={"failed-check": "make what your failing check guards hold: its line and message are in the "
                                "test's details"},
         fix_at="body",
+        # Wrong on secret cases only (every visible case right): what differs is the shapes.
+        seen={"secret-only": "every visible case is right and only secret cases (other shapes) are wrong: look "
+                             "for what the kernel fixes for the visible shapes (a count of blocks or steps, a size "
+                             "written as a number, a condition on a grid index) and run it at other shapes"},
         symptom=True,
         hidden="the output is wrong",
         chip="a real v5e computed the same wrong values for every corpus kernel charged this",
