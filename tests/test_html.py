@@ -1,5 +1,6 @@
 """The HTML report in a real browser: Debian's headless Chromium, driven by
 Playwright. Skips (with the reason) where Chromium is not installed."""
+import re
 import shutil
 
 import pytest
@@ -86,3 +87,45 @@ def test_html_report_is_a_self_contained_styled_page(tmp_path):
     assert errors == []
     assert shot.stat().st_size > 10_000 and map_shot.stat().st_size > 2_000
     print(f"screenshot: {shot}, the map: {map_shot}")
+
+
+def test_every_reference_to_another_test_links_to_its_section(grade_cli, tmp_path):
+    """Issue 45: the summary linked "Explained under test 1.2", but inside the tests a
+    reference to another test was plain text. On the self-contained page each is a link
+    to that test's section; Gradescope's html (results.json: no such sections) keeps the words."""
+    doc, page = grade_cli(corpus("matmul") / "k_axis_parallel.py", "matmul", "--format", "html", "--run-key", "3")
+
+    def section(number: str) -> str:
+        start = page.index(f'id="test-{number}">')
+        return page[start:page.index("</section>", start)]
+
+    problem = "problem 1, Output block revisited [output-block-revisit]"
+    assert ('<p>Problem 1, Output block revisited [output-block-revisit], explained under <a href="#test-1.2">test '
+            '1.2</a>: output 0: block (0, 0) is written at grid points (0, 0, 0) and (0, 0, 1), which differ along '
+            'axis 2, marked parallel.</p>') in section("2.2")
+    assert ('<p>Same bug, not charged again: this check saw Depends on grid order [grid-order-dependence], another '
+            f'view of {problem}, which already cost points in <a href="#test-1.2">test 1.2</a>.</p>') in section("P6")
+    assert (f'<p>Same bug, not charged again: this check found {problem}, which already cost points in '
+            '<a href="#test-1.2">test 1.2</a>.</p>') in section("P1")
+    assert ('<p>note: <a href="#test-P5">check P5</a> (poisoning) sees this bug too, as depends on uninitialized '
+            'memory [uninitialized-memory].</p>') in section("1.2")
+    # Every link on the page leads to a section that is there.
+    targets = re.findall(r'href="#([^"]+)"', page)
+    assert len(targets) >= 8 and all(f'id="{t}"' in page for t in targets)
+    # Gradescope's html for each test: the same words, no link (its page has no such sections).
+    shown = {t["number"]: t["output"] for t in doc["tests"]}
+    assert "<a " not in "".join(shown.values()) and "explained under test 1.2" in shown["2.2"]
+    assert "which already cost points in test 1.2." in shown["P6"]
+    # In Chromium: a link leads to its test, and the page still meets WCAG 2.2 AA (axe-core).
+    chromium = _chromium()
+    sync_api = pytest.importorskip("playwright.sync_api", reason="the test extras (playwright) are not installed")
+    page_file = tmp_path / "report.html"
+    page_file.write_text(page, encoding="utf-8")
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=chromium, args=["--no-sandbox"])
+        view = browser.new_page()
+        view.goto(page_file.as_uri())
+        view.locator("#test-P6 a", has_text="test 1.2").click()
+        assert view.evaluate("location.hash") == "#test-1.2"
+        assert audit(view, widths=(1280, 390)) == []
+        browser.close()

@@ -65,6 +65,23 @@ def test_html_escapes_student_text():
     assert "<script>" not in out and "&lt;script&gt;" in out
 
 
+def test_a_reference_to_another_test_links_on_the_page_only_and_the_text_beside_it_is_escaped():
+    bold = [replace(_wrong(c), message="<b>65535</b> of 65536 outputs are wrong")
+            for c in ("f32-256x384x256", "bf16-256x384x256")]
+    view = render.report_view(_report(bold))
+    line = ('<p>Problem 1, Wrong result [wrong-result], explained under <a href="#test-1.1">test 1.1</a>: '
+            '&lt;b&gt;65535&lt;/b&gt; of 65536 outputs are wrong.</p>')
+    assert line in render.render_report(view, "html")
+    # A test's html alone (Gradescope's: no sections to link to), Markdown and text keep the words.
+    pointer = next(t for t in view["tests"] if t["number"] == "2.1")
+    assert render.render_test(pointer, "html").startswith(
+        "<p>Problem 1, Wrong result [wrong-result], explained under test 1.1: &lt;b&gt;65535")
+    assert render.render_test(pointer, "text").startswith(
+        "Problem 1, Wrong result [wrong-result], explained under test 1.1: <b>65535</b>")
+    assert render.render_test(pointer, "md").startswith(
+        "Problem 1, Wrong result [wrong-result], explained under test 1.1: &lt;b>65535&lt;/b>")
+
+
 def test_templates_fail_on_a_missing_field():
     with pytest.raises(jinja2.UndefinedError):
         render.render("test.j2", "md", test={"passed": True})

@@ -226,6 +226,53 @@ def test_the_site_escapes_names_and_feedback_and_the_csv_escapes_formulas(tmp_pa
                             ["s1", "P1", "test P1", "out-of-bounds", "static", "1"]]
 
 
+def test_a_failed_gradings_page_shows_each_line_the_grader_wrote_once(tmp_path):
+    rows = _class(tmp_path)
+    out = tmp_path / "site"
+    site.write(rows, out, "Add", "add")
+    # Timed out after 31 lines of stderr: the last 20 are the reason's; the staff part keeps
+    # only the 11 before them, said as such (issue 45: the same line printed twice).
+    page = (out / "s" / "s4.html").read_text()
+    tail = html.unescape(page.split('<code id="failure-tail">')[1].split("</code>")[0])
+    earlier = html.unescape(page.split('<code id="stderr">')[1].split("</code>")[0])
+    assert tail.splitlines() == [f"line {i}" for i in range(10, 30)]
+    assert earlier.splitlines() == ["warming up"] + [f"line {i}" for i in range(10)]
+    assert "The grader&#39;s earlier errors and progress (its last lines are above)" in page
+    # Crashed with one line: quoted once, under the reason; the staff part has no copy of it.
+    crashed = (out / "s" / "s5.html").read_text()
+    assert crashed.count("Traceback: boom") == 1 and 'id="stderr"' not in crashed
+    assert "grader said hi" in crashed     # stdout, not what the reason quotes, is still shown
+    # A grading that worked shows its streams whole.
+    worked = (out / "s" / "s1.html").read_text()
+    assert "The grader&#39;s errors and tracebacks" in worked and worked.count("Traceback: boom") == 1
+
+
+def test_a_test_named_in_the_feedback_links_to_its_section(tmp_path):
+    """The feedback is Gradescope's Markdown: on the TA's page, "test 1.2" (and each number
+    of "tests 1.1, 1.2", and "check P1") links to that test's section; code, a number that
+    is no test here, and the Markdown itself are left as they are."""
+    tests = [_test("1.1", 0, 2, "wrong-result", "generic"), _test("1.2", 0, 2, "wrong-result", "tpu-interpret"),
+             _test("P1", 1, 1, "", "", "hidden")]
+    tests[1]["output"] = "Problem 1, Wrong result [wrong-result], explained under test 1.1: <b>x</b>.\n"
+    tests[2]["output"] = ("Same bug, not charged again: which already cost points in test 1.1.\n\n"
+                          "`test 1.2` and test 9.9\n")
+    doc = {"score": 1.0, "output": "1. Wrong result: cost 4 points in tests 1.1, 1.2. Explained under test 1.1.\n"
+                                   "note: check P1 sees it too.\n", "tests": tests, "extra_data": {"run_key": 1}}
+    graded = batch.Graded("k", "s9", "graded", 1.0, doc)
+    out = tmp_path / "site"
+    site.write([site.row(Submission("s9", tmp_path), graded)], out, "Add", "add")
+    page = (out / "s" / "s9.html").read_text()
+    assert ('cost 4 points in tests <a href="#test-1.1">1.1</a>, <a href="#test-1.2">1.2</a>. '
+            'Explained under <a href="#test-1.1">test 1.1</a>.') in page
+    assert 'note: <a href="#test-P1">check P1</a> sees it too.' in page
+    assert ('<p>Problem 1, Wrong result [wrong-result], explained under <a href="#test-1.1">test 1.1</a>: '
+            '&lt;b&gt;x&lt;/b&gt;.</p>') in page
+    assert 'which already cost points in <a href="#test-1.1">test 1.1</a>.' in page
+    assert "<code>test 1.2</code> and test 9.9" in page
+    assert [f'id="test-{n}"' in page for n in ("1.1", "1.2", "P1")] == [True] * 3
+    assert 'href="#test-9.9"' not in page
+
+
 def test_the_site_leads_to_the_students_who_need_help_for_everyone(tmp_path):
     """In Chromium: the table starts with who needs help; every overview count filters
     it; headers sort from the keyboard; charts say their counts; a failed grading's
@@ -348,9 +395,14 @@ def test_progress_prints_plain_lines_off_a_terminal():
     p = Progress(4, cached=1, stream=out)
     p.update("a", True)
     p.update("b", False)
+    # The instructor solution is graded beside the submissions but counted apart (as the
+    # run's last line counts): its line changes no count.
+    p.update(".solution/add", True, solution=True)
     lines = out.getvalue().splitlines()
-    assert lines[0].startswith("graded a: 1 graded, 0 failed, 2 remaining, 1 stored")
-    assert lines[1].startswith("FAILED b: 1 graded, 1 failed, 1 remaining, 1 stored") and "ETA" in lines[1]
+    assert lines[0].startswith("graded a: 1 graded, 0 failed, 2 remaining, 1 unchanged ·")
+    assert lines[1].startswith("FAILED b: 1 graded, 1 failed, 1 remaining, 1 unchanged ·") and "ETA" in lines[1]
+    assert lines[2].startswith("graded the instructor solution (counted apart): 1 graded, 1 failed, 1 remaining, "
+                               "1 unchanged ·")
 
 
 # --- real gradings (jax) --------------------------------------------------------------------
@@ -385,7 +437,9 @@ EXPECTED = {"submission_101": ("4", "graded"), "submission_102": ("4", "graded")
 def test_a_class_is_regraded_resumed_and_clustered(quick_add, tmp_path):
     export, out = make_export(tmp_path / "export"), tmp_path / "site"
     first = _review(export, quick_add, out, "--jobs", "2")
-    assert "5 graded now, 0 failed now, 0 unchanged" in first.stdout and "graded submission_101" in first.stderr
+    assert first.stdout.startswith("5 submissions: 5 graded now, 0 failed now (timed out, crashed or an "
+                                    "autograder error), 0 unchanged since the last run (stored gradings kept); open ")
+    assert "graded submission_101" in first.stderr
     assert _scores(out) == EXPECTED
     index = (out / "index.html").read_text()
     # The two solutions (one with every name changed) are one structural cluster, and the
@@ -429,12 +483,14 @@ def test_a_class_is_regraded_resumed_and_clustered(quick_add, tmp_path):
     # Resumed: nothing changed, nothing regraded; at 0.5 the subtraction is listed beside
     # the others (and browsed); then one changed file, one grading.
     again = _review(export, quick_add, out, "--similarity-threshold", "0.5")
-    assert "0 graded now, 0 failed now, 5 unchanged" in again.stdout
+    assert "5 submissions: 0 graded now, 0 failed now (timed out, crashed or an autograder error), 5 unchanged" \
+        in again.stdout
     assert "Grace Hopper" in (out / "pairs.html").read_text()
     _browse(out)
     (export / "submission_103" / "add.py").write_text((REPO / "solutions" / "add.py").read_text())
     changed = _review(export, quick_add, out)
-    assert "1 graded now, 0 failed now, 4 unchanged" in changed.stdout
+    assert "5 submissions: 1 graded now, 0 failed now (timed out, crashed or an autograder error), 4 unchanged" \
+        in changed.stdout
     assert _scores(out)["submission_103"] == ("4", "graded")
 
 
@@ -449,7 +505,8 @@ def test_a_grading_that_hangs_is_recorded_and_the_batch_goes_on(quick_add, tmp_p
     (export / "slow" / "add.py").write_text("import time\ntime.sleep(600)\n\n\ndef add(x, y):\n    return x\n")
     proc = _review(export, quick_add, tmp_path / "site", "--timeout", "10")
     # Counted as the progress counts them: one graded, one failed (not "2 graded ... 1 failed").
-    assert "1 graded now, 1 failed now, 0 unchanged" in proc.stdout
+    assert "2 submissions: 1 graded now, 1 failed now (timed out, crashed or an autograder error), 0 unchanged" \
+        in proc.stdout
     assert "FAILED slow: 1 graded, 1 failed" in proc.stderr or "graded broken: 1 graded, 1 failed" in proc.stderr
     assert _scores(tmp_path / "site") == {"broken": ("0", "graded"), "slow": ("", "timeout")}
     page = (tmp_path / "site" / "s" / "slow.html").read_text()
@@ -465,6 +522,50 @@ def test_a_grading_that_hangs_is_recorded_and_the_batch_goes_on(quick_add, tmp_p
     stored = [json.loads(f.read_text()) for f in (tmp_path / "site" / ".review-cache").glob("*.json")]
     key = next(g for g in stored if g["submission_id"] == "slow")["run_key"]
     assert isinstance(key, int) and replay.endswith(f"--run-key {key}") and "Grading data" not in page
+
+
+@pytest.mark.jax
+@pytest.mark.grading
+def test_the_counts_agree_the_solution_apart_and_a_timeout_shows_its_lines_once(tmp_path):
+    """Issue 45: the progress said "9 stored" and the last line "8 unchanged" (the instructor
+    solution counted in one, not the other), and a failed grading's page printed its
+    stderr line twice. An endless loop (traced at import) is stopped by review's limit."""
+    speed = '[speed]\nchip = "v5e"\n[[speed.sizes]]\nname = "s1"\ndims = { M = 64, N = 256 }\ndtype = "float32"\n'
+    root = trimmed_add(tmp_path / "assignments", '[[cases]]\nname = "small"\ndims = { M = 16, N = 256 }\n'
+                                                 'seed = 101\npoints = 2\n', speed).parent
+    export, out = tmp_path / "export", tmp_path / "site"
+    (export / "broken").mkdir(parents=True)
+    shutil.copy(corpus("add") / "syntax_error.py", export / "broken" / "add.py")
+    first = _review(export, root, out)
+    assert first.stdout.startswith("1 submission: 1 graded now, 0 failed now (timed out, crashed or an autograder "
+                                   "error), 0 unchanged since the last run (stored gradings kept); the instructor "
+                                   "solution (counted apart): graded now; open ")
+    assert "graded the instructor solution (counted apart): " in first.stderr
+    (export / "loop").mkdir()
+    shutil.copy(corpus("add") / "infinite_loop.py", export / "loop" / "add.py")
+    again = _review(export, root, out, "--timeout", "8")
+    assert again.stderr.splitlines()[-1].startswith("FAILED loop: 0 graded, 1 failed, 0 remaining, 1 unchanged ·")
+    assert again.stdout.startswith("2 submissions: 0 graded now, 1 failed now (timed out, crashed or an autograder "
+                                   "error), 1 unchanged since the last run (stored gradings kept); the instructor "
+                                   "solution (counted apart): unchanged; open ")
+    page = (out / "s" / "loop.html").read_text()
+    assert "Timed out: the grading was stopped after" in page and "(the limit was 8 s: review --timeout)" in page
+    tail = html.unescape(page.split('<code id="failure-tail">')[1].split("</code>")[0])
+    assert tail.splitlines()[-1].startswith("grading: importing add.py and tracing it")
+    # Each line the grader wrote is on the page once (here all are the reason's: no staff copy).
+    for line in tail.splitlines():
+        assert page.count(html.escape(line, quote=True).replace("&#x27;", "&#39;")) == 1, line
+    assert 'id="stderr"' not in page
+    from test_html import _chromium
+    chromium = _chromium()
+    sync_api = pytest.importorskip("playwright.sync_api", reason="the test extras (playwright) are not installed")
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=chromium, args=["--no-sandbox"])
+        view = browser.new_page()
+        for name in ("loop", "broken"):
+            view.goto((out / "s" / f"{name}.html").as_uri())
+            assert audit(view, widths=(1280, 390)) == [], name
+        browser.close()
 
 
 @pytest.mark.jax

@@ -30,18 +30,22 @@ class Options:
 
 @dataclass(frozen=True)
 class Summary:
-    """The gradings of this run as its progress counted them (the instructor
-    solution's among them, where it was graded now), and the stored ones."""
+    """The students' submissions as this run's progress counted them, and the
+    instructor solution apart (graded beside them as the TPU stage's baseline)."""
     graded: int            # graded now, with a score
     failed_now: int        # graded now, and the grading failed (crashed, timed out, an autograder error)
-    stored: int            # taken from the store (graded before, unchanged)
+    stored: int            # unchanged since the last run: their stored gradings kept
     stored_failed: int     # of those, the ones whose grading had failed
     index: Path
+    solution: str = ""     # the solution's grading: "graded now", "failed now", "unchanged" ("": none)
 
     def line(self) -> str:
-        before = f" ({self.stored_failed} of them failed)" if self.stored_failed else ""
-        return (f"{self.graded} graded now, {self.failed_now} failed now, {self.stored} unchanged since the "
-                f"last run{before}; open {self.index}")
+        count = self.graded + self.failed_now + self.stored
+        before = f", {self.stored_failed} of them failed" if self.stored_failed else ""
+        sol = (f"; the instructor solution (counted apart): {self.solution}" if self.solution else "")
+        return (f"{count} submission{'' if count == 1 else 's'}: {self.graded} graded now, {self.failed_now} "
+                f"failed now (timed out, crashed or an autograder error), {self.stored} unchanged since the "
+                f"last run (stored gradings kept{before}){sol}; open {self.index}")
 
 
 SOLUTION = ".solution"      # the instructor solution, graded as a submission: the TPU stage's baseline
@@ -178,8 +182,8 @@ def regrade(a: Assignment, opts: Options) -> Summary:
     store = batch.Store(out / CACHE)
     solution = _solution(a, out)
     todo, keys = _jobs(subs + ([solution] if solution else []), a, store, opts)
-    total = len(subs) + (1 if solution else 0)
-    progress = Progress(total, cached=total - len(todo))
+    sol_id = solution.id if solution else None
+    progress = Progress(len(subs), cached=len(subs) - sum(j.submission_id != sol_id for j in todo))
 
     now: dict[str, bool] = {}
 
@@ -187,7 +191,7 @@ def regrade(a: Assignment, opts: Options) -> Summary:
         store.put(graded)
         ok = site.row(Submission(graded.submission_id, Path(".")), graded).status == "graded"
         now[graded.submission_id] = ok
-        progress.update(graded.submission_id, ok)
+        progress.update(graded.submission_id, ok, solution=graded.submission_id == sol_id)
 
     try:
         if opts.dask:
@@ -199,8 +203,10 @@ def regrade(a: Assignment, opts: Options) -> Summary:
     rows = [site.row(sub, store.get(keys[sub.id])) for sub in subs]
     site.write(rows, out, a.title, a.slug, opts.similarity_threshold, a.folder.parent)
     kept = [r for r in rows if r.sub.id not in now]
-    return Summary(sum(now.values()), sum(not ok for ok in now.values()), len(kept),
-                   sum(r.failed for r in kept), out / "index.html")
+    mine = [ok for sid, ok in now.items() if sid != sol_id]
+    sol = "" if sol_id is None else "unchanged" if sol_id not in now else "graded now" if now[sol_id] else "failed now"
+    return Summary(sum(mine), sum(not ok for ok in mine), len(kept), sum(r.failed for r in kept),
+                   out / "index.html", sol)
 
 
 def needs_review_extra(verb: str) -> None:

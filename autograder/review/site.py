@@ -30,7 +30,7 @@ import jinja2
 
 from ..feedback import blockmaps, escaping
 from ..grading.identity import likeness
-from . import similar
+from . import similar, testlinks
 from .batch import Graded
 from .export import Submission
 
@@ -258,7 +258,9 @@ def threshold_of(out: Path, threshold: float | None) -> float:
 def _md() -> Any:
     from markdown_it import MarkdownIt
     # Raw HTML off: what the student controls is shown as text, never as markup.
-    return MarkdownIt("commonmark", {"html": False}).enable("table")
+    md = MarkdownIt("commonmark", {"html": False}).enable("table")
+    md.core.ruler.push("test_links", testlinks.rule)     # "test 1.2" links to that test's section
+    return md
 
 
 def _env() -> jinja2.Environment:
@@ -268,7 +270,9 @@ def _env() -> jinja2.Environment:
                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
                              finalize=escaping.visible)
     md = _md()
-    env.filters["markdown"] = lambda text: jinja2.utils.markupsafe.Markup(md.render(text or ""))
+    # ``anchors``: the page's tests (sections id="test-N"), which a sentence naming one links to.
+    env.filters["markdown"] = lambda text, anchors=(): jinja2.utils.markupsafe.Markup(
+        md.render(text or "", {"anchors": list(anchors)}))
     env.filters["num"] = lambda v: "" if v is None else f"{v:g}"
     return env
 
@@ -330,14 +334,15 @@ def _tail(text: str, lines: int = TAIL_LINES) -> str:
 
 def failure(r: Row) -> dict[str, str] | None:
     """Why a grading gave no usable score, in words, with the last lines of what the
-    grader wrote (its errors and progress, else its output); None for a grading that worked."""
+    grader wrote (its errors and progress, else its output: ``stream`` says which);
+    None for a grading that worked."""
     g = r.graded
     if not r.failed:
         return None
     if g is None:
         return {"reason": "Not graded: no grading of this submission is stored (the batch was stopped "
                           "before it, or it was added to the export since). Run review again to grade it.",
-                "tail": "", "from": ""}
+                "tail": "", "from": "", "stream": ""}
     if g.status == "timeout":
         limit = f" (the limit was {g.timeout_s:g} s: review --timeout)" if g.timeout_s else ""
         reason = f"Timed out: the grading was stopped after {g.seconds:g} s{limit}."
@@ -348,10 +353,11 @@ def failure(r: Row) -> dict[str, str] | None:
                   "autograder-error below says why." if r.autograder_error else
                   "No score: the grading finished without a usable results.json.")
     tail = _tail(g.stderr) or _tail(g.stdout)
-    said = "errors and progress (stderr)" if g.stderr.strip() else "output (stdout)" if tail else ""
+    stream = "stderr" if g.stderr.strip() else "stdout" if tail else ""
+    said = {"stderr": "errors and progress (stderr)", "stdout": "output (stdout)"}.get(stream, "")
     if not tail:
         reason += " It wrote nothing before it ended."
-    return {"reason": reason, "tail": tail, "from": said}
+    return {"reason": reason, "tail": tail, "from": said, "stream": stream}
 
 
 def reproduce(r: Row, slug: str, assignments: Path | None) -> str:
@@ -367,16 +373,37 @@ def reproduce(r: Row, slug: str, assignments: Path | None) -> str:
             f"{where} --run-key {key}")
 
 
+def _anchors(tests: list[dict]) -> list[str]:
+    """The tests that get a section id (``test-N``): those numbered once on the page,
+    with a number as the grader writes them (1.2, P5)."""
+    seen = Counter(t["number"] for t in tests)
+    return [n for n, k in seen.items() if k == 1 and re.fullmatch(testlinks.NUMBER, n)]
+
+
+def _streams(g: Graded | None, why: dict[str, str] | None) -> dict[str, str]:
+    """The grader's stdout and stderr for the staff part, each line shown once: the
+    last lines a failed grading's reason already quotes are left out here (only what
+    came before them stays, said as such)."""
+    out = {"stdout": g.stdout if g else "", "stderr": g.stderr if g else "", "earlier": ""}
+    quoted = why["stream"] if why else ""
+    if quoted:
+        lines = out[quoted].rstrip().splitlines()
+        out[quoted] = "\n".join(lines[:-TAIL_LINES]) if len(lines) > TAIL_LINES else ""
+        out["earlier"] = quoted
+    return out
+
+
 def page_data(r: Row, slug: str, assignments: Path | None = None) -> dict[str, Any]:
     # A grading that did not finish left the grader's placeholder: no student saw it, and
     # it says nothing this page's reason does not (only a finished grading's results show).
     finished = r.graded is not None and r.graded.status == "graded"
     doc = (r.graded.results if finished else None) or {}
     shown, staff = _student_tests(doc)
+    why = failure(r)
     return {"row": _table_row(r), "summary": str(doc.get("output", "")), "tests": shown,
-            "staff_tests": staff, "stdout": r.graded.stdout if r.graded else "",
-            "stderr": r.graded.stderr if r.graded else "", "extra": r.extra,
-            "staff_report": r.graded.staff if r.graded else "", "failure": failure(r),
+            "anchors": _anchors(shown + staff),
+            "staff_tests": staff, **_streams(r.graded, why), "extra": r.extra,
+            "staff_report": r.graded.staff if r.graded else "", "failure": why,
             "command": reproduce(r, slug, assignments),
             "submitters": [{"name": s.name, "email": s.email, "sid": s.sid} for s in r.sub.submitters]}
 
