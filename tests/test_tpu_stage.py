@@ -419,7 +419,10 @@ def test_the_estimate_leaderboard_needs_passing_tests(small_add):
 
 
 def test_a_scored_estimate_says_why_it_earns_nothing_with_or_without_a_leaderboard():
-    from autograder.feedback.render import render_speed
+    from autograder.feedback.render import render
+
+    def render_speed(view, fmt):
+        return render("speed.j2", fmt, speed=view)
     sizes = (speed_grade.SizeEstimate("s1", (("M", 64),), "float32", _est(2e-3), _est(2e-3)),)
     for board in (False, True):
         g = speed_grade.SpeedGrade("v5e", sizes, 2.0, 0.0, "earns its points once every correctness test passes",

@@ -472,14 +472,6 @@ def custom_numbers(suite) -> list[str]:
     return [c.number or f"C{i}" for i, c in enumerate(suite.checks, 1)]
 
 
-def render_speed(view: dict, fmt: str) -> str:
-    return render("speed.j2", fmt, speed=view)
-
-
-def render_custom(check, fmt: str) -> str:
-    return render("custom.j2", fmt, check={"output": check.output, "passed": check.passed})
-
-
 def render(template: str, fmt: str, **data: Any) -> str:
     if fmt not in FORMATS:
         raise ValueError(f"format must be one of {FORMATS}; got {fmt!r}")

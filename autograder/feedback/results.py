@@ -29,8 +29,9 @@ def _custom_entries(report, fmt: str) -> list[dict]:
         return []
     out = []
     for c, number in zip(report.custom.checks, render.custom_numbers(report.custom)):
+        output = render.render("custom.j2", fmt, check={"output": c.output, "passed": c.passed})
         entry = test_entry(name=c.name, number=number, score=c.score, max_score=c.max_score,
-                           output=render.render_custom(c, fmt), output_format=fmt,
+                           output=output, output_format=fmt,
                            tags=list(c.tags), visibility=c.visibility,
                            extra_data={"custom_check": True})
         entry["status"] = c.status
@@ -48,7 +49,7 @@ def _speed_entry(report, fmt: str) -> list[dict]:
         if t["number"] == "S1":
             scored = "" if g.max_score > 0 else ", not scored"   # hidden until later: still a test
             view = speed_grade.view(g)
-            output = (render.render_speed(view, fmt) if view["correct"]
+            output = (render.render("speed.j2", fmt, speed=view) if view["correct"]
                       else render.render("speed.j2", fmt, speed=view, line=render.speed_line(g)))
             out.append(test_entry(name=f"Speed estimate (TPU {g.chip}, from the schedule{scored})", number="S1",
                                   score=g.score, max_score=g.max_score, output=output, output_format=fmt,
