@@ -141,8 +141,8 @@ class ChecksRun:
 
 @dataclass(frozen=True)
 class Partial:
-    """A probe check a replay runs on less than the whole grading gives it: finding
-    nothing there is no pass (``grading.grade`` says it was not run in full)."""
+    """A check a replay runs on less than the whole grading gives it: finding nothing
+    there is no pass (``grading.grade`` says it was not run in full)."""
     probe: str
     cases_out: int                      # cases the whole grading also runs it on (a count: never a name)
     rungs_out: tuple[str, ...]          # rungs left out whose test runs it compares with (a dynamic check)
@@ -333,15 +333,11 @@ def build(assignment: Assignment, cases: tuple[Case, ...], rungs: tuple[str, ...
 
 def _partial(assignment: Assignment, planned: list, whole: list, rungs: tuple[str, ...]) -> tuple[Partial, ...]:
     """The checks a replay (``planned``) runs on less than the whole grading
-    (``whole``) does: on fewer cases (a probe case, or the cases a per-case check
-    covers), or, for a check that runs the kernel, without the test runs of a rung
-    left out (each dynamic judge compares with its case's own tests: grid order
-    with the generic interpreter's, poisoning with TPU interpret mode's). What it
-    finds on what did run stands; what it does not find is no pass."""
+    (``whole``): on fewer cases, or (one that runs the kernel) without a rung's test
+    runs, which each dynamic judge compares with (grid order the generic one's)."""
     def asks(of: list) -> dict[str, set]:
         out: dict[str, set] = {}
-        for probe, case, v in of:
-            # The production size's run is one run whatever case it is planned under.
+        for probe, case, v in of:   # (the production size's run is one, whatever case plans it)
             out.setdefault(probe, set()).add((case.name if v.inputs != "production" else "", v.name))
         return out
 
