@@ -154,3 +154,55 @@ def test_every_reproduce_command_works_verbatim_in_the_kit(tmp_path):
     again = [c for c in _commands(local) if "--case odd-rows" in c]
     assert again and again[0].startswith("python -m autograder grade add.py -a add --case odd-rows")
     assert "[FAIL] 2." in pasted(again[0])
+
+
+def test_a_replay_in_the_kit_keeps_the_tests_number_and_fix_and_passes_no_check_it_ran_in_part(tmp_path):
+    # Issue 45: test 1.2's command from Gradescope (matmul's K axis marked parallel), run
+    # in the kit, printed 1.2 and its fix, but P5 and P6 as "[PASS]" where Gradescope said
+    # "[SAME BUG]": poisoning had run on one case and grid order without the generic test
+    # it compares with. Such a check says it was not run in full; and on Gradescope every
+    # check that keeps its points names the test the problem is charged in (P5 said 3.2).
+    import json
+    import os
+    import shutil
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from conftest import corpus
+    student = corpus("matmul") / "k_axis_parallel.py"
+    root = tmp_path / "autograder"
+    (root / "submission").mkdir(parents=True)
+    shutil.copyfile(student, root / "submission" / "matmul.py")
+    proc = run_cli("gradescope", "--root", str(root), "--assignment", "matmul")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    doc = json.loads((root / "results" / "results.json").read_text())
+    tests = {t["number"]: t for t in doc["tests"]}
+    assert [n for n, t in tests.items() if t["status"] == "failed"] == ["1.2", "2.2", "3.2", "4.2"]
+    charged = {n: tests[n]["extra_data"]["charged_in"] for n in ("P1", "P5", "P6")}
+    assert charged == {"P1": "1.2", "P5": "1.2", "P6": "1.2"}
+    assert "which already cost points in test 1.2." in " ".join(tests["P5"]["output"].split())
+    command = _commands(tests["1.2"]["output"])
+    assert command == [f"python -m autograder grade matmul.py -a matmul --case f32-256x384x256 --rung tpu-interpret "
+                       f"--run-key {doc['extra_data']['run_key']}"]
+    fix = re.search(r"^Fix: (.+?)\.$", tests["1.2"]["output"], re.M).group(1).replace("\\", "")
+    kit = tmp_path / "handout"
+    assert run_cli("handout", "matmul", "-o", str(kit)).returncode == 0
+    shutil.copyfile(student, kit / "matmul.py")
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    done = subprocess.run(command[0], shell=True, cwd=kit, env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    out = done.stdout
+    flat = " ".join(out.split())
+    assert "[FAIL] 1.2 f32-256x384x256 · TPU interpret mode (0/1.5)" in out and f"Fix: {fix}." in flat
+    assert "A replay of test 1.2 only" in flat
+    for number, title in (("P5", "Memory poisoning: NaN and random fills"),
+                          ("P6", "Grid order: shuffled parallel axes, two cores")):
+        assert f"[PASS] {number}" not in out
+        assert (f"[NOT RUN] {number} {title} (1/1): not run in full in this replay (the whole grading also gives "
+                "it 1 other case and the generic interpreter test it compares with); it found nothing here, "
+                "not charged") in flat
+    # Nothing a replay did not see passes: the static checks ran on one case of the kit's two.
+    assert "[PASS] P" not in out and "[SAME BUG] P1 Static: index maps over the whole grid (1/1): problem 1 " \
+        "again (charged in 1.2)" in flat
+    assert "1 failed, 8 passed (1 the same bug, not charged again; 7 not run)" in flat

@@ -169,6 +169,29 @@ def test_selective_runs_plan_no_probes():
     assert plan.probes == () and all(r.probe is None for r in plan.runs)
 
 
+def test_a_replay_knows_which_checks_it_runs_on_less_than_the_whole_grading():
+    # Issue 45: a replay of test 1.2 showed P5 and P6 as passed, though poisoning had run
+    # on one case of four and grid order without the generic test it compares with.
+    a = assignments.find("matmul")
+
+    def partial(cases, rungs, replay=True):
+        plan = planning.build(a, cases, rungs, 7, planners=PLANNERS, replay=replay)
+        return {p.probe: (p.cases_out, p.rungs_out) for p in plan.partial}
+    one = a.cases[:1]      # the probe case: numerics runs on it alone
+    assert partial(one, ("tpu-interpret",)) == {
+        "index-maps": (3, ()), "compile": (3, ()), "vmem": (3, ()), "structure": (3, ()),
+        "poisoning": (3, ("generic",)), "grid-order": (3, ("generic",)), "races": (3, ("generic",)),
+        "numerics": (0, ("generic",))}
+    # Both rungs of the probe case: numerics runs in full; a static check needs no test run.
+    assert "numerics" not in partial(one, a.rungs) and partial(one, a.rungs)["compile"] == (3, ())
+    # Another case: numerics would run on its stress inputs, not the probe case's.
+    assert partial(a.cases[1:2], a.rungs)["numerics"] == (1, ())
+    # Every case on one rung: the static checks run in full, the dynamic ones lack that rung's tests.
+    assert partial(a.cases, ("generic",)) == {p: (0, ("tpu-interpret",))
+                                              for p in ("poisoning", "grid-order", "races", "numerics")}
+    assert partial(a.cases, a.rungs) == {} and partial(one, a.rungs, replay=False) == {}
+
+
 @pytest.mark.parametrize("name", ["a/b", "with spaces", "größe-ω", "x/y/z · hidden"])
 def test_any_case_name_works(tmp_path, name):
     folder = tmp_path / "add"

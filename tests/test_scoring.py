@@ -211,3 +211,22 @@ def test_an_order_check_seeing_memory_a_test_charged_as_unwritten_is_not_charged
     tests = scoring.score(plan, [*unwritten, order])
     check = next(t for t in tests if t.probe == "grid-order")
     assert check.score == check.max_score and check.charged_in == "1.2"
+
+
+def test_a_check_seeing_a_revisit_as_unwritten_memory_on_another_case_names_the_test_the_problem_is_charged_in():
+    # Issue 45: matmul's K axis marked parallel fails test 1.2 and every case's TPU
+    # interpret test on the revisit; poisoning sees unwritten memory on the third case
+    # only. It keeps its points, and names 1.2 (as P1 and P6 do), not 3.2.
+    plan = _plan("matmul")
+    a = plan.assignment
+    scans = [Finding.make("output-block-revisit", "static", "revisited", case=c.name, check="index-maps")
+             for c in a.cases]
+    wrong = [Finding.make("wrong-result", "tpu-interpret", "wrong", case=c.name) for c in a.cases]
+    fills = Finding.make("uninitialized-memory", "tpu-interpret", "changes with the fill", case=a.cases[2].name,
+                         check="poisoning")
+    tests = scoring.score(plan, [*scans, *wrong, fills])
+    assert [(t.number, t.finding.id) for t in tests if t.charges] == \
+        [(f"{i}.2", "output-block-revisit") for i in range(1, 5)]
+    check = next(t for t in tests if t.probe == "poisoning")
+    assert check.score == check.max_score and check.charged_in == "1.2"
+    assert next(t for t in tests if t.probe == "index-maps").charged_in == "1.2"

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Callable
 
 from ..children import GRADER, TRACER
-from ..findings import Finding
+from ..findings import TEST_RUNGS, CheckNote, Finding
 from ..isolation import confinement, sandbox
 from ..isolation.outcome import Outcome
 from ..spec import Assignment, Case
@@ -85,7 +85,8 @@ def _replay_note(plan: Plan) -> str:
     cases = ", ".join(c.name for c in plan.cases)
     return (f"A replay of test{'s' if ',' in tests else ''} {tests} only, with the checks that run on {cases} "
             "(numbered as the whole grading numbers them): the other tests, the speed estimate and any instructor "
-            "checks are left out.")
+            "checks are left out." + (" A check that needs more than this replay runs says it was not run in full, "
+                                      "and costs nothing here." if plan.partial else ""))
 
 
 def grade(assignment: Assignment, submission_path: Path, options: GradeOptions = GradeOptions(),
@@ -371,7 +372,24 @@ def _diagnose(plan: Plan, ex: execution.Execution, store: DrawStore,
     # What the index-map scan claims about a run, no run on that case confirms: a note.
     findings, claims = unconfirmed.settle(plan, findings)
     # A secret case's findings carry only what the grader chooses to say (secrecy).
-    return secrecy.shown_findings(plan.assignment, findings), notes + claims
+    return secrecy.shown_findings(plan.assignment, findings), notes + claims + _partial_notes(plan)
+
+
+def _partial_notes(plan: Plan) -> list[CheckNote]:
+    """A replay's checks that ran on less than the whole grading gives them: one
+    that found nothing there did not pass, it was not run in full (it costs
+    nothing: a replay is no grade). Only counts and rungs are said, never a case
+    the replay left out (it may be secret). A check that found something keeps its
+    finding: that evidence ran here."""
+    notes = []
+    for part in plan.partial:
+        missing = [f"{part.cases_out} other case{'s' if part.cases_out > 1 else ''}"] if part.cases_out else []
+        missing += [f"the {TEST_RUNGS[r]} test it compares with" for r in part.rungs_out]
+        gives = " and ".join(missing) or "more runs"
+        notes.append(CheckNote(part.probe, plan.cases[0].name if plan.cases else "",
+                               f"not run in full in this replay (the whole grading also gives it {gives}); "
+                               "it found nothing here"))
+    return notes
 
 
 def _report(start: _Start, findings: list[Finding], check_notes: list, loc: submission.Located | None,

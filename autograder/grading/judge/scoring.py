@@ -121,7 +121,12 @@ def _already(main: Finding | None, charged: dict[str, str], tests: list[TestResu
     own = next((t for t in tests if t.probe is None and t.case.name == main.case and t.rung == main.rung
                 and not t.passed and t.finding is not None
                 and main.id in t.finding.kind.same_bug_on_case), None)
-    return own.number if own is not None else charged.get(main.id)
+    if own is None:
+        return charged.get(main.id)
+    # The bug this check saw on that very test is the one charged there, and a
+    # problem is named by one test: the first it cost points in (the one every other
+    # check that keeps its points names), not whichever case this check saw it on.
+    return charged.get(own.finding.id, own.number)
 
 
 def blocking_test(main: Finding, tests: list[TestResult]) -> TestResult | None:

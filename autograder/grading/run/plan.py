@@ -140,6 +140,15 @@ class ChecksRun:
 
 
 @dataclass(frozen=True)
+class Partial:
+    """A check a replay runs on less than the whole grading gives it: finding nothing
+    there is no pass (``grading.grade`` says it was not run in full)."""
+    probe: str
+    cases_out: int                      # cases the whole grading also runs it on (a count: never a name)
+    rungs_out: tuple[str, ...]          # rungs left out whose test runs it compares with (a dynamic check)
+
+
+@dataclass(frozen=True)
 class Plan:
     assignment: Assignment
     run_key: int
@@ -154,6 +163,7 @@ class Plan:
     # The probe checks the whole grading lists, in order (a replay of some cases numbers its
     # checks as the whole grading does: P4 is P4); () when ``probes`` is that list.
     numbering: tuple[str, ...] = ()
+    partial: tuple[Partial, ...] = ()   # a replay's checks that do not run in full
 
     def probe_number(self, probe: str) -> str:
         order = self.numbering or self.probes
@@ -314,11 +324,32 @@ def build(assignment: Assignment, cases: tuple[Case, ...], rungs: tuple[str, ...
     for probe, case, v in [p for p in planned if p[2].rung != "static"]:
         _add_variant(b, probe, case, v)
     checks = _checks(b, rungs) if with_probes and assignment.checks and not replay else None
-    numbering = tuple(dict.fromkeys(p for p, _c, _v in _planned(assignment, assignment.cases, planners, run_key))) \
-        if with_probes and replay else ()
+    whole = _planned(assignment, assignment.cases, planners, run_key) if with_probes and replay else []
     return Plan(assignment, run_key, tuple(cases), tuple(rungs),
                 tuple(dict.fromkeys(p for p, _c, _v in planned)), tuple(b.runs),
-                tuple(b.draws.values()), tuple(b.asks), checks, numbering)
+                tuple(b.draws.values()), tuple(b.asks), checks, tuple(dict.fromkeys(p for p, _c, _v in whole)),
+                _partial(assignment, planned, whole, rungs) if replay else ())
+
+
+def _partial(assignment: Assignment, planned: list, whole: list, rungs: tuple[str, ...]) -> tuple[Partial, ...]:
+    """The checks a replay (``planned``) runs on less than the whole grading
+    (``whole``): on fewer cases, or (one that runs the kernel) without a rung's test
+    runs, which each dynamic judge compares with (grid order the generic one's)."""
+    def asks(of: list) -> dict[str, set]:
+        out: dict[str, set] = {}
+        for probe, case, v in of:   # (the production size's run is one, whatever case plans it)
+            out.setdefault(probe, set()).add((case.name if v.inputs != "production" else "", v.name))
+        return out
+
+    mine, full = asks(planned), asks(whole)
+    rungs_out = tuple(r for r in assignment.rungs if r not in rungs)
+    out = []
+    for probe in dict.fromkeys(p for p, _c, _v in planned):
+        lost = full.get(probe, set()) - mine[probe]
+        dynamic = assignment.probe(probe).terms.dynamic
+        if lost or (dynamic and rungs_out):
+            out.append(Partial(probe, len({case for case, _v in lost if case}), rungs_out if dynamic else ()))
+    return tuple(out)
 
 
 def speed_case(a: Assignment, size) -> Case:
