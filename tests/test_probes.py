@@ -366,6 +366,12 @@ def test_a_valid_row_a_masked_store_leaves_out_of_a_partial_block_is_uninitializ
     assert ("Fix: the kernel never stores 256 of the output's elements (the first at index [19, 0]): make the store "
             "write every valid element of its block (its mask or slice stops short).") in " ".join(first.split())
     assert "zero the accumulator" not in first and "Fix: initialize what you accumulate" not in first
+    # The poisoning check keeps its point and says where the problem is charged, never that it
+    # "found nothing" (its fill reruns saw the row change, and stood aside for the tests).
+    p4 = next(t for t in doc["tests"] if t["name"].startswith("Memory poisoning"))
+    assert p4["output"] == ("Passed: problem 1, Depends on uninitialized memory [uninitialized-memory], which this "
+                            "check looks for, is charged by other evidence (explained under test 1.1); this check "
+                            "charges nothing for it.\n")
 
 
 def test_scratch_zeroed_at_the_first_grid_point_only_is_one_bug_charged_once(grade_cli):
