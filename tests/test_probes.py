@@ -374,6 +374,16 @@ def test_a_valid_row_a_masked_store_leaves_out_of_a_partial_block_is_uninitializ
                             "charges nothing for it.\n")
 
 
+def test_adding_into_an_output_never_set_is_read_first_not_never_stored(grade_cli):
+    # o_ref[...] += x: a fill of 1e12 absorbs x and looks "never stored"; the fills that
+    # move show a value computed from the fill, so the fix is to set the output first.
+    doc, out = grade_cli(ADD / "accumulates_into_output.py", "add", "--run-key", "5")
+    assert tags(doc) == [["uninitialized-memory"]] * 8 and doc["score"] == 6.0
+    first = " ".join(doc["tests"][0]["output"].split())
+    assert ("Fix: the output is computed from memory nothing wrote first: initialize what you accumulate into"
+            in first) and "never stored" not in first and "hold the fill itself" not in first
+
+
 def test_scratch_zeroed_at_the_first_grid_point_only_is_one_bug_charged_once(grade_cli):
     # TPU interpret mode runs the parallel axes out of row-major order: the points
     # that run before (0, 0, 0) read the scratch unwritten, on every case. The order

@@ -54,6 +54,24 @@ def test_a_probe_finding_explains_failed_tests_and_is_charged_once():
     assert index_maps.charged_in == "1.2" and index_maps.passed and not index_maps.charges
 
 
+def test_a_probe_finding_explains_no_case_the_probe_looked_at_and_found_clean():
+    # The index-map scan runs at every case's size: out of bounds at a secret size only
+    # (a grid taken from the wrong dimension) is no cause of a visible case's failure,
+    # which its own finding (an accumulator never zeroed) explains.
+    plan = _plan("matmul")
+    visible, secret = plan.cases[0], next(c for c in plan.cases if c.secret)
+    assert plan.probe_runs("index-maps", visible.name) and plan.probe_runs("index-maps", secret.name)
+    oob = Finding.make("out-of-bounds", "static", "block (3, 0)", case=secret.name, check="index-maps")
+    own = Finding.make("uninitialized-memory", "generic", "read first", case=visible.name)
+    tests = scoring.score(plan, [oob, own])
+    assert _by(tests, "1.1").finding is own and oob not in _by(tests, "1.1").others
+    # On a case the probe did not look at (the numerics probe's stress inputs are built on
+    # the probe case only), its finding still explains a failure there.
+    stress = Finding.make("numerics", "tpu-interpret", "overflow", case=visible.name, check="numerics")
+    assert not plan.probe_runs("numerics", secret.name)
+    assert scoring._may_explain(plan, stress, secret) and not scoring._may_explain(plan, oob, visible)
+
+
 def test_a_probe_only_finding_costs_its_check():
     plan = _plan("matmul")
     case = plan.assignment.probe_cases[0]

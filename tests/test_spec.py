@@ -66,6 +66,10 @@ def _broken(tmp_path, old, new):
     ("[probes.races]", '[structure]\nallow = ["swap"]\n[probes.races]', "structure.allow[0]", "'swap'"),
     ("[probes.races]", '[structure]\nallow = [3]\n[probes.races]', "structure.allow[0]", "3"),
     ("[probes.races]", '[structure]\nallow = [[1]]\n[probes.races]', "structure.allow[0]", "[1]"),
+    # A case's own tolerance: a table of two positive numbers.
+    ("seed = 101", "seed = 101\ntolerance = 1e-5", "cases[0].tolerance", "1e-05"),
+    ("seed = 101", "seed = 101\ntolerance = { rtol = -1.0, atol = 1e-6 }", "cases[0].tolerance.rtol", "-1.0"),
+    ("seed = 101", "seed = 101\ntolerance = { rtol = 1e-4 }", "cases[0].tolerance.atol", "None"),
 ])
 def test_broken_spec_names_file_key_rule_and_value(tmp_path, old, new, key, value):
     folder = _broken(tmp_path, old, new)
@@ -74,6 +78,17 @@ def test_broken_spec_names_file_key_rule_and_value(tmp_path, old, new, key, valu
     e = info.value
     assert e.file.endswith("spec.toml") and e.key == key
     assert f"key '{key}'" in str(e) and value in str(e) and e.rule
+
+
+def test_a_case_may_carry_its_own_tolerance(tmp_path):
+    folder = _broken(tmp_path, "seed = 101", "seed = 101\ntolerance = { rtol = 6e-5, atol = 2e-6 }")
+    a = assignments.load(folder)
+    own, other = a.cases[0], a.cases[1]
+    assert a.tolerance(own) == spec.Tolerance(6e-5, 2e-6) and own.tolerance == a.tolerance(own)
+    assert a.tolerance(other) == a.tolerance(other.dtype)     # none of its own: its dtype's
+    soft = assignments.find("softmax")
+    assert {c.name: a_tol.rtol for c in soft.cases if (a_tol := soft.tolerance(c)) != soft.tolerance(c.dtype)} \
+        == {"logits100-37x128": 6e-5, "hidden-logits1000": 5e-4, "hidden-wide": 6e-5}
 
 
 def test_invalid_toml_is_reported(tmp_path):

@@ -100,6 +100,14 @@ def _race(f: Finding, sources: Sources) -> Fault | None:
     return None
 
 
+def _never_stored(x: dict) -> bool:
+    """Most wrong elements hold the fill itself: never stored. A few among many values
+    computed from the fill (an accumulator never zeroed) are the fill's rounding."""
+    never = x.get("never_written")
+    return bool(isinstance(never, int) and never and x.get("first_never")
+                and 2 * never >= int(x.get("wrong_unwritten") or 0))
+
+
 def _kernel_fault(f: Finding, k: KernelSource, related: Iterable[Finding], sources: Sources) -> Fault | None:
     x = f.facts()
     if f.id == "out-of-bounds":
@@ -115,7 +123,7 @@ def _kernel_fault(f: Finding, k: KernelSource, related: Iterable[Finding], sourc
     if f.id == "uninitialized-memory":
         if (x.get("unwritten_count") or f.problem == "unwritten-blocks") and k.grid_at is not None:
             return Fault("the grid", k.grid_at)
-        if x.get("never_written") and len(k.stores) == 1:
+        if _never_stored(x) and len(k.stores) == 1:
             return Fault("the store", k.stores[0])
         return None
     if f.id == "dma-protocol" and f.problem == "mode-dependent":
@@ -185,7 +193,7 @@ def _uninitialized(f: Finding, x: dict) -> tuple[str, dict] | None:
         return "unvisited", {}
     if not isinstance(x.get("never_written"), int) or x.get("unwritten_count"):
         return None     # no fill reruns to tell (or blocks the grid never visits: the grid's own fix)
-    if x["never_written"] and x.get("first_never"):
+    if _never_stored(x):
         return "never-stored", {"count": x["never_written"], "first": ", ".join(str(i) for i in x["first_never"])}
     return "read-first", {}
 

@@ -74,14 +74,14 @@ def command(assignment: Assignment, case: Case, rung: str, uploaded_as: str | No
 
 def _atol(assignment: Assignment, case: Case, tol=None) -> float:
     """The absolute tolerance the grader compares with (``compare.compare``)."""
-    tol = tol or assignment.tolerance(case.dtype)
+    tol = tol or assignment.tolerance(case)
     return float(f"{tol.atol * math.sqrt(max(assignment.reduction_length(case), 1)):.6g}")
 
 
 def snippet(assignment: Assignment, case: Case, rung: str, params: dict | None = None,
             seed: list[int] | None = None, tolerance=None) -> str:
     """``tolerance``: the one the grader used, when not the case dtype's (a stress input's own)."""
-    tol = tolerance or assignment.tolerance(case.dtype)
+    tol = tolerance or assignment.tolerance(case)
     module = assignment.entry_file[:-3]
     fn = assignment.entry_function
     names = [i.name for i in assignment.inputs]

@@ -227,7 +227,7 @@ def _wrong(a: Assignment, run: Run, outcome: Outcome, ref) -> bool:
     the float64 reference of its draw)."""
     if outcome.output is None or outcome.output.shape != ref.shape:
         return False
-    return not compare(outcome.output, ref, a.tolerance(run.case.dtype), a.reduction_length(run.case),
+    return not compare(outcome.output, ref, a.tolerance(run.case), a.reduction_length(run.case),
                        a.numerics_bound).ok
 
 

@@ -33,7 +33,7 @@ from .model import (
     Tolerance,
 )
 from .reader import SpecError, TableReader
-from .tables import load as read
+from .tables import load as read, read_own_tolerance
 from .vocabulary import ProbeTerms, SpecContext, Vocabulary
 
 ENV = "PALLAS_AUTOGRADER_ASSIGNMENTS"
@@ -46,7 +46,7 @@ __all__ = ["Assignment", "Case", "Checks", "CPU_RUNGS", "DTYPES", "DimRule", "In
            "OutputSpec", "ProbeRubric", "ProbeTerms", "Production", "SpecContext", "SpecError", "Speed",
            "SpeedSize", "Stress", "Structure",
            "TableReader", "Tolerance", "UnknownAssignment", "VISIBILITIES", "Vocabulary", "assignments_root",
-           "available", "locate", "read", "search_path"]
+           "available", "locate", "read", "read_own_tolerance", "search_path"]
 
 
 def _holds_specs(folder: Path) -> bool:

@@ -87,7 +87,7 @@ class Stress:
         """The case this stress input runs: ``case`` with the overrides."""
         return replace(case, name=f"{case.name}+{self.name}",
                        dims=tuple(sorted({**case.dim_map, **dict(self.dims)}.items())),
-                       dtype=self.dtype or case.dtype,
+                       dtype=self.dtype or case.dtype, tolerance=self.tolerance,   # its own, not the case's
                        scale=tuple(sorted({**dict(case.scale), **dict(self.scale)}.items())))
 
     def describe(self) -> str:
@@ -191,6 +191,9 @@ class Case:
     scale: tuple[tuple[str, float], ...] = ()   # per-input overrides of InputSpec.scale
     secret: bool = False              # its data (shapes, seed, values) is never shown
     partial_edge_block: bool = False  # claimed: a partial block at an edge (`check` verifies)
+    # Its own tolerance (default: its dtype's): large-magnitude inputs make a correct
+    # float32 formula round at that magnitude (x - (max + log(sum)) at logits of 300).
+    tolerance: Tolerance | None = None
 
     @property
     def dim_map(self) -> dict[str, int]:
@@ -235,8 +238,11 @@ class Assignment:
     def probe(self, name: str) -> ProbeRubric | None:
         return next((p for p in self.probes if p.name == name), None)
 
-    def tolerance(self, dtype: str) -> Tolerance:
-        return dict(self.tolerances)[dtype]
+    def tolerance(self, of: "str | Case") -> Tolerance:
+        """A dtype's tolerance, or a case's: its own where the spec gives one."""
+        if isinstance(of, Case):
+            return of.tolerance or dict(self.tolerances)[of.dtype]
+        return dict(self.tolerances)[of]
 
     @property
     def solution(self) -> Path:

@@ -116,6 +116,17 @@ def read_tolerances(r: TableReader) -> tuple[tuple[str, Tolerance], ...]:
     return tuple(tolerances)
 
 
+def read_own_tolerance(r: TableReader, whose: str, documented: str) -> Tolerance | None:
+    """A case's or stress input's own ``tolerance = { rtol = ..., atol = ... }``, or None."""
+    tol = r.get("tolerance", dict, f"must be a table {{ rtol = ..., atol = ... }}: {whose} tolerance", None,
+                documented=documented)
+    if tol is None:
+        return None
+    t = r.table_of("tolerance", tol, "{ rtol = ..., atol = ... }")
+    t.unknown({"rtol", "atol"})
+    return Tolerance(float(t.positive("rtol")), float(t.positive("atol")))
+
+
 def read_rungs(r: TableReader) -> tuple[str, ...]:
     rungs = tuple(r.get("rungs", list, "must be a list of rungs", list(CPU_RUNGS)))
     for i, rung in enumerate(rungs):
@@ -156,7 +167,7 @@ def _case_dims(cr: TableReader, dims: tuple[DimRule, ...]) -> tuple[tuple[str, i
 
 def read_case(cr: TableReader, ctx: SpecContext) -> Case:
     cr.unknown({"name", "dims", "dtype", "seed", "points", "visibility", "secret", "params", "scale",
-                "partial_edge_block"})
+                "partial_edge_block", "tolerance"})
     name = cr.get("name", str, "must be a non-empty name")
     if not name.strip():
         raise cr.fail("name", "must be a non-empty name", name)
@@ -183,8 +194,9 @@ def read_case(cr: TableReader, ctx: SpecContext) -> Case:
     # A claim `check` verifies on the solution's own tiling (the grader does not use it).
     partial = cr.get("partial_edge_block", bool, "must be true or false: whether the case leaves the "
                      "solution's tiling a partial block at an array's edge", False)
+    tolerance = read_own_tolerance(cr, "this case's", "the tolerance of the case's dtype")
     return Case(name=name, dims=dims, dtype=dtype, seed=seed, points=float(cr.positive("points")),
-                visibility=visibility, secret=secret, partial_edge_block=partial,
+                visibility=visibility, secret=secret, partial_edge_block=partial, tolerance=tolerance,
                 params=tuple(sorted((k, float(v)) for k, v in params.items())),
                 scale=tuple(sorted((k, float(v)) for k, v in scale.items())))
 

@@ -85,12 +85,12 @@ def judge(a: Assignment, case, out: np.ndarray, host: list, reference: Callable,
     ref = np.asarray(reference(*host), np.float64)
     if ref.shape != out.shape:
         return {"status": "wrong-output", "message": f"output shape {out.shape}, reference {ref.shape}"}
-    got = cmp.compare(out, ref, a.tolerance(case.dtype), red, a.numerics_bound)
+    got = cmp.compare(out, ref, a.tolerance(case), red, a.numerics_bound)
     row = {"status": "right" if got.ok else "wrong", "verdict": got.verdict, **got.evidence()}
     if got.ok or not bf16_dots:
         return row
     rounded = [v if isinstance(v, float) else ins.round_to(v, "bfloat16") for v in host]
-    tol = dict(a.tolerances).get("bfloat16", a.tolerance(case.dtype))
+    tol = dict(a.tolerances).get("bfloat16", a.tolerance(case))
     alt = cmp.compare(out, np.asarray(reference(*rounded), np.float64), tol, red, a.numerics_bound)
     if alt.ok:
         return {**row, "status": "right", "against": "bf16-rounded inputs", "rounded": alt.evidence()}

@@ -281,11 +281,11 @@ def _judge_output(assignment: Assignment, run: Run, outcome: Outcome, reference:
                    got=outcome.dtype, expected=expected_dtype)
     if outcome.output is None:
         return sub("wrong-type", outcome.output_problem, got=outcome.output_problem)
-    c = compare(outcome.output, reference, assignment.tolerance(case.dtype),
+    c = compare(outcome.output, reference, assignment.tolerance(case),
                 assignment.reduction_length(case), assignment.numerics_bound)
     if c.ok:
         return None
-    wrong = mismatches(outcome.output, reference, assignment.tolerance(case.dtype), assignment.reduction_length(case))
+    wrong = mismatches(outcome.output, reference, assignment.tolerance(case), assignment.reduction_length(case))
     where = dict(case=case.name, run=run.index,
                  wrong_by_block=regions.per_block(wrong, regions.output_operand(scan, wrong.shape)))
     if c.verdict == "numerics":

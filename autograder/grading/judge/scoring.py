@@ -93,7 +93,7 @@ def _correctness(plan: Plan, wide: list[Finding], by_test: dict, explaining: lis
         for rung in plan.rungs:
             hits = wide + by_test.get((case.name, rung), [])
             if hits and not wide:
-                hits += [f for f in explaining if rung in f.kind.explains]
+                hits += [f for f in explaining if rung in f.kind.explains and _may_explain(plan, f, case)]
             main = _root_cause(hits, rung)
             number = plan.test_number(case, rung)
             label = case.name if case.visible else f"secret case {number.split('.')[0]}"
@@ -103,6 +103,15 @@ def _correctness(plan: Plan, wide: list[Finding], by_test: dict, explaining: lis
                 others=tuple(f for f in hits if f is not main), ladder=states,
                 visibility=case.visibility, run=plan.test_run(case.name, rung)))
     return tests
+
+
+def _may_explain(plan: Plan, f: Finding, case) -> bool:
+    """A probe's finding explains a failed test of its own case, or of a case the
+    probe did not look at (it runs on a few: the cause is the submission's). A case
+    it looked at and found clean of this is not explained by another case's
+    finding: an index map out of bounds at a secret size is no cause of a visible
+    case whose blocks all fit and whose test failed for its own reason."""
+    return f.case == case.name or not plan.probe_runs(f.check, case.name)
 
 
 def _already(main: Finding | None, charged: dict[str, str], tests: list[TestResult]) -> str | None:

@@ -103,7 +103,7 @@ class ProbeResults:
         a = self.assignment
         draw = run.draw if run is not None else self.plan.test_run(self.case.name, self.plan.rungs[0]).draw
         case = draw.case
-        return compare(out, self.references[draw], a.tolerance(case.dtype), a.reduction_length(case),
+        return compare(out, self.references[draw], a.tolerance(case), a.reduction_length(case),
                        a.numerics_bound)
 
     def passes(self, outcome: Outcome | None, run: Run | None = None) -> bool | None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 
 from ...findings import Finding
-from ...spec import DTYPES, ProbeTerms, SpecContext, Stress, TableReader, Tolerance
+from ...spec import DTYPES, ProbeTerms, SpecContext, Stress, TableReader, read_own_tolerance
 from ..judge import regions
 from ..judge.compare import compare, mismatches
 from ..judge.figures import pct
@@ -44,13 +44,7 @@ def _stress_input(sr: TableReader, ctx: SpecContext) -> Stress:
     for k, v in scale.items():
         if k not in arrays or isinstance(v, bool) or not isinstance(v, (int, float)) or v <= 0:
             raise sr.fail(f"scale.{k}", "must map an array input's name to a positive number", v)
-    tol = sr.get("tolerance", dict, "must be a table { rtol = ..., atol = ... }: this stress input's "
-                 "tolerance", None, documented="the tolerance of the stress input's dtype")
-    tolerance = None
-    if tol is not None:
-        t = sr.table_of("tolerance", tol, "{ rtol = ..., atol = ... }")
-        t.unknown({"rtol", "atol"})
-        tolerance = Tolerance(float(t.positive("rtol")), float(t.positive("atol")))
+    tolerance = read_own_tolerance(sr, "this stress input's", "the tolerance of the stress input's dtype")
     return Stress(name, tuple(sorted((k, int(v)) for k, v in sdims.items())), dtype,
                   tuple(sorted((k, float(v)) for k, v in scale.items())), tolerance)
 
@@ -100,7 +94,7 @@ def judge_numerics(r: ProbeResults) -> list[Finding]:
         if outcome is None or outcome.output is None:
             continue
         case, stress = run.draw.case, run.stress
-        tol, length = stress.tolerance or a.tolerance(case.dtype), a.reduction_length(case)
+        tol, length = a.tolerance(case), a.reduction_length(case)   # the stress input's own, else its dtype's
         c = compare(outcome.output, r.references[run.draw], tol, length, a.numerics_bound)
         if c.ok:
             continue

@@ -52,7 +52,7 @@ def explain(plan: Plan, test: Run, outcome: Outcome, reference: np.ndarray,
     if out is None or reference is None or out.shape != reference.shape:
         return None
     a = plan.assignment
-    wrong = mismatches(out, reference, a.tolerance(test.case.dtype), a.reduction_length(test.case))
+    wrong = mismatches(out, reference, a.tolerance(test.case), a.reduction_length(test.case))
     if not wrong.any():
         return None
     reruns = [(r, outcomes.get(r)) for r in unwritten_runs(plan, test)]
@@ -67,7 +67,7 @@ def explain(plan: Plan, test: Run, outcome: Outcome, reference: np.ndarray,
         if read is not None:
             return read
         outs = {r.fill.name: o for r, o in fills}
-        return _by_fills(a, test, out, reference, wrong, outs, _holds_fills(fills), scan)
+        return _by_fills(a, test, out, reference, wrong, outs, _holds_fills(fills, reference), scan)
     return _whole_blocks(test, out, reference, wrong, scan)
 
 
@@ -147,7 +147,10 @@ def _partial_inputs(scan: IndexMaps | None) -> list[dict]:
     return out
 
 
-def _holds_fills(reruns: list[tuple[Run, np.ndarray]]) -> np.ndarray:
+_EPS = {"float64": 2.0 ** -52, "float32": 2.0 ** -23, "float16": 2.0 ** -10, "bfloat16": 2.0 ** -7}
+
+
+def _holds_fills(reruns: list[tuple[Run, np.ndarray]], reference: np.ndarray) -> np.ndarray:
     """Elements that hold the fill itself: never written at all.
 
     The two reruns fill memory with the same values, the second's times a
@@ -155,12 +158,21 @@ def _holds_fills(reruns: list[tuple[Run, np.ndarray]]) -> np.ndarray:
     element never stored is the first rerun's value times that factor in the
     second, exactly. A value the kernel computed is the same in both (it does
     not depend on the fill) or changes by anything but exactly that factor.
+
+    Except where a fill is too large to move: ``o_ref[...] += x`` stores fill + x,
+    which is the fill itself once the fill is 1e8 times x. Where the fills that do
+    move show a value computed from them (read, then added to), the kernel stored
+    every element, and only those fills are evidence.
     """
     (run_a, a), (run_b, b) = reruns
     factor = run_b.fill.scale / run_a.fill.scale
     a64, b64 = a.astype(np.float64), b.astype(np.float64)
     with np.errstate(invalid="ignore", over="ignore"):
-        return np.isfinite(a64) & (a64 != 0) & (b64 == a64 * factor)
+        held = np.isfinite(a64) & (a64 != 0) & (b64 == a64 * factor)
+        # (16 ulps: a value that moves the fill for sure, whatever the rounding.)
+        moves = np.abs(reference) > 16 * np.abs(a64) * _EPS.get(str(a.dtype), 2.0 ** -23)
+        derived = moves & ~held & ~((a64 == b64) | (np.isnan(a64) & np.isnan(b64)))
+    return held & moves if derived.any() else held
 
 
 def _by_fills(a: Assignment, test: Run, out: np.ndarray, reference: np.ndarray, wrong: np.ndarray,
@@ -170,7 +182,7 @@ def _by_fills(a: Assignment, test: Run, out: np.ndarray, reference: np.ndarray, 
     if not (changed & wrong).any():
         return None
     never = changed & held
-    tol, length = a.tolerance(test.case.dtype), a.reduction_length(test.case)
+    tol, length = a.tolerance(test.case), a.reduction_length(test.case)
     # Right where the fill reaches: a fill with which every element that changes with
     # the fill is right (what else is wrong, the fill does not explain).
     right = [name for name, o in outs.items() if not (mismatches(o, reference, tol, length) & changed).any()]
