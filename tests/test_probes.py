@@ -333,6 +333,11 @@ def test_softmax_numerics_versus_logic(grade_cli, name, expected, stress):
         t = _probe(doc, "Numerics: stress")
         assert t["output"] == ("Same bug, not charged again: this check found problem 1, Numerical problem "
                                "[numerics], which already cost points in test 2.1.\n")
+    else:
+        # Wrong on the case the stress inputs are built on: not judged, and it says so
+        # (never "found nothing": an overflow there would be masked by the first bug).
+        t = _probe(doc, "Numerics: stress")
+        assert t["score"] == t["max_score"] and "its stress runs were not judged" in " ".join(t["output"].split())
 
 
 @releases

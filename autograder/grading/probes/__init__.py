@@ -150,7 +150,10 @@ def _judge_case(plan: Plan, probe: Probe, case, outcomes: Mapping[Run, Outcome],
         judged = [f for f in judged if f.problem != "not-covered"]
     notes = []
     decided = _decided(r)
-    if not judged and not unvouched and not decided:
+    aside = probe.aside(r) if probe.aside is not None and not judged and not unvouched else None
+    if aside:
+        notes.append(CheckNote(probe.name, case.name, aside))
+    elif not judged and not unvouched and not decided:
         judged, note = _not_run(r)
         if note:
             notes.append(CheckNote(probe.name, case.name, note))

@@ -40,6 +40,9 @@ class Probe:
     judge: Callable[["ProbeResults"], list[Finding]]
     note: str
     exposes: tuple[Exposes, ...] = ()
+    # Why its judge withheld a verdict on what its runs showed (None: it judged): the
+    # test then says so ("not run, not charged: ..."), never that it found nothing.
+    aside: Callable[["ProbeResults"], str | None] | None = None
 
     def __post_init__(self) -> None:
         if not self.note:

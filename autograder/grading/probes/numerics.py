@@ -82,11 +82,25 @@ def effective_bits(relative_error: float) -> float | None:
     return round(-math.log2(relative_error), 1)
 
 
-def judge_numerics(r: ProbeResults) -> list[Finding]:
+def _wrong_already(r: ProbeResults) -> bool:
     plain = r.correctness.get("generic") or r.correctness.get("tpu-interpret")
-    if r.passes(plain) is not True:
+    return r.passes(plain) is not True
+
+
+def stood_aside(r: ProbeResults) -> str | None:
+    """Said on the check's test when the kernel is already wrong on the case the stress
+    inputs are built on: its stress runs are not judged (they may show more)."""
+    if not _wrong_already(r):
+        return None
+    return (f"the kernel is already wrong on case {r.case.name}, which "
+            "the stress inputs are built on (charged in its tests); its stress runs were not judged, so fix "
+            "that first and regrade")
+
+
+def judge_numerics(r: ProbeResults) -> list[Finding]:
+    if _wrong_already(r):
         # Wrong on the plain probe case already: the correctness tests report that
-        # bug; a stressed rerun of it would only charge it again.
+        # bug; a stressed rerun of it would only charge it again (``stood_aside`` says so).
         return []
     a = r.assignment
     for variant, run in r.runs.items():
@@ -125,7 +139,7 @@ def judge_numerics(r: ProbeResults) -> list[Finding]:
 NUMERICS = Probe(
     ProbeTerms("numerics", "Numerics: stress inputs (large values, long reductions, bfloat16)", "generic",
                ("numerics", "wrong-result"), per_case=False, keys=frozenset({"stress"}), read_settings=read_stress),
-    plan_numerics, judge_numerics,
+    plan_numerics, judge_numerics, aside=stood_aside,
     note="reruns with stress inputs (large values, long reductions, bfloat16): precision loss or "
          "overflow that the graded cases do not reach.",
     exposes=(Exposes("wrong-result", "on this stress input"),))
