@@ -1,15 +1,31 @@
 """`handout` through the real CLI: nothing secret in any file, the kit grades like
 Gradescope on the visible cases, and the notebook runs top to bottom in a fresh
 Jupyter kernel (nbclient) with the starter filled in from the solution."""
+import json
+import os
 import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
-from conftest import REPO, run_cli, tags
+from conftest import REPO, corpus, run_cli, tags
 
 from autograder.grading import assignments
 from autograder.instructor import notebook, starter
 
 pytestmark = [pytest.mark.jax, pytest.mark.grading]
+
+
+def _on_gradescope(tmp_path, student: Path, slug: str) -> dict:
+    """``student`` graded as Gradescope grades it (the `gradescope` verb, every case): its results.json."""
+    root = tmp_path / "autograder"
+    (root / "submission").mkdir(parents=True)
+    shutil.copyfile(student, root / "submission" / f"{slug}.py")
+    proc = run_cli("gradescope", "--root", str(root), "--assignment", slug)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return json.loads((root / "results" / "results.json").read_text())
 
 
 def _secrets(slug):
@@ -67,8 +83,6 @@ def test_the_notebook_runs_in_a_fresh_kernel_and_the_kit_grades_locally(tmp_path
     assert len([t for t in graded.splitlines() if t.startswith("[PASS]") and " · " in t]) == 4
     # The instructor's tools are left out as a whole; the kit's CLI offers what it can run.
     assert not (out / "autograder" / "instructor").exists()
-    import subprocess
-    import sys
     listed = subprocess.run([sys.executable, "-m", "autograder", "--help"], cwd=out, capture_output=True,
                             text=True, timeout=60)
     assert listed.returncode == 0, listed.stderr
@@ -107,26 +121,13 @@ def test_every_reproduce_command_works_verbatim_in_the_kit(tmp_path):
     # Gradescope grades the upload with every case (secret ones too); the student pastes its
     # feedback's commands in the handout kit, beside their file, with the course's Python as
     # `python`. Each must run there as printed and replay the very data Gradescope used.
-    import json
-    import os
-    import shutil
-    import subprocess
-    import sys
-    from pathlib import Path
-
-    from conftest import corpus
     kit = tmp_path / "handout"
     assert run_cli("handout", "add", "-o", str(kit)).returncode == 0
     readme = (kit / "README.md").read_text()
     assert "pallas-autograder" not in readme and "`python -m autograder grade add.py -a add`" in readme
     assert "[GLOSSARY.md](GLOSSARY.md)" in readme and "| P4 | Memory poisoning" in (kit / "GLOSSARY.md").read_text()
     student = corpus("add") / "wrong_formula.py"
-    root = tmp_path / "autograder"
-    (root / "submission").mkdir(parents=True)
-    shutil.copyfile(student, root / "submission" / "add.py")
-    proc = run_cli("gradescope", "--root", str(root), "--assignment", "add")
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    doc = json.loads((root / "results" / "results.json").read_text())
+    doc = _on_gradescope(tmp_path, student, "add")
     assert {tuple(t) for t in tags(doc)} == {("wrong-result",)}
     tests = {t["number"]: t for t in doc["tests"]}
     shown = {n: _commands(tests[n]["output"]) for n in ("1.1", "2.2")}
@@ -162,21 +163,8 @@ def test_a_replay_in_the_kit_keeps_the_tests_number_and_fix_and_passes_no_check_
     # "[SAME BUG]": poisoning had run on one case and grid order without the generic test
     # it compares with. Such a check says it was not run in full; and on Gradescope every
     # check that keeps its points names the test the problem is charged in (P5 said 3.2).
-    import json
-    import os
-    import shutil
-    import subprocess
-    import sys
-    from pathlib import Path
-
-    from conftest import corpus
     student = corpus("matmul") / "k_axis_parallel.py"
-    root = tmp_path / "autograder"
-    (root / "submission").mkdir(parents=True)
-    shutil.copyfile(student, root / "submission" / "matmul.py")
-    proc = run_cli("gradescope", "--root", str(root), "--assignment", "matmul")
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    doc = json.loads((root / "results" / "results.json").read_text())
+    doc = _on_gradescope(tmp_path, student, "matmul")
     tests = {t["number"]: t for t in doc["tests"]}
     assert [n for n, t in tests.items() if t["status"] == "failed"] == ["1.2", "2.2", "3.2", "4.2"]
     charged = {n: tests[n]["extra_data"]["charged_in"] for n in ("P1", "P5", "P6")}
