@@ -107,11 +107,13 @@ def _correctness(plan: Plan, wide: list[Finding], by_test: dict, explaining: lis
 
 def _may_explain(plan: Plan, f: Finding, case) -> bool:
     """A probe's finding explains a failed test of its own case, or of a case the
-    probe did not look at (it runs on a few: the cause is the submission's). A case
-    it looked at and found clean of this is not explained by another case's
+    probe did not look at (it runs on a few: the cause is the submission's). A static
+    scan that looked at the case (it always finishes, and what it reads is that
+    case's own shapes) and found it clean of this is not explained by another case's
     finding: an index map out of bounds at a secret size is no cause of a visible
-    case whose blocks all fit and whose test failed for its own reason."""
-    return f.case == case.name or not plan.probe_runs(f.check, case.name)
+    case whose blocks all fit and whose test failed for its own reason. A run that
+    may not finish or not show the bug on every case (a hang, a fill) still explains."""
+    return f.case == case.name or f.rung != "static" or not plan.probe_runs(f.check, case.name)
 
 
 def _already(main: Finding | None, charged: dict[str, str], tests: list[TestResult]) -> str | None:
