@@ -26,6 +26,7 @@ from ..speed import grade as speed_grade
 from . import blockmaps, escaping, evidence, fixes, repro
 from .glossary import legend
 from .maps import problem_map, shows as _shows
+from .results_format import listed_as_test
 
 FORMATS = ("text", "md", "html")
 TEMPLATES = Path(__file__).resolve().parents[1] / "templates"
@@ -358,17 +359,14 @@ def problems_view(problems: tuple[Problem, ...], assignment, ctx: Context | None
 def speed_tests(report) -> list[dict[str, Any]]:
     """The tests the speed stage adds to results.json: the estimate (S1) and the
     TPU timing (T1), each only where points ride on it. Gradescope colours a test
-    by its status, and a 0/0 test can only be a green "passed" or a red "failed":
-    an unscored number is neither, so it is no test. The unscored estimate goes
-    in the top-level output (``results._top_output``), unless the spec hides it
-    until later: the top-level output has no visibility of its own, so a hidden
-    estimate stays a test with the spec's visibility. ``merge`` does the same with
-    an unscored TPU timing once the TPU stage has run."""
+    by its status (``results_format.listed_as_test``): the unscored estimate goes in
+    the top-level output (``results._top_output``); ``merge`` does the same with an
+    unscored TPU timing once the TPU stage has run."""
     spec, g = report.assignment.speed, report.speed
     if spec is None or not report.plan.speed_runs():
         return []
     out = []
-    if g is not None and (g.max_score > 0 or g.visibility != "visible"):
+    if g is not None and listed_as_test(g.max_score, g.visibility):
         passed = g.score >= g.max_score
         out.append({"number": "S1", "visibility": g.visibility, "passed": passed,
                     "state": "pass" if passed else "fail"})

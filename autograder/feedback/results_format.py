@@ -90,6 +90,14 @@ def validate(doc: Any) -> list[str]:
     return errors
 
 
+def listed_as_test(points: float, visibility: str) -> bool:
+    """Whether a number the grader shows is a test of its own. Gradescope colours a
+    test by its status, so a 0-point number could only show green ("passed") or red:
+    it goes in the top-level output instead, unless hidden until later (the
+    top-level output has no visibility of its own)."""
+    return points > 0 or visibility != "visible"
+
+
 def test_entry(*, name: str, number: str, score: float, max_score: float, output: str,
                output_format: str, tags: list[str], visibility: str,
                extra_data: dict | None = None) -> dict:

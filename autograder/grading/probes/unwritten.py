@@ -171,7 +171,7 @@ def _holds_fills(reruns: list[tuple[Run, np.ndarray]], reference: np.ndarray) ->
         held = np.isfinite(a64) & (a64 != 0) & (b64 == a64 * factor)
         # (16 ulps: a value that moves the fill for sure, whatever the rounding.)
         moves = np.abs(reference) > 16 * np.abs(a64) * _EPS.get(str(a.dtype), 2.0 ** -23)
-        derived = moves & ~held & ~((a64 == b64) | (np.isnan(a64) & np.isnan(b64)))
+        derived = moves & ~held & _differs(a64, b64)
     return held & moves if derived.any() else held
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import copy
 
-from ...feedback.results_format import cap
+from ...feedback.results_format import cap, listed_as_test
 from ...feedback.tpu_timing import NUMBER, board_name, entry, is_board_row, section
 from ...spec import Speed
 
@@ -17,13 +17,12 @@ def merge(results: dict, spec: Speed, result: dict, device: dict, solution_s: fl
     tests = doc.get("tests", [])
     old = next((t for t in tests if t.get("number") == NUMBER), None)
     doc["tests"] = [t for t in tests if t.get("number") != NUMBER]
-    if spec.tpu_points > 0 or spec.visibility != "visible":
+    if listed_as_test(spec.tpu_points, spec.visibility):
         new = entry(spec, result, device, solution_s, doc.get("test_output_format") or
                     (old or {}).get("output_format", "md"))
         doc["tests"].append(new)
     else:
-        # Unscored and shown now: no 0/0 test (Gradescope would show it green,
-        # "passed"), a section of the top-level output; a second merge replaces it.
+        # Unscored and shown now: a section of the top-level output; a second merge replaces it.
         new = {"score": 0.0}
         before = doc.setdefault("extra_data", {}).setdefault("output_before_tpu", doc.get("output", ""))
         text = section(spec, result, device, solution_s, doc.get("output_format", "md"))
