@@ -263,10 +263,9 @@ def test_state(t: TestResult) -> str:
     the grader's own limits; not charged)."""
     if not t.passed:
         return "fail"
-    if t.finding is not None and t.charged_in:
-        stopped = any(f.problem == "check-not-run" for f in t.others) or t.finding.facts().get("not_run")
-        return "not-run" if stopped else "same"
-    return "not-run" if t.note and not t.note_ran else "pass"
+    if t.kept_unrun:
+        return "not-run"
+    return "same" if t.finding is not None and t.charged_in else "pass"
 
 
 def test_view(t: TestResult, plan, uploaded_as: str | None, problems: dict | None = None,
@@ -283,7 +282,7 @@ def test_view(t: TestResult, plan, uploaded_as: str | None, problems: dict | Non
     state = test_state(t)
     view = {
         "number": t.number, "name": t.name, "passed": t.passed, "score": t.score,
-        "max_score": t.max_score, "rung": t.rung, "rung_label": RUNGS[t.rung],
+        "max_score": t.max_score, "counted": t.counted, "rung": t.rung, "rung_label": RUNGS[t.rung],
         "state": state, "badge": BADGES[state],
         "visible": visible, "shown_to_student": t.visibility,
         "case": {"name": case.name if visible else None, "dtype": case.dtype if visible else None,
@@ -378,8 +377,9 @@ def speed_tests(report) -> list[dict[str, Any]]:
 def listing(report) -> dict[str, int]:
     """The tests results.json lists as the student sees them now, counted the way
     Gradescope shows them (failed in red, passed in green) and, among the green,
-    what each is: clean, the same bug not charged again, not run."""
-    entries = [(t.visibility, t.passed, test_state(t)) for t in report.tests]
+    what each is: clean, the same bug not charged again, not run (a replay: of
+    the tests it counts, ``replay_view``)."""
+    entries = [(t.visibility, t.passed, test_state(t)) for t in report.tests if t.counted]
     entries += [(e["visibility"], e["passed"], e["state"]) for e in speed_tests(report)]
     suite = report.custom
     entries += [(c.visibility, c.passed, "pass" if c.passed else "fail")
@@ -389,6 +389,17 @@ def listing(report) -> dict[str, int]:
     return {"count": len(shown), "failed": len(shown) - len(green), "passed": len(green),
             "clean": green.count("pass"), "same": green.count("same"), "not_run": green.count("not-run"),
             "later": len(entries) - len(shown)}
+
+
+def replay_view(report) -> dict[str, Any] | None:
+    """What a replay (--case/--rung) counted: the tests it ran, and those it did not
+    run in full (their points count neither way: a replay is no grade)."""
+    if not report.replay:
+        return None
+    left = [t for t in report.tests if not t.counted]
+    return {"tests": [t.number for t in report.tests if t.probe is None],
+            "counted": [t.number for t in report.tests if t.counted], "not_counted": [t.number for t in left],
+            "not_counted_points": sum(t.max_score for t in left)}
 
 
 def _charged_problem(t: TestResult, tests, keyed: dict) -> dict[str, Any] | None:
@@ -443,6 +454,7 @@ def report_view(report, how: repro.Invocation = repro.KIT) -> dict[str, Any]:
                    "charged_as": charged_ids.get(t.charged_in),
                    "charged_problem": _charged_problem(t, report.tests, keyed)} for t in report.tests],
         "listing": listing(report),
+        "replay": replay_view(report),
         "secret_cases": sum(1 for c in report.plan.cases if not c.visible),
         "student_output": report.student_output,   # already a capped tail (sandbox.Tail)
         "notes": list(report.notes),

@@ -74,7 +74,8 @@ def results_document(report, fmt: str = "md", view: dict | None = None) -> dict:
     """The whole results.json of a graded report, feedback rendered in ``fmt``
     (``view``: the report's ``render.report_view``, when the caller has it)."""
     view = view or render.report_view(report)
-    tests = [test_entry(name=t.name, number=t.number, score=t.score, max_score=t.max_score,
+    # A replay's test that did not run counts for nothing there (0 of 0): the entries add up to its score.
+    tests = [test_entry(name=t.name, number=t.number, score=t.score * t.counted, max_score=t.max_score * t.counted,
                         output=render.render_test(tv, fmt), output_format=fmt, tags=t.tags,
                         visibility=t.visibility, extra_data=_finding_data(t, tv))
              for t, tv in zip(report.tests, view["tests"])]
@@ -94,7 +95,7 @@ def results_document(report, fmt: str = "md", view: dict | None = None) -> dict:
                          "leftover_processes_killed": report.leftovers_killed,
                          "student_uid": report.student_uid, "startup_s": round(report.startup_s, 3),
                          "seconds_by_check": report.seconds_by_check(),
-                         "fingerprint": report.fingerprint,
+                         "fingerprint": report.fingerprint, **({"replay": view["replay"]} if view["replay"] else {}),
                          "speed_estimate": speed_grade.extra_data(report.speed),
                          "runs": {"planned": len(report.plan.runs),
                                   "ran": sum(o.ran for o in report.outcomes.values())}}

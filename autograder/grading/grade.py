@@ -86,7 +86,7 @@ def _replay_note(plan: Plan) -> str:
     return (f"A replay of test{'s' if ',' in tests else ''} {tests} only, with the checks that run on {cases} "
             "(numbered as the whole grading numbers them): the other tests, the speed estimate and any instructor "
             "checks are left out." + (" A check that needs more than this replay runs says it was not run in full, "
-                                      "and costs nothing here." if plan.partial else ""))
+                                      "and its points are not counted either way." if plan.partial else ""))
 
 
 def grade(assignment: Assignment, submission_path: Path, options: GradeOptions = GradeOptions(),

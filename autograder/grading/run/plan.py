@@ -164,6 +164,7 @@ class Plan:
     # checks as the whole grading does: P4 is P4); () when ``probes`` is that list.
     numbering: tuple[str, ...] = ()
     partial: tuple[Partial, ...] = ()   # a replay's checks that do not run in full
+    replay: bool = False                # some cases or rungs (--case/--rung): no grade, it counts what ran
 
     def probe_number(self, probe: str) -> str:
         order = self.numbering or self.probes
@@ -328,7 +329,7 @@ def build(assignment: Assignment, cases: tuple[Case, ...], rungs: tuple[str, ...
     return Plan(assignment, run_key, tuple(cases), tuple(rungs),
                 tuple(dict.fromkeys(p for p, _c, _v in planned)), tuple(b.runs),
                 tuple(b.draws.values()), tuple(b.asks), checks, tuple(dict.fromkeys(p for p, _c, _v in whole)),
-                _partial(assignment, planned, whole, rungs) if replay else ())
+                _partial(assignment, planned, whole, rungs) if replay else (), replay)
 
 
 def _partial(assignment: Assignment, planned: list, whole: list, rungs: tuple[str, ...]) -> tuple[Partial, ...]:
