@@ -23,7 +23,7 @@ from ..grading.judge.scoring import TestResult, blocking_test, symptom_of
 from ..grading.probes import TERMS
 from ..grading.run.plan import Run
 from ..speed import grade as speed_grade
-from . import blockmaps, escaping, evidence, fixes, repro
+from . import blockmaps, custom, escaping, evidence, fixes, repro
 from .glossary import legend
 from .maps import problem_map, shows as _shows
 from .results_format import listed_as_test
@@ -442,6 +442,7 @@ def report_view(report, how: repro.Invocation = repro.KIT) -> dict[str, Any]:
     # A check that keeps its points names the ID the bug was charged under there.
     charged_ids = {t.number: t.finding.id for t in report.tests if t.finding is not None}
     speed = speed_grade.view(report.speed) if report.speed and report.speed.visibility == "visible" else None
+    checks = custom.views(report, keyed)
     return {
         "title": a.title, "slug": a.slug, "score": report.score, "max_score": report.max_score,
         "uploaded_as": report.uploaded_as, "seconds": round(report.seconds, 1),
@@ -459,27 +460,14 @@ def report_view(report, how: repro.Invocation = repro.KIT) -> dict[str, Any]:
         "student_output": report.student_output,   # already a capped tail (sandbox.Tail)
         "notes": list(report.notes),
         "glossary": legend([t.number for t in report.tests] + [e["number"] for e in speed_tests(report)]
-                             + (custom_numbers(report.custom) if report.custom else [])),
-        "custom": custom_view(report),
+                             + (custom.numbers(report.custom) if report.custom else [])),
+        # The instructor's checks: every one (results.json), and those a student sees now.
+        "custom_checks": checks,
+        "custom": [c for c in checks if c["visibility"] == "visible"],
         "speed": speed,
         "speed_line": speed_line(report.speed) if speed else "",
         "correct": all(t.passed for t in report.tests if t.probe is None),
     }
-
-
-def custom_view(report) -> list[dict[str, Any]]:
-    """The instructor's checks a student sees now (``visibility`` visible)."""
-    suite = report.custom
-    if suite is None:
-        return []
-    return [{"name": c.name, "number": number, "score": c.score, "max_score": c.max_score,
-             "passed": c.passed, "output": c.output}
-            for c, number in zip(suite.checks, custom_numbers(suite)) if c.visibility == "visible"]
-
-
-def custom_numbers(suite) -> list[str]:
-    """Each check's number: its own (``@number``), else C1, C2, ..."""
-    return [c.number or f"C{i}" for i, c in enumerate(suite.checks, 1)]
 
 
 def render(template: str, fmt: str, **data: Any) -> str:

@@ -22,15 +22,15 @@ def _finding_data(t, tv: dict) -> dict:
             "problem": t.finding.problem, "charged_in": t.charged_in, **({"block_maps": maps} if maps else {})}
 
 
-def _custom_entries(report, fmt: str) -> list[dict]:
+def _custom_entries(report, view: dict, fmt: str) -> list[dict]:
     """The instructor's checks, as gradescope-utils would list them (status
     their own: an unweighted check can fail)."""
     if report.custom is None:
         return []
     out = []
-    for c, number in zip(report.custom.checks, render.custom_numbers(report.custom)):
-        output = render.render("custom.j2", fmt, check={"output": c.output, "passed": c.passed})
-        entry = test_entry(name=c.name, number=number, score=c.score, max_score=c.max_score,
+    for c, check in zip(report.custom.checks, view["custom_checks"]):
+        output = render.render("custom.j2", fmt, check=check)
+        entry = test_entry(name=c.name, number=check["number"], score=c.score, max_score=c.max_score,
                            output=output, output_format=fmt,
                            tags=list(c.tags), visibility=c.visibility,
                            extra_data={"custom_check": True})
@@ -79,7 +79,7 @@ def results_document(report, fmt: str = "md", view: dict | None = None) -> dict:
                         output=render.render_test(tv, fmt), output_format=fmt, tags=t.tags,
                         visibility=t.visibility, extra_data=_finding_data(t, tv))
              for t, tv in zip(report.tests, view["tests"])]
-    tests += _speed_entry(report, fmt) + _custom_entries(report, fmt)
+    tests += _speed_entry(report, fmt) + _custom_entries(report, view, fmt)
     board = speed_grade.leaderboard(report.speed) + [
         {"name": b.name, "value": b.value, "order": b.order}
         for b in (report.custom.leaderboard if report.custom else ())]

@@ -134,7 +134,7 @@ class ChecksRun:
         fail each kernel call, saying so)."""
         return {"id": "checks", "kind": "checks", "folder": folder, "file": self.file,
                 "rungs": list(self.rungs),
-                "signatures": [{"trace": f"t{sig}" if sig in traced else None,
+                "signatures": [{"trace": f"t{sig}" if sig in traced else None, "signature": sig,
                                 "inputs": [{"shape": list(shape), "dtype": dtype} for shape, dtype in arrays]}
                                for sig, arrays in self.signatures]}
 
