@@ -154,6 +154,25 @@ def test_the_parent_bounds_and_types_what_the_child_sent():
     assert (suite.score, suite.max_score) == (2.0, 2.0)
 
 
+def test_failed_subtests_are_read_typed_and_a_repeated_one_is_said_once():
+    from autograder.grading.judge.instructor import Said, said_once
+    done = {"status": "ok", "checks": [{"name": "a", "max_score": 1, "status": "failed", "subtests": [
+        {"label": "subTest (rung='generic') failed", "message": "\nNot equal\n", "signature": 0, "rung": "generic"},
+        {"label": "subTest (rung='tpu-interpret') failed", "message": "\nNot equal\n", "signature": True,
+         "rung": "mosaic"},
+        {"label": "subTest (i=2) failed", "message": "other"}, {"label": 5}, "junk"]}]}
+    (check,) = custom_checks.read(done, None, None).checks
+    assert check.failures == (
+        custom_checks.SubFailure("subTest (rung='generic') failed", "\nNot equal\n", 0, "generic"),
+        custom_checks.SubFailure("subTest (rung='tpu-interpret') failed", "\nNot equal\n", None, None),
+        custom_checks.SubFailure("subTest (i=2) failed", "other"))
+    # No graded test ran signature 0 here: the repeat names the first failure by its label.
+    assert said_once(check.failures, (), ()) == (
+        Said("subTest (rung='generic') failed", "Not equal"),
+        Said("subTest (rung='tpu-interpret') failed", None, "subTest (rung='generic') failed", False),
+        Said("subTest (i=2) failed", "other"))
+
+
 def test_a_suite_that_did_not_finish_lists_its_planned_tests_as_failed():
     planned = {"tests": [{"name": "one", "number": "", "weight": 2, "visibility": "visible", "leaderboard": False},
                          {"name": "col", "weight": None, "leaderboard": True}]}

@@ -17,13 +17,13 @@ import jinja2
 
 from .. import findings
 from ..findings import RUNGS, Finding, fix_line
-from ..grading.judge import figures
+from ..grading.judge import figures, instructor
 from ..grading.judge.problems import Problem, key_of, summarize, tied_to, ties
 from ..grading.judge.scoring import TestResult, blocking_test, symptom_of
 from ..grading.probes import TERMS
 from ..grading.run.plan import Run
 from ..speed import grade as speed_grade
-from . import blockmaps, custom, escaping, evidence, fixes, repro
+from . import blockmaps, escaping, evidence, fixes, repro
 from .glossary import legend
 from .maps import problem_map, shows as _shows
 from .results_format import listed_as_test
@@ -391,17 +391,6 @@ def listing(report) -> dict[str, int]:
             "later": len(entries) - len(shown)}
 
 
-def replay_view(report) -> dict[str, Any] | None:
-    """What a replay (--case/--rung) counted: the tests it ran, and those it did not
-    run in full (their points count neither way: a replay is no grade)."""
-    if not report.replay:
-        return None
-    left = [t for t in report.tests if not t.counted]
-    return {"tests": [t.number for t in report.tests if t.probe is None],
-            "counted": [t.number for t in report.tests if t.counted], "not_counted": [t.number for t in left],
-            "not_counted_points": sum(t.max_score for t in left)}
-
-
 def _charged_problem(t: TestResult, tests, keyed: dict) -> dict[str, Any] | None:
     """The problem a check that keeps its points found again (or was stopped by):
     the one its bug was charged under, in the test it names."""
@@ -442,7 +431,7 @@ def report_view(report, how: repro.Invocation = repro.KIT) -> dict[str, Any]:
     # A check that keeps its points names the ID the bug was charged under there.
     charged_ids = {t.number: t.finding.id for t in report.tests if t.finding is not None}
     speed = speed_grade.view(report.speed) if report.speed and report.speed.visibility == "visible" else None
-    checks = custom.views(report, keyed)
+    checks = custom_views(report, problems)
     return {
         "title": a.title, "slug": a.slug, "score": report.score, "max_score": report.max_score,
         "uploaded_as": report.uploaded_as, "seconds": round(report.seconds, 1),
@@ -455,12 +444,12 @@ def report_view(report, how: repro.Invocation = repro.KIT) -> dict[str, Any]:
                    "charged_as": charged_ids.get(t.charged_in),
                    "charged_problem": _charged_problem(t, report.tests, keyed)} for t in report.tests],
         "listing": listing(report),
-        "replay": replay_view(report),
+        "replay": report.replay_tally(),
         "secret_cases": sum(1 for c in report.plan.cases if not c.visible),
         "student_output": report.student_output,   # already a capped tail (sandbox.Tail)
         "notes": list(report.notes),
         "glossary": legend([t.number for t in report.tests] + [e["number"] for e in speed_tests(report)]
-                             + (custom.numbers(report.custom) if report.custom else [])),
+                             + (report.custom.numbers() if report.custom else [])),
         # The instructor's checks: every one (results.json), and those a student sees now.
         "custom_checks": checks,
         "custom": [c for c in checks if c["visibility"] == "visible"],
@@ -468,6 +457,16 @@ def report_view(report, how: repro.Invocation = repro.KIT) -> dict[str, Any]:
         "speed_line": speed_line(report.speed) if speed else "",
         "correct": all(t.passed for t in report.tests if t.probe is None),
     }
+
+
+def custom_views(report, problems) -> list[dict[str, Any]]:
+    """The instructor's checks, every one (results.json lists them), each failed
+    subTest said once (``instructor.said_once``)."""
+    suite = report.custom
+    return [{"name": c.name, "number": number, "score": c.score, "max_score": c.max_score, "passed": c.passed,
+             "output": c.output, "visibility": c.visibility,
+             "failures": instructor.said_once(c.failures, report.tests, problems)}
+            for c, number in zip(suite.checks, suite.numbers())] if suite else []
 
 
 def render(template: str, fmt: str, **data: Any) -> str:

@@ -65,6 +65,16 @@ class Report:
         return sum(t.max_score for t in self.tests if t.counted) + \
             (self.custom.max_score if self.custom else 0.0) + (self.speed.max_score if self.speed else 0.0)
 
+    def replay_tally(self) -> dict | None:
+        """What a replay counted (None: not a replay): the tests it replays, those it
+        counts, and those it did not run in full, with their points (counted neither way)."""
+        if not self.replay:
+            return None
+        left = [t for t in self.tests if not t.counted]
+        return {"tests": [t.number for t in self.tests if t.probe is None],
+                "counted": [t.number for t in self.tests if t.counted],
+                "not_counted": [t.number for t in left], "not_counted_points": sum(t.max_score for t in left)}
+
     @property
     def wide_findings(self) -> list[Finding]:
         return [f for f in self.findings if f.case is None]

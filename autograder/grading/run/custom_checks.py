@@ -68,6 +68,10 @@ class CheckSuite:
     def max_score(self) -> float:
         return sum(c.max_score for c in self.checks)
 
+    def numbers(self) -> list[str]:
+        """Each check's number: its own (``@number``), else C1, C2, ..."""
+        return [c.number or f"C{i}" for i, c in enumerate(self.checks, 1)]
+
 
 def _text(value: Any, limit: int = 300) -> str:
     return value[:limit] if isinstance(value, str) else ""

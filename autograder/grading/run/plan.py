@@ -132,8 +132,7 @@ class ChecksRun:
     def to_child(self, folder: str, traced: frozenset[int]) -> dict:
         """``traced``: the signatures whose trace the parent checked (the others
         fail each kernel call, saying so)."""
-        return {"id": "checks", "kind": "checks", "folder": folder, "file": self.file,
-                "rungs": list(self.rungs),
+        return {"id": "checks", "kind": "checks", "folder": folder, "file": self.file, "rungs": list(self.rungs),
                 "signatures": [{"trace": f"t{sig}" if sig in traced else None, "signature": sig,
                                 "inputs": [{"shape": list(shape), "dtype": dtype} for shape, dtype in arrays]}
                                for sig, arrays in self.signatures]}
