@@ -284,6 +284,9 @@ def test_checks_run_against_the_rebuilt_kernel_and_merge_into_results(with_check
         assert "subTest (rung='tpu-interpret') failed: the same failure as on test 1.1, above." in flat
     assert "subTest (rung='generic') failed:\n\n    Not equal to tolerance rtol=1e-07, atol=0\n" in out
     assert wrong["score"] == 0 and c1["max_score"] == 2
+    # The TA site links both references in the check's Markdown, as it does a test's.
+    from autograder.review import testlinks
+    assert [n for *_, n in testlinks.spans(c1["output"], frozenset({"1.1", "1.2", "C1"}))] == ["1.1", "1.1"]
     # On the page, each test it names is a link to that test.
     proc = run_cli("grade", str(corpus("add") / "wrong_formula.py"), "-a", "add", "--assignments",
                    str(with_checks), "--format", "html")
