@@ -341,7 +341,7 @@ def test_a_replays_score_counts_only_what_it_ran_in_every_form(grade_cli, tmp_pa
     args = ("--case", "small", "--rung", "tpu-interpret", "--run-key", "5")
     doc, out = grade_cli(ADD / "grid_one_step_too_long.py", "add", *args)
     flat = " ".join(out.split())
-    head = "Element-wise add with a grid of blocks: replay of test 1.2, 1 / 2 of what it ran (not a grade)"
+    head = "Element-wise add with a grid of blocks: 1 / 2 of what the replay of test 1.2 ran (not a grade)"
     assert flat.startswith(head) and flat.count(head) == 2          # at the top and on the last screen
     assert "[SAME BUG] P1 Static: index maps over the whole grid (1/1)" in flat
     assert ("[NOT RUN] P2 Static: TPU compile readiness (not counted): not run in full in this replay (the whole "
