@@ -149,12 +149,18 @@ def _kind(op: OperandMap, block: tuple, anywhere: set[tuple]) -> dict:
     return {"kind": "map-misses"}
 
 
+def _sane(op: OperandMap) -> bool:
+    """Blocks that tile their array (the facts are a claim about the student's program)."""
+    return len(op.block_shape) == len(op.array_shape) and all(b > 0 for b in op.block_shape) and \
+        all(n >= 0 for n in op.array_shape)
+
+
 def evidence(scan: IndexMaps | None, wrong: np.ndarray, args: list, arrays: list[int],
              reference: Callable, ref: np.ndarray) -> dict | None:
     """The facts of a wrong result's unread dependency on one case, else None (no single
     returned call, inputs not the function's own, too many blocks, or nothing missing)."""
     call = _the_call(scan, ref.shape)
-    if call is None or wrong.shape != ref.shape:
+    if call is None or wrong.shape != ref.shape or not all(_sane(op) for op in call.operands):
         return None
     out = next(op for op in call.operands if op.is_output)
     deps = dependencies(call, args, reference, ref, arrays)
