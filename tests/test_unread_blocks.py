@@ -96,6 +96,10 @@ def test_too_many_blocks_or_no_returned_call_say_nothing():
     small = [_op("input 0", (256, 384), (8, 8), 0)] + list(call.operands[1:])
     assert _evidence(CallMap(call.grid, call.dimension_semantics, tuple(small), (), True, call.reads),
                      [x, y], lambda a, b: a @ b) is None      # 1,536 blocks: over MAX_CALLS
+    # An input computed outside the kernel (no argument of the function) may carry what x misses.
+    derived = list(call.operands[:1]) + [_op("input 1", (384, 256), (128, 128), None)] + list(call.operands[2:])
+    assert _evidence(CallMap(call.grid, call.dimension_semantics, tuple(derived), (), True, call.reads),
+                     [x, y], lambda a, b: a @ b) is None
     # Facts are the student's program's claim: a block of size 0 says nothing (and raises nothing).
     zero = [_op("input 0", (256, 384), (128, 0), 0)] + list(call.operands[1:])
     assert _evidence(CallMap(call.grid, call.dimension_semantics, tuple(zero), (), True, call.reads),

@@ -162,6 +162,8 @@ def evidence(scan: IndexMaps | None, wrong: np.ndarray, args: list, arrays: list
     call = _the_call(scan, ref.shape)
     if call is None or wrong.shape != ref.shape or not all(_sane(op) for op in call.operands):
         return None
+    if any(op.arg is None for op in call.operands if not op.is_output):
+        return None     # an input computed outside may carry what a blocked one misses (a row's max)
     out = next(op for op in call.operands if op.is_output)
     deps = dependencies(call, args, reference, ref, arrays)
     return missing(call, deps, wrong_blocks(wrong, out)) if deps else None
