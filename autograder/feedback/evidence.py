@@ -12,7 +12,9 @@ Which fix (``fix``): the key of its kind's ``seen`` entry in the catalogue, and
 the values that fill it. A row a mask leaves out (the fill comes back as it
 was) is not an accumulator to zero; two cores of a ``pl.kernel`` mesh writing
 one range is not a parallel grid axis; a DMA that is wrong only when copies
-complete early is a buffer refilled too soon. None when the evidence does not
+complete early is a buffer refilled too soon; a wait on another semaphore than
+its copy's start (read from the traced kernel: ``KernelSource.sem_mismatches``) is
+that wait's fault and fix, whatever the run showed. None when the evidence does not
 say (the catalogue's general line stands). The wording is the catalogue's; this
 module only chooses.
 """
