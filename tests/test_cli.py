@@ -331,3 +331,39 @@ def test_terminal_progress_colour_interrupt_and_closed_pipe(tmp_path):
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 130 and err.strip() == "pallas-autograder: interrupted; nothing was written"
+
+
+def test_a_replays_score_counts_only_what_it_ran_in_every_form(grade_cli, tmp_path):
+    # Issue 45 (D8): a replay of one failed test printed "6 / 7": the checks it ran in part
+    # ("not run in full, costs nothing here") counted as earned. A replay is no grade: its
+    # score counts the test it replays and the checks that ran (P1 found the same bug,
+    # charged in 1.2: kept, as in the whole grading); the others count neither way.
+    args = ("--case", "small", "--rung", "tpu-interpret", "--run-key", "5")
+    doc, out = grade_cli(ADD / "grid_one_step_too_long.py", "add", *args)
+    flat = " ".join(out.split())
+    head = "Element-wise add with a grid of blocks: 1 / 2 of what the replay of test 1.2 ran (not a grade)"
+    assert flat.startswith(head) and flat.count(head) == 2          # at the top and on the last screen
+    assert "[SAME BUG] P1 Static: index maps over the whole grid (1/1)" in flat
+    assert ("[NOT RUN] P2 Static: TPU compile readiness (not counted): not run in full in this replay (the whole "
+            "grading also gives it 3 other cases); it found nothing here [NOT RUN] P3") in flat
+    assert "[NOT RUN] P4 Memory poisoning: NaN and random fills (not counted): stopped by problem 1 (charged in " \
+        "1.2) [NOT RUN] P5" in flat
+    assert flat.endswith(
+        "This replay is not your grade. Its score, 1 / 2, counts only the 2 tests it ran (1.2, P1): 1 failed, "
+        "1 passed (1 the same bug, not charged again). Not counted, as this replay did not run them in full: P2, "
+        "P3, P4, P5, P6 (5 points). The whole grading also runs the other tests, the speed estimate and any "
+        "instructor checks.")
+    # results.json adds up to the same: what did not run is 0 of 0, and says why.
+    scores = {t["number"]: (t["score"], t["max_score"]) for t in doc["tests"]}
+    assert scores == {"1.2": (0, 1), "P1": (1, 1), **{f"P{i}": (0, 0) for i in range(2, 7)}}
+    assert doc["score"] == 1 and doc["extra_data"]["replay"] == {
+        "tests": ["1.2"], "counted": ["1.2", "P1"], "not_counted": ["P2", "P3", "P4", "P5", "P6"],
+        "not_counted_points": 5}
+    assert doc["output"].startswith(f"#### {head}")
+    assert "Not counted in this replay's score: not run in full" in next(t["output"] for t in doc["tests"]
+                                                                       if t["number"] == "P2")
+    # The page says the same.
+    proc = run_cli("grade", str(ADD / "grid_one_step_too_long.py"), "-a", "add", *args, "--format", "html")
+    assert proc.returncode == 0 and f"<title>{head}</title>" in proc.stdout
+    assert '<p class="score">Replay of test 1.2: 1 / 2 of what it ran (not a grade)</p>' in proc.stdout
+    assert 'P4 Memory poisoning: NaN and random fills <span class="pts">(not counted)</span>' in proc.stdout

@@ -103,7 +103,10 @@ def test_every_test_gets_one_entry_saying_what_gradescope_utils_would_drop(suite
     assert "said something" in got["passes"]["output"]
     sub = got["each row"]
     assert (sub["score"], sub["max_score"], sub["status"], sub["tags"]) == (0.0, 1, "failed", ("rows",))
-    assert "subTest (row=1) failed" in sub["output"] and "subTest (row=2) failed" in sub["output"]
+    # Each failed subTest apart (the feedback says a repeated message once); no kernel called.
+    assert [(f["label"], f["signature"], f["rung"]) for f in sub["subtests"]] == [
+        ("subTest (row=1) failed", None, None), ("subTest (row=2) failed", None, None)]
+    assert sub["subtests"][0]["message"] == "1 not less than 1"
     skipped = got["Plain.test_skipped"]
     assert (skipped["score"], skipped["max_score"], skipped["status"]) == (0.0, 1, "failed")
     assert "Skipped: not today" in skipped["output"]
@@ -149,6 +152,25 @@ def test_the_parent_bounds_and_types_what_the_child_sent():
     assert (c.tags, c.visibility) == (("t",), "hidden")
     assert suite.leaderboard == (custom_checks.LeaderboardEntry("speed", "fast", "desc"),)
     assert (suite.score, suite.max_score) == (2.0, 2.0)
+
+
+def test_failed_subtests_are_read_typed_and_a_repeated_one_is_said_once():
+    from autograder.grading.judge.instructor import Said, said_once
+    done = {"status": "ok", "checks": [{"name": "a", "max_score": 1, "status": "failed", "subtests": [
+        {"label": "subTest (rung='generic') failed", "message": "\nNot equal\n", "signature": 0, "rung": "generic"},
+        {"label": "subTest (rung='tpu-interpret') failed", "message": "\nNot equal\n", "signature": True,
+         "rung": "mosaic"},
+        {"label": "subTest (i=2) failed", "message": "other"}, {"label": 5}, "junk"]}]}
+    (check,) = custom_checks.read(done, None, None).checks
+    assert check.failures == (
+        custom_checks.SubFailure("subTest (rung='generic') failed", "\nNot equal\n", 0, "generic"),
+        custom_checks.SubFailure("subTest (rung='tpu-interpret') failed", "\nNot equal\n", None, None),
+        custom_checks.SubFailure("subTest (i=2) failed", "other"))
+    # No graded test ran signature 0 here: the repeat names the first failure by its label.
+    assert said_once(check.failures, (), ()) == (
+        Said("subTest (rung='generic') failed", "Not equal"),
+        Said("subTest (rung='tpu-interpret') failed", None, "subTest (rung='generic') failed", False),
+        Said("subTest (i=2) failed", "other"))
 
 
 def test_a_suite_that_did_not_finish_lists_its_planned_tests_as_failed():
@@ -247,11 +269,30 @@ def test_checks_run_against_the_rebuilt_kernel_and_merge_into_results(with_check
     wrong, out = _grade(with_checks, corpus("add") / "wrong_formula.py", tmp_path)
     c1 = next(t for t in wrong["tests"] if t["number"] == "C1")
     assert (c1["score"], c1["status"]) == (0.0, "failed")
-    assert "subTest (rung='generic') failed" in c1["output"]
-    assert "subTest (rung='tpu-interpret') failed" in c1["output"]
     # Its points are no finding's: the summary says what the failed checks cost.
-    assert "Instructor checks: 0 of 1 passed (cost 2 points in C1)." in " ".join(out.split())
+    flat = " ".join(out.split())
+    assert "Instructor checks: 0 of 1 passed (cost 2 points in C1)." in flat
     assert "[FAIL] C1 ones plus twos, on both interpreters (0/2)" in out
+    # Issue 45: one bug, said once. The check's assertion prints once (the other rung's
+    # failure, word for word the same, names the first's test), and the grader's own
+    # problem on that test's case and rung is named beside it, the check's points untouched.
+    for text in (out, c1["output"]):
+        assert text.count("Mismatched elements: 4096 / 4096 (100%)") == 1
+        flat = " ".join(text.replace("\\", "").split())
+        assert ("Likely another view of problem 1, Wrong result [wrong-result] (see test 1.1); this check's points "
+                "stand as the instructor's rubric scores them.") in flat
+        assert "subTest (rung='tpu-interpret') failed: the same failure as on test 1.1, above." in flat
+    assert "subTest (rung='generic') failed:\n\n    Not equal to tolerance rtol=1e-07, atol=0\n" in out
+    assert wrong["score"] == 0 and c1["max_score"] == 2
+    # The TA site links both references in the check's Markdown, as it does a test's.
+    from autograder.review import testlinks
+    assert [n for *_, n in testlinks.spans(c1["output"], frozenset({"1.1", "1.2", "C1"}))] == ["1.1", "1.1"]
+    # On the page, each test it names is a link to that test.
+    proc = run_cli("grade", str(corpus("add") / "wrong_formula.py"), "-a", "add", "--assignments",
+                   str(with_checks), "--format", "html")
+    assert ('<p>subTest (rung=&#39;tpu-interpret&#39;) failed: the same failure as on '
+            '<a href="#test-1.1">test 1.1</a>, above.</p>') in proc.stdout
+    assert '(see <a href="#test-1.1">test 1.1</a>)' in proc.stdout
 
 
 @pytest.mark.jax
@@ -261,9 +302,13 @@ def test_a_kernel_that_raises_fails_the_checks_that_call_it(with_checks, tmp_pat
     doc, _ = _grade(with_checks, corpus("add") / "grid_one_step_too_long.py", tmp_path)
     c1 = next(t for t in doc["tests"] if t["number"] == "C1")
     assert (c1["score"], c1["max_score"], c1["status"]) == (0.0, 2.0, "failed")
-    assert "subTest (rung='tpu-interpret') failed: the kernel raised IndexError" in c1["output"]
+    assert c1["output"].startswith("subTest (rung='tpu-interpret') failed:\n\n```\nthe kernel raised IndexError")
     assert "Traceback" not in c1["output"]
-    assert "rung=generic" not in c1["output"]
+    assert "rung='generic'" not in c1["output"]
+    # Only the TPU interpret run fails: the grader's problem there is named beside it.
+    assert c1["output"].endswith("\n```\n\nLikely another view of problem 1, Out-of-bounds access [out-of-bounds] "
+                                 "(see test 1.2); this check's points stand as the instructor's rubric scores "
+                                 "them.\n")
     # Nothing traced: every check is still listed, and fails saying why.
     doc, _ = _grade(with_checks, corpus("add") / "raises_in_kernel.py", tmp_path)
     c1 = next(t for t in doc["tests"] if t["number"] == "C1")

@@ -187,10 +187,13 @@ def test_a_replay_in_the_kit_keeps_the_tests_number_and_fix_and_passes_no_check_
     for number, title in (("P5", "Memory poisoning: NaN and random fills"),
                           ("P6", "Grid order: shuffled parallel axes, two cores")):
         assert f"[PASS] {number}" not in out
-        assert (f"[NOT RUN] {number} {title} (1/1): not run in full in this replay (the whole grading also gives "
-                "it 1 other case and the generic interpreter test it compares with); it found nothing here, "
-                "not charged") in flat
+        assert (f"[NOT RUN] {number} {title} (not counted): not run in full in this replay (the whole grading "
+                "also gives it 1 other case and the generic interpreter test it compares with); it found nothing "
+                "here") in flat
     # Nothing a replay did not see passes: the static checks ran on one case of the kit's two.
     assert "[PASS] P" not in out and "[SAME BUG] P1 Static: index maps over the whole grid (1/1): problem 1 " \
         "again (charged in 1.2)" in flat
-    assert "1 failed, 8 passed (1 the same bug, not charged again; 7 not run)" in flat
+    # A replay is no grade: its score counts what it ran (issue 45, D8).
+    assert ("Its score, 1 / 2.5, counts only the 2 tests it ran (1.2, P1): 1 failed, 1 passed (1 the same bug, "
+            "not charged again). Not counted, as this replay did not run them in full: P2, P3, P4, P5, P6, P7, P8 "
+            "(7 points).") in flat

@@ -288,11 +288,28 @@ def _uptime_ticks() -> int:
 
 
 def _processes_of(uid: int, started_before: int) -> list[int]:
-    """Live processes of ``uid`` started before a moment (in clock ticks since boot):
-    a parallel worker's next grading may take the same slot uid right after."""
+    """Live processes of ``uid`` started before a moment (in clock ticks since boot) that
+    no live grading runs: a parallel worker's next grading may take the same slot uid as
+    soon as this one lets the slot go, before its run_autograder has exited and the
+    moment is read. A survivor of this grading lost its grader (which has exited) and
+    was re-parented to init; another grading's student processes run under its grader,
+    alive and of another uid (the flake of sessions 7 and 8: fork_bomb.py,
+    replay_by_shape.py, each passing alone)."""
     started = {pid: int(fields[19]) for pid, fields in confinement.proc_stats() if len(fields) > 19}
-    return [pid for pid, _ppid, _sid, u in confinement._processes()
-            if u == uid and started.get(pid, 0) <= started_before]
+    table = confinement._processes()
+    parent = {pid: ppid for pid, ppid, _sid, _u in table}
+    owner = {pid: u for pid, _ppid, _sid, u in table}
+
+    def under_a_live_grading(pid: int) -> bool:
+        seen = set()
+        while pid > 1 and pid not in seen:
+            seen.add(pid)
+            pid = parent.get(pid, 0)
+            if pid > 1 and owner.get(pid) not in (uid, None):
+                return True
+        return False
+    return [pid for pid, _ppid, _sid, u in table
+            if u == uid and started.get(pid, 0) <= started_before and not under_a_live_grading(pid)]
 
 
 def _processes_mentioning(text: str) -> list[int]:

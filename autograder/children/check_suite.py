@@ -41,6 +41,9 @@ class KernelTestCase(unittest.TestCase):
     _kernel: Callable[..., Any] | None = None
     signatures: tuple[tuple[tuple[tuple[int, ...], str], ...], ...] = ()
     rungs: tuple[str, ...] = ()
+    # (the plan's signature number, rung) of the last kernel call: which graded test's
+    # kernel a failed subTest ran, so the feedback can tie it to that test.
+    last_call: tuple[int | None, str] | None = None
 
     def kernel(self, *arrays, rung: str | None = None):
         """The submission's output on ``arrays`` (numpy), on ``rung`` (default:
@@ -89,10 +92,14 @@ class GradingResult(JSONTestResult):
 
     def addSubTest(self, test, subtest, err):
         super().addSubTest(test, subtest, err)
+        call, KernelTestCase.last_call = KernelTestCase.last_call, None
         if err is not None:
+            # Kept apart from the output: the feedback says a message repeated on another
+            # rung once, and ties a failure to the graded test whose kernel it ran.
             what = "failed" if issubclass(err[0], test.failureException) else f"raised {err[0].__name__}"
             self.sub_failures.setdefault(test.id(), []).append(
-                f"subTest {subtest._subDescription()} {what}: {err[1]}")
+                {"label": f"subTest {subtest._subDescription()} {what}", "message": str(err[1]),
+                 "signature": call[0] if call else None, "rung": call[1] if call else None})
 
     def addSkip(self, test, reason):
         super().addSkip(test, reason)
@@ -113,10 +120,12 @@ class GradingResult(JSONTestResult):
         failures = self.sub_failures.get(test.id())
         entry = self.entry_of.get(test.id())
         if failures and entry is None:
-            self._failed_entry(test, "\n".join(failures))
-        elif failures:
-            entry["output"] = (entry.get("output", "") + "\n" + "\n".join(failures)).strip()
+            self._failed_entry(test, "")
+            entry = self.entry_of[test.id()]
+        if failures:
+            entry["subtests"] = failures
             entry["status"], entry["score"] = "failed", 0.0
+        KernelTestCase.last_call = None
         super().stopTest(test)
 
     def _failed_entry(self, test, message: str) -> None:
@@ -173,6 +182,8 @@ def run(suite: unittest.TestSuite, tests: list[unittest.TestCase]) -> tuple[list
             result._failed_entry(test, f"Not run: {why}")
     for entry in results:
         entry["output"] = entry.get("output", "")[-MAX_OUTPUT:]
+        for sub in entry.get("subtests", ()):
+            sub["message"] = sub["message"][-MAX_OUTPUT:]
     return results, leaderboard
 
 

@@ -134,9 +134,15 @@ class Executor:
     def checks(self, run: dict) -> dict:
         """The instructor's custom checks (``check_suite``), the kernel at hand."""
         from . import check_suite
-        sigs = {tuple((tuple(i["shape"]), i["dtype"]) for i in s["inputs"]): s["trace"]
-                for s in run["signatures"]}
-        check_suite.KernelTestCase._kernel = lambda arrays, rung: self._check_kernel(sigs, arrays, rung)
+        keys = [tuple((tuple(i["shape"]), i["dtype"]) for i in s["inputs"]) for s in run["signatures"]]
+        sigs = {key: s["trace"] for key, s in zip(keys, run["signatures"])}
+        numbers = {key: s.get("signature") for key, s in zip(keys, run["signatures"])}
+
+        def kernel(arrays, rung):
+            key = tuple((tuple(np.shape(a)), str(getattr(a, "dtype", np.asarray(a).dtype))) for a in arrays)
+            check_suite.KernelTestCase.last_call = (numbers.get(key), rung)
+            return self._check_kernel(sigs, arrays, rung)
+        check_suite.KernelTestCase._kernel = kernel
         check_suite.KernelTestCase.signatures = tuple(sigs)
         check_suite.KernelTestCase.rungs = tuple(run["rungs"])
         try:

@@ -24,7 +24,7 @@ import re
 from dataclasses import dataclass
 from typing import Iterable
 
-from ..findings import Finding
+from ..findings import CATALOGUE, Finding
 from ..grading.identity.sources import KernelSource, Place, Sources
 
 
@@ -110,8 +110,40 @@ def _never_stored(x: dict) -> bool:
                 and 2 * never >= int(x.get("wrong_unwritten") or 0))
 
 
+# How a wrong output block's unread input block lies (``grading.judge.reads``).
+READS = ("grid-short", "block-narrow", "map-misses")
+
+
+def unread(f: Finding, related: Iterable[Finding] = ()) -> dict | None:
+    """The input block a wrong output block needed and its steps never read: from a wrong
+    result's own facts, or, for blocks the grid never visits, from a wrong result whose
+    blocks are too narrow (widening the block is the fix of both)."""
+    x = f.facts()
+    if f.id == "wrong-result":
+        u = x.get("unread_needed")
+        return u if isinstance(u, dict) and u.get("kind") in READS else None
+    if f.id == "uninitialized-memory" and (x.get("unwritten_count") or f.problem == "unwritten-blocks"):
+        for r in related:
+            u = r.facts().get("unread_needed") if r.id == "wrong-result" else None
+            if isinstance(u, dict) and u.get("kind") == "block-narrow":
+                return u
+    return None
+
+
+def _unread_fault(u: dict, k: KernelSource) -> Fault | None:
+    if u["kind"] == "grid-short":
+        return Fault("the grid", k.grid_at) if k.grid_at is not None else None
+    which = _operand(str(u.get("input", "")), k)
+    if which is None or which[0] != "input" or which[1] >= len(k.in_maps) or k.in_maps[which[1]] is None:
+        return None
+    return Fault(f"the index map of input {which[1]}", k.in_maps[which[1]])
+
+
 def _kernel_fault(f: Finding, k: KernelSource, related: Iterable[Finding], sources: Sources) -> Fault | None:
     x = f.facts()
+    u = unread(f, related)
+    if u is not None and _unread_fault(u, k) is not None:
+        return _unread_fault(u, k)
     if f.id == "out-of-bounds":
         if grid_too_long(x) is not None and k.grid_at is not None:
             return Fault("the grid", k.grid_at)
@@ -228,6 +260,27 @@ def _hang(x: dict, sources: Sources | None) -> tuple[str, dict] | None:
             else None
         return ("trace-hang", {}) if place is not None else ("trace-stuck", {})
     return ("run-hang", {}) if x.get("phase") == "run" else None
+
+
+def _point(values) -> str:
+    return "(" + ", ".join(str(int(v)) for v in values) + ("," if len(values) == 1 else "") + ")"
+
+
+def reads_fix(f: Finding, related: Iterable[Finding] = ()) -> str | None:
+    """The fix an unread input block calls for (``unread``), in the wrong-result kind's words."""
+    u = unread(f, related)
+    if u is None:
+        return None
+    try:
+        read = ", ".join(_point(r) for r in u["read"]) + (
+            f" (and {u['read_count'] - len(u['read'])} more)" if u["read_count"] > len(u["read"]) else "")
+        also = f" (the same holds for {', '.join(u['also'])})" if u.get("also") else ""
+        values = {**u, "output_block": _point(u["output_block"]), "input_block": _point(u["input_block"]),
+                  "block_shape": " x ".join(str(b) for b in u["block_shape"]), "read": read or "nothing",
+                  "also": also}
+    except (KeyError, TypeError, ValueError):
+        return None
+    return CATALOGUE["wrong-result"].fix_seen(u["kind"], values)
 
 
 # What a secret case's finding may say: keys chosen from the grader's own words alone

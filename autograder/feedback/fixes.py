@@ -100,7 +100,8 @@ def where(f: Finding, sources: Sources | None, related=()) -> str:
 def _said(f: Finding, assignment, sources: Sources | None, related) -> str | None:
     """The fix in this finding's own terms: its facts' numbers (an axis, a block), else
     what its evidence shows (``evidence``: the catalogue's words for it)."""
-    return _specific(f, _dims(f, assignment)) or evidence.fix(f, sources, related)
+    return (evidence.reads_fix(f, related) or _specific(f, _dims(f, assignment))
+            or evidence.fix(f, sources, related))
 
 
 def _tuple(values) -> str:

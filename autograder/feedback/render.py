@@ -17,7 +17,7 @@ import jinja2
 
 from .. import findings
 from ..findings import RUNGS, Finding, fix_line
-from ..grading.judge import figures
+from ..grading.judge import figures, instructor
 from ..grading.judge.problems import Problem, key_of, summarize, tied_to, ties
 from ..grading.judge.scoring import TestResult, blocking_test, symptom_of
 from ..grading.probes import TERMS
@@ -263,10 +263,9 @@ def test_state(t: TestResult) -> str:
     the grader's own limits; not charged)."""
     if not t.passed:
         return "fail"
-    if t.finding is not None and t.charged_in:
-        stopped = any(f.problem == "check-not-run" for f in t.others) or t.finding.facts().get("not_run")
-        return "not-run" if stopped else "same"
-    return "not-run" if t.note and not t.note_ran else "pass"
+    if t.kept_unrun:
+        return "not-run"
+    return "same" if t.finding is not None and t.charged_in else "pass"
 
 
 def test_view(t: TestResult, plan, uploaded_as: str | None, problems: dict | None = None,
@@ -283,7 +282,7 @@ def test_view(t: TestResult, plan, uploaded_as: str | None, problems: dict | Non
     state = test_state(t)
     view = {
         "number": t.number, "name": t.name, "passed": t.passed, "score": t.score,
-        "max_score": t.max_score, "rung": t.rung, "rung_label": RUNGS[t.rung],
+        "max_score": t.max_score, "counted": t.counted, "rung": t.rung, "rung_label": RUNGS[t.rung],
         "state": state, "badge": BADGES[state],
         "visible": visible, "shown_to_student": t.visibility,
         "case": {"name": case.name if visible else None, "dtype": case.dtype if visible else None,
@@ -378,8 +377,9 @@ def speed_tests(report) -> list[dict[str, Any]]:
 def listing(report) -> dict[str, int]:
     """The tests results.json lists as the student sees them now, counted the way
     Gradescope shows them (failed in red, passed in green) and, among the green,
-    what each is: clean, the same bug not charged again, not run."""
-    entries = [(t.visibility, t.passed, test_state(t)) for t in report.tests]
+    what each is: clean, the same bug not charged again, not run (a replay: of
+    the tests it counts, ``replay_view``)."""
+    entries = [(t.visibility, t.passed, test_state(t)) for t in report.tests if t.counted]
     entries += [(e["visibility"], e["passed"], e["state"]) for e in speed_tests(report)]
     suite = report.custom
     entries += [(c.visibility, c.passed, "pass" if c.passed else "fail")
@@ -431,6 +431,7 @@ def report_view(report, how: repro.Invocation = repro.KIT) -> dict[str, Any]:
     # A check that keeps its points names the ID the bug was charged under there.
     charged_ids = {t.number: t.finding.id for t in report.tests if t.finding is not None}
     speed = speed_grade.view(report.speed) if report.speed and report.speed.visibility == "visible" else None
+    checks = custom_views(report, problems)
     return {
         "title": a.title, "slug": a.slug, "score": report.score, "max_score": report.max_score,
         "uploaded_as": report.uploaded_as, "seconds": round(report.seconds, 1),
@@ -443,31 +444,29 @@ def report_view(report, how: repro.Invocation = repro.KIT) -> dict[str, Any]:
                    "charged_as": charged_ids.get(t.charged_in),
                    "charged_problem": _charged_problem(t, report.tests, keyed)} for t in report.tests],
         "listing": listing(report),
+        "replay": report.replay_tally(),
         "secret_cases": sum(1 for c in report.plan.cases if not c.visible),
         "student_output": report.student_output,   # already a capped tail (sandbox.Tail)
         "notes": list(report.notes),
         "glossary": legend([t.number for t in report.tests] + [e["number"] for e in speed_tests(report)]
-                             + (custom_numbers(report.custom) if report.custom else [])),
-        "custom": custom_view(report),
+                             + (report.custom.numbers() if report.custom else [])),
+        # The instructor's checks: every one (results.json), and those a student sees now.
+        "custom_checks": checks,
+        "custom": [c for c in checks if c["visibility"] == "visible"],
         "speed": speed,
         "speed_line": speed_line(report.speed) if speed else "",
         "correct": all(t.passed for t in report.tests if t.probe is None),
     }
 
 
-def custom_view(report) -> list[dict[str, Any]]:
-    """The instructor's checks a student sees now (``visibility`` visible)."""
+def custom_views(report, problems) -> list[dict[str, Any]]:
+    """The instructor's checks, every one (results.json lists them), each failed
+    subTest said once (``instructor.said_once``)."""
     suite = report.custom
-    if suite is None:
-        return []
-    return [{"name": c.name, "number": number, "score": c.score, "max_score": c.max_score,
-             "passed": c.passed, "output": c.output}
-            for c, number in zip(suite.checks, custom_numbers(suite)) if c.visibility == "visible"]
-
-
-def custom_numbers(suite) -> list[str]:
-    """Each check's number: its own (``@number``), else C1, C2, ..."""
-    return [c.number or f"C{i}" for i, c in enumerate(suite.checks, 1)]
+    return [{"name": c.name, "number": number, "score": c.score, "max_score": c.max_score, "passed": c.passed,
+             "output": c.output, "visibility": c.visibility,
+             "failures": instructor.said_once(c.failures, report.tests, problems)}
+            for c, number in zip(suite.checks, suite.numbers())] if suite else []
 
 
 def render(template: str, fmt: str, **data: Any) -> str:

@@ -22,15 +22,15 @@ def _finding_data(t, tv: dict) -> dict:
             "problem": t.finding.problem, "charged_in": t.charged_in, **({"block_maps": maps} if maps else {})}
 
 
-def _custom_entries(report, fmt: str) -> list[dict]:
+def _custom_entries(report, view: dict, fmt: str) -> list[dict]:
     """The instructor's checks, as gradescope-utils would list them (status
     their own: an unweighted check can fail)."""
     if report.custom is None:
         return []
     out = []
-    for c, number in zip(report.custom.checks, render.custom_numbers(report.custom)):
-        output = render.render("custom.j2", fmt, check={"output": c.output, "passed": c.passed})
-        entry = test_entry(name=c.name, number=number, score=c.score, max_score=c.max_score,
+    for c, check in zip(report.custom.checks, view["custom_checks"]):
+        output = render.render("custom.j2", fmt, check=check)
+        entry = test_entry(name=c.name, number=check["number"], score=c.score, max_score=c.max_score,
                            output=output, output_format=fmt,
                            tags=list(c.tags), visibility=c.visibility,
                            extra_data={"custom_check": True})
@@ -74,11 +74,12 @@ def results_document(report, fmt: str = "md", view: dict | None = None) -> dict:
     """The whole results.json of a graded report, feedback rendered in ``fmt``
     (``view``: the report's ``render.report_view``, when the caller has it)."""
     view = view or render.report_view(report)
-    tests = [test_entry(name=t.name, number=t.number, score=t.score, max_score=t.max_score,
+    # A replay's test that did not run counts for nothing there (0 of 0): the entries add up to its score.
+    tests = [test_entry(name=t.name, number=t.number, score=t.score * t.counted, max_score=t.max_score * t.counted,
                         output=render.render_test(tv, fmt), output_format=fmt, tags=t.tags,
                         visibility=t.visibility, extra_data=_finding_data(t, tv))
              for t, tv in zip(report.tests, view["tests"])]
-    tests += _speed_entry(report, fmt) + _custom_entries(report, fmt)
+    tests += _speed_entry(report, fmt) + _custom_entries(report, view, fmt)
     board = speed_grade.leaderboard(report.speed) + [
         {"name": b.name, "value": b.value, "order": b.order}
         for b in (report.custom.leaderboard if report.custom else ())]
@@ -94,7 +95,7 @@ def results_document(report, fmt: str = "md", view: dict | None = None) -> dict:
                          "leftover_processes_killed": report.leftovers_killed,
                          "student_uid": report.student_uid, "startup_s": round(report.startup_s, 3),
                          "seconds_by_check": report.seconds_by_check(),
-                         "fingerprint": report.fingerprint,
+                         "fingerprint": report.fingerprint, **({"replay": view["replay"]} if view["replay"] else {}),
                          "speed_estimate": speed_grade.extra_data(report.speed),
                          "runs": {"planned": len(report.plan.runs),
                                   "ran": sum(o.ran for o in report.outcomes.values())}}

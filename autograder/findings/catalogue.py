@@ -222,7 +222,21 @@ _KINDS = (
         # Wrong on secret cases only (every visible case right): what differs is the shapes.
         seen={"secret-only": "every visible case is right and only secret cases (other shapes) are wrong: look "
                              "for what the kernel fixes for the visible shapes (a count of blocks or steps, a size "
-                             "written as a number, a condition on a grid index) and run it at other shapes"},
+                             "written as a number, a condition on a grid index) and run it at other shapes",
+              # A wrong output block needs an input block its steps never read (``judge.reads``): where
+              # that block lies says what to change (blocks the grid never visits say it too).
+              "grid-short": "output block {output_block} depends on block {input_block} of {name}, which no step "
+                            "reads: {name} has {blocks_along} blocks along dimension {dim} ({size} / {block}) and "
+                            "the grid reaches only the first {reached}{also}. Give the grid pl.cdiv({size}, {block}) "
+                            "= {blocks_along} steps along the axis that walks them",
+              "block-narrow": "output block {output_block} depends on block {input_block} of {name}, which no "
+                              "step reads: each step sees one {block_shape} block of {name}, and its index map "
+                              "never moves along dimension {dim} ({size} elements){also}. Make the block span "
+                              "dimension {dim} (block size {size}), or walk its blocks across the steps of a "
+                              "reduction axis",
+              "map-misses": "output block {output_block} depends on block {input_block} of {name}, but the steps "
+                            "that write it read only {read}{also}: make {name}'s index map give those steps every "
+                            "block their output block needs (e.g. follow the reduction axis's step)"},
         symptom=True,
         hidden="the output is wrong",
         chip="a real v5e computed the same wrong values for every corpus kernel charged this",

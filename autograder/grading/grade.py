@@ -25,8 +25,8 @@ from ..spec import Assignment, Case
 from ..speed import grade as speed_grade
 from . import probes
 from .identity import sources
-from .judge import causes, diagnosis, faces, scoring, secrecy, unconfirmed
-from .judge.compare import compare
+from .judge import causes, diagnosis, faces, reads, scoring, secrecy, unconfirmed
+from .judge.compare import compare, mismatches
 from .probes import unwritten
 from .probes.static import uncovered, unread_inputs
 from .report import Report
@@ -86,7 +86,7 @@ def _replay_note(plan: Plan) -> str:
     return (f"A replay of test{'s' if ',' in tests else ''} {tests} only, with the checks that run on {cases} "
             "(numbered as the whole grading numbers them): the other tests, the speed estimate and any instructor "
             "checks are left out." + (" A check that needs more than this replay runs says it was not run in full, "
-                                      "and costs nothing here." if plan.partial else ""))
+                                      "and its points are not counted either way." if plan.partial else ""))
 
 
 def grade(assignment: Assignment, submission_path: Path, options: GradeOptions = GradeOptions(),
@@ -344,10 +344,13 @@ def _diagnose(plan: Plan, ex: execution.Execution, store: DrawStore,
     probe_findings, notes = probes.judge(plan, ex.outcomes, store, kernels)
     findings += probe_findings
     scans = planning.scans(plan, ex.outcomes)
+    unread: dict[str, dict | None] = {}
     for run in plan.correctness():
         outcome = ex.outcomes.get(run, Outcome("skipped", reason="budget"))
         reference = store[run.draw] if outcome.output is not None else None
         f = diagnosis.from_outcome(plan.assignment, run, outcome, reference, loc, scans.get(run.case.name))
+        if f is not None and f.id == "wrong-result" and f.check == "correctness" and run.case.visible:
+            f = _with_reads(plan.assignment, run, f, outcome, store, scans.get(run.case.name), unread)
         if f is not None:
             findings.append(f)
         if f is not None and f.id in ("numerics", "wrong-result"):
@@ -373,6 +376,27 @@ def _diagnose(plan: Plan, ex: execution.Execution, store: DrawStore,
     findings, claims = unconfirmed.settle(plan, findings)
     # A secret case's findings carry only what the grader chooses to say (secrecy).
     return secrecy.shown_findings(plan.assignment, findings), notes + claims + _partial_notes(plan)
+
+
+def _with_reads(a: Assignment, run: Run, f: Finding, outcome: Outcome, store: DrawStore, scan,
+                cache: dict[str, dict | None]) -> Finding:
+    """A visible case's wrong result, with the input block a wrong output block needed and
+    its steps never read (``judge.reads``: where the fault is, not a charge), once per case."""
+    if run.case.name not in cache:
+        ref = store[run.draw]
+        wrong = mismatches(outcome.output, ref, a.tolerance(run.case), a.reduction_length(run.case))
+        args, arrays = store.arguments(run.draw)
+        try:
+            cache[run.case.name] = reads.evidence(scan, wrong, args, arrays, store.reference_fn, ref)
+        except Exception:   # noqa: BLE001 (evidence for a fix, never a charge: losing it costs nothing)
+            cache[run.case.name] = None
+        found = cache[run.case.name]
+        if found is not None:     # the handout's names of the inputs, not the kernel's operands
+            names = [a.inputs[i].name for i in arrays]
+            found["name"] = names[found["arg"]]
+            found["also"] = [names[j] for j in found.pop("also_args")]
+    found = cache[run.case.name]
+    return f.with_facts(unread_needed=found) if found is not None else f
 
 
 def _partial_notes(plan: Plan) -> list[CheckNote]:

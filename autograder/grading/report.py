@@ -50,14 +50,30 @@ class Report:
         return self.plan.run_key
 
     @property
+    def replay(self) -> bool:
+        """Some cases or rungs only (--case/--rung): no grade; its score counts what ran."""
+        return self.plan.replay
+
+    @property
     def score(self) -> float:
-        return sum(t.score for t in self.tests) + (self.custom.score if self.custom else 0.0) + \
+        """Points earned; a replay's counts only the tests it ran (``TestResult.counted``)."""
+        return sum(t.score for t in self.tests if t.counted) + (self.custom.score if self.custom else 0.0) + \
             (self.speed.score if self.speed else 0.0)
 
     @property
     def max_score(self) -> float:
-        return sum(t.max_score for t in self.tests) + (self.custom.max_score if self.custom else 0.0) + \
-            (self.speed.max_score if self.speed else 0.0)
+        return sum(t.max_score for t in self.tests if t.counted) + \
+            (self.custom.max_score if self.custom else 0.0) + (self.speed.max_score if self.speed else 0.0)
+
+    def replay_tally(self) -> dict | None:
+        """What a replay counted (None: not a replay): the tests it replays, those it
+        counts, and those it did not run in full, with their points (counted neither way)."""
+        if not self.replay:
+            return None
+        left = [t for t in self.tests if not t.counted]
+        return {"tests": [t.number for t in self.tests if t.probe is None],
+                "counted": [t.number for t in self.tests if t.counted],
+                "not_counted": [t.number for t in left], "not_counted_points": sum(t.max_score for t in left)}
 
     @property
     def wide_findings(self) -> list[Finding]:

@@ -33,6 +33,7 @@ class TestResult:
     note: str = ""                          # a check that could not run, through no fault of the student's
     note_ran: bool = False                  # ... or that ran and found what costs nothing (every note says so)
     gated_by: str | None = None             # the check whose failure took this test's points
+    counted: bool = True                    # False: a replay's test that did not run (its points count nowhere)
 
     @property
     def passed(self) -> bool:
@@ -40,6 +41,17 @@ class TestResult:
         if self.max_score > 0:
             return self.score >= self.max_score
         return self.finding is None or self.charged_in is not None
+
+    @property
+    def kept_unrun(self) -> bool:
+        """Keeps its points without having run: stopped by a bug charged in another
+        test, or a check that could not run in full (its note says why)."""
+        if not self.passed:
+            return False
+        if self.finding is not None and self.charged_in:
+            return (any(f.problem == "check-not-run" for f in self.others)
+                    or bool(self.finding.facts().get("not_run")))
+        return bool(self.note) and not self.note_ran
 
     @property
     def charges(self) -> bool:
@@ -203,7 +215,17 @@ def score(plan: Plan, findings: list[Finding], notes: list[CheckNote] = ()) -> l
             finding=shown, others=tuple(f for f in hits if f is not shown), probe=name,
             visibility=rubric.visibility, charged_in=already, note=note,
             note_ran=bool(mine) and all(n.ran for n in mine)))
-    return _gated(plan, tests)
+    return _uncounted(plan, _gated(plan, tests))
+
+
+def _uncounted(plan: Plan, tests: list[TestResult]) -> list[TestResult]:
+    """A replay is no grade: it counts only what it ran. A test that kept its points
+    without running (a check run on less than the whole grading gives it, or one
+    stopped by a bug charged elsewhere) counts for nothing there, neither earned
+    nor lost; the whole grading still gives it its points."""
+    if not plan.replay:
+        return tests
+    return [replace(t, counted=False) if t.kept_unrun else t for t in tests]
 
 
 def _gates(finding: Finding | None) -> bool:

@@ -20,15 +20,27 @@ MAX_TEXT = 20_000
 
 
 @dataclass(frozen=True)
+class SubFailure:
+    """One failed ``subTest`` of a check: its label ("subTest (rung='generic') failed"),
+    the assertion's text, and the kernel it last called (the plan's signature number
+    and rung; None when it called none): the graded test whose kernel that was."""
+    label: str
+    message: str
+    signature: int | None = None
+    rung: str | None = None
+
+
+@dataclass(frozen=True)
 class CustomCheck:
     name: str
     number: str
     score: float
     max_score: float
     status: Literal["passed", "failed"]
-    output: str = ""
+    output: str = ""                         # what the check printed, and its failure if not in a subTest
     visibility: str = "visible"
     tags: tuple[str, ...] = ()
+    failures: tuple[SubFailure, ...] = ()    # its failed subTests, in order
 
     @property
     def passed(self) -> bool:
@@ -56,6 +68,10 @@ class CheckSuite:
     def max_score(self) -> float:
         return sum(c.max_score for c in self.checks)
 
+    def numbers(self) -> list[str]:
+        """Each check's number: its own (``@number``), else C1, C2, ..."""
+        return [c.number or f"C{i}" for i, c in enumerate(self.checks, 1)]
+
 
 def _text(value: Any, limit: int = 300) -> str:
     return value[:limit] if isinstance(value, str) else ""
@@ -77,9 +93,21 @@ def _check(entry: Any) -> CustomCheck | None:
     status = "passed" if entry.get("status") == "passed" else "failed"
     tags = entry.get("tags") if isinstance(entry.get("tags"), (list, tuple)) else ()
     visibility = entry.get("visibility") if entry.get("visibility") in VISIBILITIES else "visible"
+    subs = entry.get("subtests") if isinstance(entry.get("subtests"), list) else []
     return CustomCheck(_text(entry["name"]), _text(entry.get("number"), 20), score, max_score,
                        status, _text(entry.get("output"), MAX_TEXT), visibility,
-                       tuple(_text(t, 60) for t in list(tags)[:10] if isinstance(t, str)))
+                       tuple(_text(t, 60) for t in list(tags)[:10] if isinstance(t, str)),
+                       tuple(f for f in map(_sub, subs[:MAX_TESTS]) if f is not None))
+
+
+def _sub(entry: Any) -> SubFailure | None:
+    if not isinstance(entry, dict) or not _text(entry.get("label")):
+        return None
+    sig = entry.get("signature")
+    rung = entry.get("rung")
+    return SubFailure(_text(entry["label"]), _text(entry.get("message"), MAX_TEXT),
+                      sig if isinstance(sig, int) and not isinstance(sig, bool) else None,
+                      rung if rung in ("generic", "tpu-interpret") else None)
 
 
 def _board(row: Any) -> LeaderboardEntry | None:

@@ -76,6 +76,12 @@ class DrawStore(Mapping):
                 {"kind": "abstract", "shape": list(a.shape(i.shape, case)),
                  "dtype": a.dtype_of(i.dtype, case)} for i in a.inputs]
 
+    def arguments(self, draw: Draw) -> tuple[list, list[int]]:
+        """The reference's arguments for a draw, and where its arrays are among them."""
+        made = self._make(draw)
+        return ([ci.array if ci.kind == "array" else ci.value for ci in made],
+                [i for i, ci in enumerate(made) if ci.kind == "array"])
+
     def __getitem__(self, draw: Draw) -> np.ndarray:
         return self.reference(draw)
 

@@ -132,9 +132,8 @@ class ChecksRun:
     def to_child(self, folder: str, traced: frozenset[int]) -> dict:
         """``traced``: the signatures whose trace the parent checked (the others
         fail each kernel call, saying so)."""
-        return {"id": "checks", "kind": "checks", "folder": folder, "file": self.file,
-                "rungs": list(self.rungs),
-                "signatures": [{"trace": f"t{sig}" if sig in traced else None,
+        return {"id": "checks", "kind": "checks", "folder": folder, "file": self.file, "rungs": list(self.rungs),
+                "signatures": [{"trace": f"t{sig}" if sig in traced else None, "signature": sig,
                                 "inputs": [{"shape": list(shape), "dtype": dtype} for shape, dtype in arrays]}
                                for sig, arrays in self.signatures]}
 
@@ -164,6 +163,7 @@ class Plan:
     # checks as the whole grading does: P4 is P4); () when ``probes`` is that list.
     numbering: tuple[str, ...] = ()
     partial: tuple[Partial, ...] = ()   # a replay's checks that do not run in full
+    replay: bool = False                # some cases or rungs (--case/--rung): no grade, it counts what ran
 
     def probe_number(self, probe: str) -> str:
         order = self.numbering or self.probes
@@ -328,7 +328,7 @@ def build(assignment: Assignment, cases: tuple[Case, ...], rungs: tuple[str, ...
     return Plan(assignment, run_key, tuple(cases), tuple(rungs),
                 tuple(dict.fromkeys(p for p, _c, _v in planned)), tuple(b.runs),
                 tuple(b.draws.values()), tuple(b.asks), checks, tuple(dict.fromkeys(p for p, _c, _v in whole)),
-                _partial(assignment, planned, whole, rungs) if replay else ())
+                _partial(assignment, planned, whole, rungs) if replay else (), replay)
 
 
 def _partial(assignment: Assignment, planned: list, whole: list, rungs: tuple[str, ...]) -> tuple[Partial, ...]:

@@ -167,9 +167,11 @@ def _index_map(bm, n_grid: int, prefetch: list):
     return lambda *gp: fn(*gp, *prefetch)[:n_out]
 
 
-def scan_index_maps(site: CallSite) -> dict:
-    """Evaluate every operand's index map at every grid point (vmapped, no kernel)."""
-    from .blockmap import Operand, analyse, grid_points
+def scan_index_maps(site: CallSite, args: Sequence[Any] = (), returned: bool = False) -> dict:
+    """Evaluate every operand's index map at every grid point (vmapped, no kernel).
+    ``args``: the function's arrays (an input that is one of them, unchanged, says
+    which); ``returned``: this call's output 0 is the function's result."""
+    from .blockmap import Operand, analyse, grid_points, reads
 
     eqn = site.eqn
     gm = eqn.params["grid_mapping"]
@@ -180,7 +182,9 @@ def scan_index_maps(site: CallSite) -> dict:
     prefetch = list(site.invals[:gm.num_index_operands]) if site.invals is not None else []
     if any(isinstance(v, jax_core.Tracer) for v in prefetch):
         prefetch = []  # a call inside a loop body: values differ per iteration
-    facts = {"grid": list(grid), "dimension_semantics": list(sem), "operands": [], "skipped": []}
+    facts = {"grid": list(grid), "dimension_semantics": list(sem), "operands": [], "skipped": [],
+             "returned": returned, "reads": []}
+    scanned: list[Operand] = []
     for k, bm in enumerate(gm.block_mappings):
         is_output = k >= gm.num_inputs
         name = f"output {k - gm.num_inputs}" if is_output else f"input {k}"
@@ -199,14 +203,58 @@ def scan_index_maps(site: CallSite) -> dict:
             idx = np.stack([np.broadcast_to(np.asarray(r), (len(points),)) for r in res], axis=1)
         else:
             idx = np.asarray([[int(r) for r in at()]])
-        facts["operands"].append(analyse(
-            Operand(name, is_output, tuple(int(s) for s in bm.array_aval.shape), elems, idx),
-            grid, parallel))
+        op = Operand(name, is_output, tuple(int(s) for s in bm.array_aval.shape), elems, idx)
+        scanned.append(op)
+        facts["operands"].append(analyse(op, grid, parallel))
+        if not is_output:
+            facts["operands"][-1]["arg"] = _argument(site, gm.num_index_operands + k, args)
+    if not facts["skipped"]:     # (an operand read by hand could hold what a blocked one misses)
+        facts["reads"] = [{"output": o.name, "input": i.name, "blocks": reads(o, i, grid)}
+                          for o in scanned if o.is_output for i in scanned if not i.is_output]
     return facts
 
 
+# Inputs compared by value only up to this size (a production-size scan needs no such fact).
+_MAX_COMPARED = 1 << 22
+
+
+def _argument(site: CallSite, position: int, args: Sequence[Any]) -> int | None:
+    """Which of the function's arrays the operand at ``position`` is, unchanged (equal in
+    shape, dtype and every value, and no other is), else None."""
+    if site.invals is None or position >= len(site.invals):
+        return None
+    val = site.invals[position]
+    if isinstance(val, jax_core.Tracer) or int(np.prod(np.shape(val))) > _MAX_COMPARED:
+        return None
+    same = [j for j, a in enumerate(args)
+            if not isinstance(a, (jax.ShapeDtypeStruct, jax_core.Tracer)) and np.shape(a) == np.shape(val)
+            and np.asarray(a).dtype == np.asarray(val).dtype and np.array_equal(np.asarray(a), np.asarray(val))]
+    return same[0] if len(same) == 1 else None
+
+
+def _returning_call(jaxpr: Any, var: Any) -> Any:
+    """The pallas_call equation whose output ``var`` is, through jit and call
+    wrappers only (anything computed from it is another value), else None."""
+    for eqn in jaxpr.eqns:
+        at = [i for i, o in enumerate(eqn.outvars) if o is var]
+        if not at:
+            continue
+        if eqn.primitive.name == release.PALLAS_CALL:
+            return eqn if at[0] == 0 else None
+        subs = list(eqn_subprograms(eqn)) if eqn.primitive.name in release.INLINE_CLOSED else []
+        if len(subs) == 1 and len(subs[0].outvars) == len(eqn.outvars):
+            return _returning_call(subs[0], subs[0].outvars[at[0]])
+        return None
+    return None
+
+
 def index_maps(traced: Traced, args: Sequence[Any]) -> dict:
-    return {"calls": [scan_index_maps(site) for site in call_sites(traced, args)]}
+    top = traced.closed.jaxpr
+    returned = _returning_call(top, top.outvars[0]) if len(top.outvars) == 1 else None
+    # (The sites' equations are copies with the rung's params: the same variables, though.)
+    out = returned.outvars[0] if returned is not None else None
+    return {"calls": [scan_index_maps(site, args, out is not None and site.eqn.outvars[0] is out)
+                      for site in call_sites(traced, args)]}
 
 
 def lower_for_tpu(traced: Traced, arrays: Sequence[Any]) -> dict:

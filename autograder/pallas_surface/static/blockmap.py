@@ -19,6 +19,9 @@ MAX_EXAMPLES = 3
 MAX_BLOCKS = 256
 # Grid points listed as writing one output block, in order.
 MAX_WRITERS = 32
+# What the steps writing an output block read: said for grids up to this many points
+# (a graded case's; a production-size grid is scanned for coverage, not for this).
+MAX_READ_POINTS = 1 << 16
 
 
 @dataclass(frozen=True)
@@ -181,3 +184,20 @@ def _parallel_shared(idx: np.ndarray, keys: np.ndarray, points: np.ndarray,
               "axis": int(axes[np.argmax(differ[r])]), "writers": _writers(keys, points, int(r))}
              for r in rows[:MAX_EXAMPLES]]
     return found, [idx[r].tolist() for r in rows]
+
+
+def reads(out: Operand, inp: Operand, grid: tuple[int, ...]) -> list[dict]:
+    """For each output block (the first MAX_BLOCKS, in grid order), the distinct blocks of
+    ``inp`` that the grid points writing it read: what the kernel can know when it computes
+    that block. Empty for a grid too large to list (``MAX_READ_POINTS``)."""
+    n = len(grid_points(grid))
+    if n > MAX_READ_POINTS:
+        return []
+    oidx = np.asarray(out.block_indices, dtype=np.int64).reshape(n, -1)
+    iidx = np.asarray(inp.block_indices, dtype=np.int64).reshape(n, -1)
+    okeys = _keys(oidx)
+    found = []
+    for r in _first_rows(okeys, np.arange(n))[:MAX_BLOCKS]:
+        read = np.unique(iidx[okeys == okeys[r]], axis=0)[:MAX_BLOCKS]
+        found.append({"block": oidx[r].tolist(), "reads": read.tolist()})
+    return found

@@ -78,6 +78,7 @@ class OperandMap:
     partial_count: int
     outside_blocks: tuple[OutsideBlock, ...] = ()   # every distinct one (capped)
     unread_count: int = 0                           # inputs only: blocks no grid point reads
+    arg: int | None = None                          # inputs only: the function's array argument it is, unchanged
     # Outputs only (empty for inputs):
     unwritten_blocks: tuple[Point, ...] = ()
     unwritten_count: int = 0
@@ -96,11 +97,27 @@ class Skipped:
 
 
 @dataclass(frozen=True)
+class BlockReads:
+    """One output block, and the blocks of an input the grid points writing it read."""
+    block: Point
+    reads: tuple[Point, ...]
+
+
+@dataclass(frozen=True)
+class ReadSet:
+    output: str
+    input: str
+    blocks: tuple[BlockReads, ...]
+
+
+@dataclass(frozen=True)
 class CallMap:
     grid: Point
     dimension_semantics: tuple[str, ...]
     operands: tuple[OperandMap, ...]
     skipped: tuple[Skipped, ...]
+    returned: bool = False                 # its output 0 is what the function returns, unchanged
+    reads: tuple[ReadSet, ...] = ()        # what each output block's steps read of each input
 
 
 @dataclass(frozen=True)

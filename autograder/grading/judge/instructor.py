@@ -1,0 +1,51 @@
+"""The instructor's checks' failed subTests, each said once, and tied to the
+grading: a failure word for word the same as an earlier one (the other rung's
+run of one bug) names that one, and a failure on the kernel of a graded test
+whose points one of the grader's problems took is likely another view of that
+problem. Pure logic: it never formats and never changes a score (the checks'
+points stay the instructor's rubric).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..run.custom_checks import SubFailure
+from .problems import Problem, key_of
+from .scoring import TestResult
+
+
+@dataclass(frozen=True)
+class Said:
+    label: str                          # "subTest (rung='generic') failed"
+    message: str | None                 # None: word for word an earlier failure's
+    same_as: str = ""                   # that failure's test number (``same_as_test``), else its label
+    same_as_test: bool = False
+    problem: Problem | None = None      # the grader's problem charged on the test whose kernel it ran
+    test: str = ""                      # that test's number
+
+
+def said_once(failures: tuple[SubFailure, ...], tests: tuple[TestResult, ...],
+              problems: tuple[Problem, ...]) -> tuple[Said, ...]:
+    keyed = {p.key: p for p in problems}
+    out: list[Said] = []
+    first: dict[str, tuple[str, bool]] = {}
+    for f in failures:
+        test = _test_of(f, tests)
+        if f.message in first:
+            same, is_test = first[f.message]
+            out.append(Said(f.label, None, same, is_test))
+            continue
+        first[f.message] = (test.number, True) if test is not None else (f.label, False)
+        p = keyed.get(key_of(test.finding)) if test is not None and test.charges else None
+        out.append(Said(f.label, f.message.strip("\n"), problem=p, test=test.number if p else ""))
+    return tuple(out)
+
+
+def _test_of(f: SubFailure, tests: tuple[TestResult, ...]) -> TestResult | None:
+    """The graded test whose kernel the failed subTest last called (its case's
+    signature, its rung): one whose points a finding took, where several share it."""
+    if f.signature is None or f.rung is None:
+        return None
+    same = [t for t in tests if t.probe is None and t.rung == f.rung and t.run is not None
+            and t.run.draw.signature == f.signature]
+    return next((t for t in same if t.charges), same[0] if same else None)
