@@ -1021,3 +1021,45 @@ def test_a_debug_check_lowers_for_a_tpu_with_pallas_checks_on_and_off():
     for on in (False, True):
         with pl.enable_debug_checks(on):
             _lower(_checked_add, [x, y])
+
+
+def _waits_on(other_slot: bool):
+    """Two chunks double-buffered; each wait on its own slot's semaphore, or the other's."""
+    def kernel(x_hbm, o_ref, buf, sem):
+        def copy(c, slot, s):
+            return pltpu.make_async_copy(x_hbm.at[pl.ds(c * 8, 8)], buf.at[slot], sem.at[s])
+        copy(0, 0, 0).start()
+        copy(1, 1, 1).start()
+        for c in range(2):
+            copy(c, c, 1 - c if other_slot else c).wait()
+            o_ref[pl.ds(c * 8, 8), :] = buf[c]
+
+    def f(x):
+        return pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),
+                              in_specs=[pl.BlockSpec(memory_space=pl.ANY)],
+                              out_specs=pl.BlockSpec(x.shape, lambda: (0, 0)),
+                              scratch_shapes=[pltpu.VMEM((2, 8, 128), jnp.float32),
+                                              pltpu.SemaphoreType.DMA((2,))])(x)
+    return f
+
+
+def test_dma_start_and_wait_carry_src_dst_and_the_semaphore_they_signal_in_their_tree():
+    """pallas_surface/program/dmas.py reads a local copy's dma_start and dma_wait as the
+    tree (src_ref, dst_ref, dst_sem, src_sem, device_id) of TransformedRefs with
+    NDIndexers, static indices as literal operands: a wait on the other slot's
+    semaphore reads as that semaphore against the start's, at the student's lines."""
+    import json
+
+    from autograder.grading.identity import sources
+    from autograder.pallas_surface.program import schema, serial
+    x = jnp.zeros((16, 128), jnp.float32)
+    for other_slot in (False, True):
+        traced = rung.trace(_waits_on(other_slot), [x])
+        doc = schema.loads(json.dumps(serial.encode(traced, {__file__})).encode())
+        (k,) = sources.of_program(doc, lambda f, line: f"{f.rsplit('/', 1)[-1]}:{line}").kernels
+        if not other_slot:
+            assert k.sem_mismatches == () and len(k.dma_starts) == 2
+            continue
+        (m,) = k.sem_mismatches      # both waits are at one line: the first is shown
+        assert (m.waits_on, m.started_on, m.copy) == ("sem[1]", "sem[0]", "buf[0]")
+        assert m.wait.where.startswith("test_canaries.py:") and m.start.where.startswith("test_canaries.py:")

@@ -12,7 +12,9 @@ Which fix (``fix``): the key of its kind's ``seen`` entry in the catalogue, and
 the values that fill it. A row a mask leaves out (the fill comes back as it
 was) is not an accumulator to zero; two cores of a ``pl.kernel`` mesh writing
 one range is not a parallel grid axis; a DMA that is wrong only when copies
-complete early is a buffer refilled too soon. None when the evidence does not
+complete early is a buffer refilled too soon; a wait on another semaphore than
+its copy's start (read from the traced kernel: ``KernelSource.sem_mismatches``) is
+that wait's fault and fix, whatever the run showed. None when the evidence does not
 say (the catalogue's general line stands). The wording is the catalogue's; this
 module only chooses.
 """
@@ -158,6 +160,8 @@ def _kernel_fault(f: Finding, k: KernelSource, related: Iterable[Finding], sourc
         if _never_stored(x) and len(k.stores) == 1:
             return Fault("the store", k.stores[0])
         return None
+    if f.id == "dma-protocol" and k.sem_mismatches:
+        return Fault("the wait", k.sem_mismatches[0].wait)
     if f.id == "dma-protocol" and f.problem == "mode-dependent":
         race = next((r for r in related if r.id == "data-race" and r.case == f.case), None)
         found = _race(race, sources) if race is not None else None
@@ -230,6 +234,17 @@ def _uninitialized(f: Finding, x: dict) -> tuple[str, dict] | None:
     return "read-first", {}
 
 
+def _wrong_semaphore(sources: Sources | None) -> tuple[str, dict] | None:
+    """A wait on another semaphore than its copy's start (read from the traced kernel):
+    whatever the run showed (a hang, a result that depends on the DMA mode), that is the fix."""
+    kernels = sources.kernels if sources is not None else ()
+    if len(kernels) != 1 or not kernels[0].sem_mismatches:
+        return None
+    m = kernels[0].sem_mismatches[0]
+    return "wrong-semaphore", {"waits_on": m.waits_on, "copy": m.copy, "started_on": m.started_on,
+                               "start": m.start.where}
+
+
 def _dma(f: Finding, x: dict) -> tuple[str, dict] | None:
     if f.problem == "mode-dependent":
         return {"eager": ("refilled", {}), "on_wait": ("read-early", {})}.get(x.get("mode_failing"))
@@ -286,7 +301,7 @@ def seen(f: Finding, sources: Sources | None = None, related: Iterable[Finding] 
     if f.id == "data-race":
         return _race_fix(x, sources)
     if f.id == "dma-protocol":
-        return _dma(f, x)
+        return _wrong_semaphore(sources) or _dma(f, x)
     if f.id == "grid-order-dependence" and f.problem == "hang":
         return "hang", {}
     if f.id == "not-a-kernel" and isinstance(x.get("outside"), dict) and x["outside"]:

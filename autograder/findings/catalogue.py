@@ -393,6 +393,8 @@ _KINDS = (
                     "each copy once",
             "never-waited": "a copy is started and never waited on: wait on every copy you start before the "
                             "kernel ends",
+            "wrong-semaphore": "wait on the semaphore the copy was started with: the .wait() waits on {waits_on} "
+                               "for the copy into {copy}, which was started on {started_on} at {start}",
         },
         explains=("generic", "tpu-interpret"),
         # Data read before its copy lands, or through a semaphore two copies share, is what

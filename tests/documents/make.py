@@ -22,6 +22,7 @@ KERNELS = (
     ("flash_attention", "solutions/flash_attention.py", 0),
     ("dma_scale", "solutions/dma_scale.py", 0),
     ("dma_scale", "assignments/dma_scale/corpus/kernel_two_cores.py", 0),
+    ("dma_scale", "assignments/dma_scale/corpus/dma_wrong_semaphore.py", 0),     # a wait on another semaphore
     ("add", "assignments/add/corpus/scalar_prefetch_order.py", 0),
     ("matmul", "assignments/matmul/corpus/emit_pipeline_k.py", 0),
     ("add", "assignments/add/corpus/fori_loop_rows.py", 0),

@@ -13,6 +13,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
 
+from ...pallas_surface.program import dmas
 from . import calls
 
 MAX_QUOTED = 160        # characters of a quoted line (a longer one is cut, saying so)
@@ -22,6 +23,16 @@ MAX_QUOTED = 160        # characters of a quoted line (a longer one is cut, sayi
 class Place:
     where: str           # the line as the student knows it: "add.py:15" (a notebook: "nb.ipynb cell 3, line 4")
     text: str = ""       # the line as written, its indentation removed ("" when it cannot be read)
+
+
+@dataclass(frozen=True)
+class SemMismatch:
+    """A DMA wait on another semaphore than its copy's start signals (``dmas.mismatches``)."""
+    wait: Place          # the .wait()
+    start: Place         # the .start() of the same copy (source and destination, static indices)
+    waits_on: str        # the semaphore as written: "sem[1]"
+    started_on: str      # "sem[0]"
+    copy: str            # the copy's destination: "buf[0]"
 
 
 @dataclass(frozen=True)
@@ -42,6 +53,7 @@ class KernelSource:
     inputs: int = 0                          # how many of refs are inputs
     cores: int = 1                           # a pl.kernel mesh's cores (1: a grid)
     grid: tuple[int, ...] = ()               # its grid at the first correctness case's shapes
+    sem_mismatches: tuple[SemMismatch, ...] = ()   # waits on another semaphore than their copy's, one per line
 
 
 @dataclass(frozen=True)
@@ -113,7 +125,8 @@ def _kernel_jaxpr(eqn: dict) -> dict | None:
     closed = p.get("jaxpr") if eqn["p"] == "pallas_call" else None
     if closed is None and isinstance(p.get("jaxprs"), dict):        # mpmd_map: one jaxpr per mesh
         closed = next(iter(p["jaxprs"].get("t") or []), None)
-    jaxpr = closed.get("cjx", closed) if isinstance(closed, dict) else None
+    # A closed jaxpr (0.12: {"cjx": ...}) or an open one (0.10.2's pallas_call: {"jx": ...}).
+    jaxpr = closed.get("cjx", closed.get("jx", closed)) if isinstance(closed, dict) else None
     jaxpr = jaxpr.get("jaxpr", jaxpr) if isinstance(jaxpr, dict) else None
     return jaxpr if isinstance(jaxpr, dict) and "eqns" in jaxpr else None
 
@@ -216,7 +229,23 @@ class _Reader:
             tuple(at(n) for n in lines.out_maps) if lines else (), at(lines.scratch) if lines else None,
             self.places(written), self.places(e.get("src") for e in _eqns(eqn["params"]) if e["p"] == "dma_start"),
             tuple(names[nio:nio + nin + nout]) if len(names) >= nio + nin + nout else (), nin, _cores(eqn),
-            _grid(eqn))
+            _grid(eqn), self.mismatches(jaxpr, names))
+
+    def mismatches(self, jaxpr: dict | None, names: list[str]) -> tuple[SemMismatch, ...]:
+        """The kernel's waits on a semaphore their copy was not started with, the first at each line."""
+        found = dmas.copies(jaxpr) if jaxpr is not None else None
+        if not found:
+            return ()
+        invars = [v.get("v") for v in jaxpr.get("invars", []) if isinstance(v, dict)]
+        named = dict(zip(invars, names)) if len(invars) == len(names) else {}
+        out: dict[str, SemMismatch] = {}
+        for m in dmas.mismatches(found):
+            wait, start = (self.source(c.at) for c in (m.wait, m.start))
+            wait, start = (self.place(s[0], s[1]) if s is not None else None for s in (wait, start))
+            if wait is not None and start is not None and wait.where not in out:
+                out[wait.where] = SemMismatch(wait, start, dmas.written(m.wait.sem, named),
+                                              dmas.written(m.start.sem, named), dmas.written(m.wait.dst, named))
+        return tuple(out.values())
 
 
 def of_program(doc: dict, where: Callable[[str, int], str], text: str = "", file: str = "",

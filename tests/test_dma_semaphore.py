@@ -1,0 +1,46 @@
+"""A DMA wait on the other slot's semaphore (issue 45's k09, written apart from the
+project: assignments/dma_scale/corpus/dma_wrong_semaphore.py), graded through the
+real CLI: the hang (test 1.2) and the race (test 2.2) are one problem, at the wait's
+line, with the fix the traced kernel calls for; a replay of test 2.2 alone, as a
+student copies it from Gradescope, keeps its number, its line and its fix."""
+import re
+
+import pytest
+from conftest import corpus, tags
+
+pytestmark = [pytest.mark.jax, pytest.mark.grading]
+
+KERNEL = corpus("dma_scale") / "dma_wrong_semaphore.py"
+AT = ("At dma_wrong_semaphore.py:35:\n\n```\npltpu.make_async_copy(x_hbm.at[pl.ds(c * CHUNK, CHUNK)], buf.at[slot], "
+      "sem.at[1 - slot]).wait()\n```")
+FIX = ("Fix: wait on the semaphore the copy was started with: the .wait() waits on sem[1] for the copy into buf[0], "
+       "which was started on sem[0] at dma_wrong_semaphore.py:30.")
+
+
+def _test(doc: dict, number: str) -> dict:
+    return next(t for t in doc["tests"] if t["number"] == number)
+
+
+@pytest.mark.releases
+def test_the_hang_and_the_race_are_one_problem_at_the_wait_with_the_semaphore_fix(grade_cli):
+    doc, out = grade_cli(KERNEL, "dma_scale", "--run-key", "5")
+    assert tags(doc) == [[], ["dma-protocol"]] * 4 and doc["score"] == 11
+    first = _test(doc, "1.2")
+    assert first["extra_data"]["problem"] == "hang"
+    assert AT in first["output"] and FIX in first["output"]
+    assert "start every copy before waiting" not in first["output"]
+    # Test 2.2 is the same problem, explained under 1.2 (its replay command: the next test).
+    assert _test(doc, "2.2")["output"].startswith("Problem 1, DMA or semaphore misuse [dma-protocol], explained "
+                                                  "under test 1.2")
+    assert "Problems found: 1" in out
+    assert re.search(r"Fix: wait on the semaphore the copy was started with: the \.wait\(\) waits on\s+sem\[1\]", out)
+
+
+def test_a_replay_of_test_2_2_keeps_its_number_line_and_fix(grade_cli):
+    doc, out = grade_cli(KERNEL, "dma_scale", "--case", "f32-256x128", "--rung", "tpu-interpret",
+                         "--run-key", "5")
+    (replayed,) = [t for t in doc["tests"] if re.fullmatch(r"\d+\.\d+", t["number"])]
+    assert (replayed["number"], replayed["tags"], replayed["extra_data"]["problem"]) == \
+        ("2.2", ["dma-protocol"], "mode-dependent")
+    assert AT in replayed["output"] and FIX in replayed["output"]
+    assert "call .wait() on the copy before reading" not in replayed["output"]

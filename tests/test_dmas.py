@@ -1,0 +1,162 @@
+"""A DMA wait on another semaphore than its copy's start, read from the program
+document (pallas_surface/program/dmas.py), and the fault line and fix the feedback
+draws from it (feedback/evidence.py). No JAX: equations written here in the
+document's form, and the real documents of tests/documents (the solution's, and
+issue 45's k09: assignments/dma_scale/corpus/dma_wrong_semaphore.py)."""
+import copy
+import json
+from pathlib import Path
+
+from autograder.feedback import evidence, fixes
+from autograder.findings import Finding
+from autograder.grading import assignments
+from autograder.grading.identity import sources
+from autograder.pallas_surface.program import dmas
+
+DOCUMENTS = Path(__file__).resolve().parent / "documents"
+CORPUS = Path(__file__).resolve().parent.parent / "assignments" / "dma_scale" / "corpus"
+X, BUF, SEM, DYN = 2, 4, 5, 9     # the kernel's variable ids: x_hbm, buf, sem, a traced int
+
+
+def _slice(start, size, stride=1):
+    return {"dc": ["Slice", [["start", start], ["size", size], ["stride", stride]]]}
+
+
+def _ref(leaf, indices, shape):
+    nd = {"dc": ["NDIndexer", [["indices", {"t": indices}], ["shape", {"t": shape}],
+                               ["int_indexer_shape", {"t": []}], ["validate", False]]]}
+    return {"dc": ["TransformedRef", [["ref", {"leaf": leaf}], ["transforms", {"t": [nd]}]]]}
+
+
+def _lit(n):
+    return {"lit": n, "aval": {"sa": [[], {"dt": "int32"}, True]}}
+
+
+def _dma(p, chunk, slot, sem, src=0, dynamic=False, remote=None, **params):
+    """x_hbm.at[chunk*64:+64] -> buf.at[slot] on sem.at[sem], as both releases write it."""
+    operands = [{"v": X}, {"v": BUF}, {"v": DYN} if dynamic else _lit(slot), {"v": SEM}, _lit(sem)]
+    tree = {"t": [_ref(0, [_slice(chunk * 64, 64), _slice(0, 256)], [192, 256]),
+                  _ref(1, [{"leaf": 2}, _slice(0, 64), _slice(0, 256)], [2, 64, 256]),
+                  _ref(3, [{"leaf": 4}], [2]), remote, None]}
+    return {"p": p, "in": operands, "out": [],
+            "params": [[k, v] for k, v in params.items()] + [["tree", {"tree": ["tracing", tree]}]], "src": src}
+
+
+def _start(chunk, slot, sem, **kw):
+    return _dma("dma_start", chunk, slot, sem, add=False, priority=0, **kw)
+
+
+def _wait(chunk, slot, sem, **kw):
+    return _dma("dma_wait", chunk, slot, sem, **{"is_wait_send": False, **kw})
+
+
+def _found(*eqns):
+    return dmas.copies({"eqns": list(eqns)})
+
+
+NAMES = {X: "x_hbm", BUF: "buf", SEM: "sem"}
+
+
+def test_a_wait_on_the_other_slots_semaphore_is_a_mismatch_with_both_semaphores():
+    found = _found(_start(0, 0, 0, src=0), _start(1, 1, 1, src=1), _wait(0, 0, 1, src=2))
+    (m,) = dmas.mismatches(found)
+    assert (m.wait.at, m.start.at) == (2, 0)
+    assert [dmas.written(r, NAMES) for r in (m.wait.sem, m.start.sem, m.wait.dst, m.wait.src)] == \
+        ["sem[1]", "sem[0]", "buf[0]", "x_hbm[0:64]"]
+
+
+def test_a_wait_on_its_copys_own_semaphore_is_no_mismatch():
+    assert dmas.mismatches(_found(_start(0, 0, 0), _start(1, 1, 1), _wait(0, 0, 0), _wait(1, 1, 1))) == ()
+    # 0.10.2 writes insert_dummy_device=False where 0.12 writes is_wait_send=False.
+    assert dmas.mismatches(_found(_start(0, 0, 0), _dma("dma_wait", 0, 0, 1, insert_dummy_device=False))) != ()
+
+
+def test_no_fact_without_a_start_of_the_same_copy_or_with_one_on_the_waits_semaphore():
+    # A wait through a descriptor of another chunk (the same size: the semaphore counts bytes).
+    assert dmas.mismatches(_found(_start(0, 0, 0), _wait(1, 0, 1))) == ()
+    # The same copy started on both semaphores: the wait's own start exists.
+    assert dmas.mismatches(_found(_start(0, 0, 0), _start(0, 0, 1), _wait(0, 0, 1))) == ()
+    # Started on two other semaphores: which one it meant is not the grader's guess.
+    assert dmas.mismatches(_found(_start(0, 0, 0), _start(0, 0, 1), _wait(0, 0, 2))) == ()
+
+
+def test_a_dynamic_index_a_remote_copy_a_nested_dma_or_a_malformed_one_reads_as_no_copies():
+    assert _found(_start(0, 0, 0, dynamic=True), _wait(0, 0, 1)) is None
+    assert _found(_start(0, 0, 0, remote=_ref(3, [{"leaf": 4}], [2])), _wait(0, 0, 1)) is None
+    assert _found(_start(0, 0, 0), _wait(0, 0, 1, is_wait_send=True)) is None
+    loop = {"p": "scan", "in": [], "out": [], "params": [["jaxpr", {"jx": {"eqns": [_start(0, 0, 0)]}}]]}
+    assert _found(loop, _wait(0, 0, 1)) is None
+    broken = _wait(0, 0, 1)
+    broken["params"][-1][1]["tree"][1]["t"] = [None] * 5
+    assert _found(_start(0, 0, 0), broken) is None
+    for junk in (None, 7, [], {"eqns": [3]}, {"eqns": [{"p": "dma_wait", "in": 3}]}):
+        assert dmas.copies(junk) is None or dmas.copies(junk) == ()
+    assert dmas.copies({"eqns": []}) == ()
+
+
+def test_a_ref_is_written_as_the_student_would_and_an_odd_name_is_not_shown():
+    ref = dmas.Ref(1, (((64, 64, 1), (0, 256, 1)),), ((192, 256),))
+    assert dmas.written(ref, {1: "x_hbm"}) == "x_hbm[64:128]"
+    assert dmas.written(dmas.Ref(1, (((0, 8, 2),),), ((16,),)), {1: "x"}) == "x[0:16:2]"
+    assert dmas.written(dmas.Ref(1, ((3,),), ((4,),)), {1: "<b>sem</b>"}) == "a ref[3]"
+    assert dmas.written(dmas.Ref(1, (), ()), {}) == "a ref"
+
+
+def _doc(name):
+    return json.loads((DOCUMENTS / name).read_text())
+
+
+def _sources(name, file):
+    text = (CORPUS / file).read_text() if (CORPUS / file).exists() else ""
+    return sources.of_program(_doc(name), lambda f, line: f"{f}:{line}", text, file)
+
+
+def _hang():
+    return Finding.make("dma-protocol", "tpu-interpret", "hung", case="f32-192x256", check="races",
+                        problem="hang", mode="on_wait")
+
+
+def _mode_dependent():
+    return Finding.make("dma-protocol", "tpu-interpret", "wrong when late", case="f32-256x128", check="races",
+                        problem="mode-dependent", variant="dma-eager", mode_passing="eager",
+                        mode_failing="on_wait")
+
+
+FIX = ("wait on the semaphore the copy was started with: the .wait() waits on sem[1] for the copy into buf[0], "
+       "which was started on sem[0] at dma_wrong_semaphore.py:30")
+
+
+def test_the_traced_k09_points_every_dma_problem_at_its_wait_with_the_semaphore_fix():
+    where = _sources("dma_scale-dma_wrong_semaphore.json", "dma_wrong_semaphore.py")
+    (m,) = where.kernels[0].sem_mismatches
+    assert (m.wait.where, m.start.where, m.waits_on, m.started_on, m.copy) == \
+        ("dma_wrong_semaphore.py:35", "dma_wrong_semaphore.py:30", "sem[1]", "sem[0]", "buf[0]")
+    assert m.wait.text.endswith("sem.at[1 - slot]).wait()")
+    a = assignments.find("dma_scale")
+    for f in (_hang(), _mode_dependent()):
+        found = evidence.fault(f, where)
+        assert (found.what, found.place) == ("the wait", m.wait)
+        said = fixes.fix(f, a, sources=where)
+        assert (said.what, said.where, said.specific) == (FIX, "at dma_wrong_semaphore.py:35", True)
+    # A secret case's finding speaks in the grader's words only (no ref names).
+    assert fixes.fix(_hang(), a, visible=False, sources=where).what.startswith("a .wait() that no .start()")
+
+
+def test_the_solution_and_a_kernel_without_the_document_keep_their_fixes():
+    where = _sources("dma_scale-dma_scale.json", "dma_scale.py")
+    assert where.kernels[0].sem_mismatches == ()
+    assert evidence.fix(_hang(), where).startswith("a .wait() that no .start() satisfies")
+    assert evidence.fix(_mode_dependent(), where).startswith("a buffer is read before its copy is waited on")
+    assert evidence.fix(_hang(), None).startswith("a .wait() that no .start() satisfies")
+
+
+def test_the_solutions_document_with_one_wait_moved_to_the_other_semaphore_is_caught():
+    """The solution's own document, its first wait's semaphore index changed: the
+    document alone (no run, no JAX) shows the mismatch, at the solution's lines."""
+    doc = copy.deepcopy(_doc("dma_scale-dma_scale.json"))
+    waits = [e for e in sources._eqns(doc["program"]) if e["p"] == "dma_wait"]
+    waits[0]["in"][4]["lit"] = 1 - waits[0]["in"][4]["lit"]
+    where = sources.of_program(doc, lambda f, line: f"{f}:{line}")
+    (m,) = where.kernels[0].sem_mismatches
+    assert (m.waits_on, m.started_on, m.copy) == ("sem[1]", "sem[0]", "buf[0]")
+    assert m.wait.where == "dma_scale.py:{}".format(doc["sources"][waits[0]["src"]][1])
