@@ -14,7 +14,7 @@ export PYTHONUSERBASE=/tmp/callP-user
 (cd .chip47/route && PIP_CONFIG_FILE=/dev/null timeout 90 python3 -m pip install --user --no-index \
   --find-links wheels 'pallas-autograder[review]' 2>&1 | tail -2) > $P/install.log 2>&1
 echo "install rc=$? at $(( $(date +%s) - T0 )) s" >> $P/phases.log
-timeout 150 python3 -m pytest -q -p no:cacheprovider -n 0 -m tpu tests > $P/tpu-tests.log 2>&1
+timeout 150 python3 -m pytest -q -p no:cacheprovider -o addopts='' -m tpu tests > $P/tpu-tests.log 2>&1
 echo "tpu tests rc=$? at $(( $(date +%s) - T0 )) s" >> $P/phases.log
 pack
 timeout 120 python3 benchmarks/chip_check.py run -o $P/outcomes --phases env,outcomes \
