@@ -297,7 +297,7 @@ def test_view(t: TestResult, plan, uploaded_as: str | None, problems: dict | Non
         "snippet": _snippet(t, run, plan) if shows and state == "fail" and not t.gated_by else None,
         # The grader's --case/--rung replays correctness runs only: a probe's
         # failure is reproduced by its snippet (its interpreter parameters).
-        "command": (ctx.how.command(assignment, t.case, t.rung, uploaded_as, plan.run_key)
+        "command": (_command(t, uploaded_as, plan.run_key, ctx)
                     if shows and t.probe is None and t.rung in ("generic", "tpu-interpret") and not t.gated_by
                     else None),
         "probe": t.probe,
@@ -318,6 +318,13 @@ def test_view(t: TestResult, plan, uploaded_as: str | None, problems: dict | Non
         if fix is not None and (fix.specific or fix.at is not None):
             view["finding"].update(_fix_view(fix))
     return view
+
+
+def _command(t: TestResult, uploaded_as: str | None, run_key: int, ctx: Context) -> str | None:
+    """The grader's command that replays this test as the whole grading saw it: with
+    the evidence that tied it to its problem (``repro.replay_of``), else none."""
+    replay = repro.replay_of(ctx.assignment, t.case, t.rung, t.finding)
+    return ctx.how.command(ctx.assignment, replay, uploaded_as, run_key) if replay is not None else None
 
 
 def _snippet(t: TestResult, run: Run | None, plan) -> str | None:

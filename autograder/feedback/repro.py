@@ -10,6 +10,7 @@ import shlex
 import shutil
 from dataclasses import dataclass
 
+from ..findings import Finding
 from ..grading.run import inputs
 from ..pallas_surface.release import TARGET_DEVICE_KIND
 from ..spec import Assignment, Case
@@ -32,13 +33,56 @@ class Invocation:
     submission: str | None = None     # None: the uploaded file's name (Gradescope: the student's own copy)
     assignments: str | None = None    # --assignments DIR, as given
 
-    def command(self, assignment: Assignment, case: Case, rung: str, uploaded_as: str | None,
+    def command(self, assignment: Assignment, replay: Replay, uploaded_as: str | None,
                 run_key: int | None = None) -> str:
         target = self.submission or shlex.quote(uploaded_as or assignment.entry_file)
         folder = f" --assignments {shlex.quote(self.assignments)}" if self.assignments else ""
         key = f" --run-key {run_key}" if run_key is not None else ""
-        return (f"{self.program} grade {target} -a {assignment.slug}{folder} "
-                f"--case {shlex.quote(case.name)} --rung {rung}{key}")
+        cases = "".join(f" --case {shlex.quote(c.name)}" for c in replay.cases)
+        rungs = "".join(f" --rung {r}" for r in replay.rungs)
+        return f"{self.program} grade {target} -a {assignment.slug}{folder}{cases}{rungs}{key}"
+
+
+@dataclass(frozen=True)
+class Replay:
+    """What one test's reproduce command replays: the test's own case on its own
+    rung; and where the whole grading tied the test to its problem by evidence
+    from elsewhere (a check's runs, which compare with the case's other rungs;
+    another case's verdict), that evidence too: so the replay finds the same
+    finding, explained under the same test, with the same fix. Never a secret case."""
+    cases: tuple[Case, ...]           # visible cases only, in the spec's order
+    rungs: tuple[str, ...]            # (): every rung
+
+
+def replay_of(assignment: Assignment, case: Case, rung: str, finding: Finding | None) -> Replay | None:
+    """The replay of the visible correctness test (``case``, ``rung``) whose primary
+    finding is ``finding``; None when the evidence that tied it is a secret case's
+    (no command may name that case, and a replay without it shows another finding)."""
+    if finding is None or finding.case is None:   # passed, or submission-wide: any run shows it
+        return Replay((case,), (rung,))
+    names, every = {case.name}, False
+    if finding.check != "correctness":
+        # A check's finding, from this case or another (``scoring._may_explain``): that
+        # case's runs of the check; a check that runs the kernel compares with the case's
+        # test runs (poisoning with TPU interpret mode's, grid order with the generic one's).
+        if not _visible(assignment, finding.case):
+            return None
+        names.add(finding.case)
+        every = finding.rung != "static"
+    facts = finding.facts()
+    # A verdict that reads another case (named only when visible): the logic error another
+    # case shows, on any rung (``causes.one_cause``); the smaller inputs it gets right on
+    # this rung (``diagnosis.overflows``).
+    for key, all_rungs in (("far_case", True), ("right_on", False)):
+        name = facts.get(key)
+        if isinstance(name, str) and _visible(assignment, name):
+            names.add(name)
+            every = every or all_rungs
+    return Replay(tuple(c for c in assignment.cases if c.name in names), () if every else (rung,))
+
+
+def _visible(assignment: Assignment, name: str | None) -> bool:
+    return any(c.name == name and c.visible for c in assignment.cases)
 
 
 # What the handout kit runs (its README and notebook say so, in the kit's folder):
@@ -69,7 +113,8 @@ def _named(path: str, names: tuple[str, ...]) -> str:
 
 def command(assignment: Assignment, case: Case, rung: str, uploaded_as: str | None,
             run_key: int | None = None, how: Invocation = KIT) -> str:
-    return how.command(assignment, case, rung, uploaded_as, run_key)
+    """The command that replays test (``case``, ``rung``) alone."""
+    return how.command(assignment, Replay((case,), (rung,)), uploaded_as, run_key)
 
 
 def _atol(assignment: Assignment, case: Case, tol=None) -> float:

@@ -1,0 +1,58 @@
+"""Bug: the running max, sum and accumulator are reset under
+``@pl.when(qi == 0)`` (the query axis) instead of at the first key block
+(``pl.program_id(2) == 0``). Run in order on one core, the first query block is
+reset at every key block and the later ones start from the previous query
+block's values (wrong, but from memory written); a core whose first grid step
+is not query block 0 (TPU interpret mode runs the parallel axes in any order)
+reads scratch nothing wrote: it depends on uninitialized memory."""
+import math
+
+import jax
+import jax.numpy as jnp
+from jax.experimental import pallas as pl
+from jax.experimental.pallas import tpu as pltpu
+
+BQ = BK = 128
+
+
+def flash_attention_kernel(q_ref, k_ref, v_ref, o_ref, m_ref, l_ref, acc_ref, *, scale):
+    qi = pl.program_id(1)
+    kv = pl.program_id(2)
+
+    @pl.when(qi == 0)
+    def _init():
+        m_ref[...] = jnp.full(m_ref.shape, -jnp.inf, jnp.float32)
+        l_ref[...] = jnp.zeros(l_ref.shape, jnp.float32)
+        acc_ref[...] = jnp.zeros(acc_ref.shape, jnp.float32)
+
+    s = jnp.dot(q_ref[0], k_ref[0].T, preferred_element_type=jnp.float32) * scale   # (BQ, BK)
+    m_old = m_ref[...]
+    m_new = jnp.maximum(m_old, jnp.max(s, axis=-1, keepdims=True))
+    rescale = jnp.exp(m_old - m_new)
+    p = jnp.exp(s - m_new)
+    l_ref[...] = rescale * l_ref[...] + jnp.sum(p, axis=-1, keepdims=True)
+    acc_ref[...] = rescale * acc_ref[...] + jnp.dot(p.astype(v_ref.dtype), v_ref[0],
+                                                    preferred_element_type=jnp.float32)
+    m_ref[...] = m_new
+
+    @pl.when(kv == pl.num_programs(2) - 1)
+    def _write():
+        o_ref[0] = (acc_ref[...] / l_ref[...]).astype(o_ref.dtype)
+
+
+@jax.jit
+def flash_attention(q, k, v):
+    b, s, d = q.shape
+    q_spec = pl.BlockSpec((1, BQ, d), lambda bi, qi, ki: (bi, qi, 0))
+    kv_spec = pl.BlockSpec((1, BK, d), lambda bi, qi, ki: (bi, ki, 0))
+    return pl.pallas_call(
+        lambda *refs: flash_attention_kernel(*refs, scale=1.0 / math.sqrt(d)),
+        out_shape=jax.ShapeDtypeStruct((b, s, d), jnp.float32),
+        grid=(b, s // BQ, s // BK),
+        in_specs=[q_spec, kv_spec, kv_spec],
+        out_specs=q_spec,
+        scratch_shapes=[pltpu.VMEM((BQ, 1), jnp.float32), pltpu.VMEM((BQ, 1), jnp.float32),
+                        pltpu.VMEM((BQ, d), jnp.float32)],
+        compiler_params=pltpu.CompilerParams(dimension_semantics=("parallel", "parallel", "arbitrary")),
+        interpret=True,  # on a CPU; the grader picks the interpreter itself
+    )(q, k, v)
