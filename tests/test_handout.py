@@ -112,6 +112,43 @@ def test_new_then_check_passes_end_to_end(tmp_path):
     assert build.returncode == 1 and "self-test failed" in build.stderr and not zip_path.exists()
 
 
+
+def test_a_replay_of_a_test_tied_to_another_cases_evidence_shows_the_same_problem_and_fix(tmp_path):
+    # Issue 45: flash attention's accumulators reset on the query axis. On the generic rung a
+    # sequential run writes every scratch before reading it, so test 3.1 fails with a wrong
+    # result of its own; the whole grading ties it to the poisoning check's finding on case 1
+    # (TPU interpret mode's fills against that case's test there). Its command replayed case 3
+    # on the generic rung alone, which runs neither, and printed "Wrong result" with another
+    # fix. The command now replays that evidence too: case 1 beside case 3, on every rung.
+    student = corpus("flash_attention") / "reset_on_query_axis.py"
+    doc = _on_gradescope(tmp_path, student, "flash_attention")
+    tests = {t["number"]: t for t in doc["tests"]}
+    key = doc["extra_data"]["run_key"]
+    said = " ".join(tests["3.1"]["output"].split())
+    assert tests["3.1"]["status"] == "failed" and ("Problem 1, Depends on uninitialized memory "
+                                                   "[uninitialized-memory], explained under test 1.1") in said
+    command = _commands(tests["3.1"]["output"])
+    assert command == [f"python -m autograder grade flash_attention.py -a flash_attention --case f32-b2-s384-d64 "
+                       f"--case logits-f32-b2-s384-d64 --run-key {key}"]
+    fix = re.search(r"^Fix: (.+?)\.$", tests["1.1"]["output"], re.M).group(1).replace("\\", "")
+    # No command names a secret case, and a secret case's test prints none.
+    secret = [c.name for c in assignments.find("flash_attention").cases if not c.visible]
+    assert not [n for t in doc["tests"] for c in _commands(t["output"]) for n in secret if n in c]
+    assert not [t["number"] for t in doc["tests"] if t["name"].startswith("secret") and _commands(t["output"])]
+    kit = tmp_path / "handout"
+    assert run_cli("handout", "flash_attention", "-o", str(kit)).returncode == 0
+    shutil.copyfile(student, kit / "flash_attention.py")
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    done = subprocess.run(command[0], shell=True, cwd=kit, env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    flat = " ".join(done.stdout.split())
+    # The same test number, the same problem explained under the same test, the same fix.
+    assert "[FAIL] 3.1 logits-f32-b2-s384-d64 · generic interpreter (0/1): problem 1, see 1.1" in flat
+    assert "Depends on uninitialized memory [uninitialized-memory], problem 1:" in flat and f"Fix: {fix}." in flat
+    assert "1. Depends on uninitialized memory [uninitialized-memory]: cost" in flat and "[wrong-result]" not in flat
+    # A replay's score counts only what it ran: the tests of both cases, named as such.
+    assert "A replay of tests 1.1, 1.2, 3.1, 3.2 only" in flat and "This replay is not your grade." in flat
+
 def _commands(text: str) -> list[str]:
     """The grader commands a feedback text prints (a code block's line, or 'reproduce:')."""
     return re.findall(r"^(?:    |    reproduce: )?(python -m autograder grade [^\n`]+?)\s*$", text, re.M)

@@ -319,3 +319,66 @@ def test_checks_that_keep_their_points_say_why_in_one_line_and_are_counted_apart
     assert ("[SAME BUG] P6 Grid order: shuffled parallel axes, two cores (1/1): problem 1 again (charged "
             "in 1.2), not charged again") in text
     assert "[PASS] P6" not in text and view["listing"]["same"] == 1
+
+
+def _unwritten(case, check="poisoning", rung="tpu-interpret"):
+    return Finding.make("uninitialized-memory", rung, "the output depends on memory the kernel never wrote",
+                        case=case, check=check, fills_passing=[], fills_failing=["fill-1", "fill-2"],
+                        differing=10, total=65536, first_differing=[0, 0])
+
+
+def test_a_test_tied_to_its_problem_by_another_cases_check_replays_that_evidence_too():
+    # Issue 45: flash attention's accumulator reset on the query axis fails test 3.1 with a
+    # plain wrong result of its own, and the whole grading ties it to the poisoning check's
+    # finding on case 1 (TPU interpret mode, compared with that case's test there). Its command
+    # replayed case 3 on the generic rung alone, which runs neither: another finding and fix.
+    a = assignments.find("matmul")
+    first, second = [c.name for c in a.cases if c.visible]
+    hidden = next(c.name for c in a.cases if not c.visible)
+    rep = _report([_wrong(first), _wrong(second), _unwritten(first)], probes=True)
+    view = render.report_view(rep)
+    tests = {t["number"]: t for t in view["tests"]}
+    assert tests["2.1"]["finding"]["id"] == "uninitialized-memory" and tests["2.1"]["explained_here"] is False
+    # Both cases, every rung (no --rung): the check's own runs and the test run they compare with.
+    assert tests["2.1"]["command"] == (f"python -m autograder grade matmul.py -a matmul --case {first} "
+                                       f"--case {second} --run-key 7")
+    # A test whose finding is its own run's still replays that test alone.
+    own = render.report_view(_report([_wrong(second)], probes=True))
+    assert next(t for t in own["tests"] if t["number"] == "2.1")["command"].endswith(
+        f"--case {second} --rung generic --run-key 7")
+    # A tie seen on a secret case only: no command (none may name it, and a replay without it
+    # shows another finding), and its name appears nowhere.
+    secret = render.report_view(_report([_wrong(second), _unwritten(hidden)], probes=True))
+    tied = next(t for t in secret["tests"] if t["number"] == "2.1")
+    assert tied["finding"]["id"] == "uninitialized-memory" and tied["command"] is None
+    assert hidden not in render.render_report(secret, "text")
+
+
+def test_the_replay_of_a_test_names_the_cases_and_rungs_its_verdict_read():
+    from autograder.feedback import repro
+    a = assignments.find("matmul")
+    first, second = [c for c in a.cases if c.visible]
+    hidden = next(c for c in a.cases if not c.visible)
+
+    def names(replay):
+        return None if replay is None else ([c.name for c in replay.cases], list(replay.rungs))
+    assert names(repro.replay_of(a, second, "generic", None)) == ([second.name], ["generic"])
+    assert names(repro.replay_of(a, second, "generic", _wrong(second.name))) == ([second.name], ["generic"])
+    # A static check's finding on another case: its scan, on the test's own rung.
+    static = _unwritten(first.name, check="index-maps", rung="static")
+    assert names(repro.replay_of(a, second, "generic", static)) == ([first.name, second.name], ["generic"])
+    # A check that ran the kernel: every rung (the test runs it compares with).
+    assert names(repro.replay_of(a, second, "generic", _unwritten(first.name))) == ([first.name, second.name], [])
+    # An overflow read from the smaller inputs another case gets right on this rung; a
+    # small error read as the logic error another case shows (of any rung).
+    over = Finding.make("numerics", "generic", "overflow", case=second.name, right_on=first.name)
+    assert names(repro.replay_of(a, second, "generic", over)) == ([first.name, second.name], ["generic"])
+    far = Finding.make("wrong-result", "generic", "far", case=second.name, one_cause=True, far_case=first.name)
+    assert names(repro.replay_of(a, second, "generic", far)) == ([first.name, second.name], [])
+    # Never a secret case: a secret case's verdict is not named (its facts say None), and a
+    # check's finding seen there only gives no replay.
+    quiet = Finding.make("numerics", "generic", "overflow", case=second.name, right_on=hidden.name)
+    assert names(repro.replay_of(a, second, "generic", quiet)) == ([second.name], ["generic"])
+    assert repro.replay_of(a, second, "generic", _unwritten(hidden.name)) is None
+    cmd = repro.KIT.command(a, repro.replay_of(a, second, "generic", _unwritten(first.name)), "matmul.py", 7)
+    assert cmd == f"python -m autograder grade matmul.py -a matmul --case {first.name} --case {second.name} --run-key 7"
