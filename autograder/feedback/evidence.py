@@ -145,7 +145,11 @@ def _kernel_fault(f: Finding, k: KernelSource, related: Iterable[Finding], sourc
     if u is not None and _unread_fault(u, k) is not None:
         return _unread_fault(u, k)
     if f.id == "out-of-bounds":
-        if grid_too_long(x) is not None and k.grid_at is not None:
+        # A grid one step too long, or one that also leaves output blocks unvisited on the
+        # same case (its axes swapped, a length from the wrong dimension): the grid's fault.
+        unvisited = any(r.id == "uninitialized-memory" and r.problem == "unwritten-blocks" and r.case == f.case
+                        for r in related)
+        if (grid_too_long(x) is not None or unvisited) and k.grid_at is not None:
             return Fault("the grid", k.grid_at)
         return _index_map(f, k)
     if f.id == "output-block-revisit":
@@ -154,6 +158,11 @@ def _kernel_fault(f: Finding, k: KernelSource, related: Iterable[Finding], sourc
         return Fault("the grid", k.grid_at) if k.grid_at is not None else None
     if f.id == "grid-order-dependence" and f.problem != "hang":
         return Fault("the dimension semantics", k.semantics) if k.semantics is not None else None
+    if (f.id == "compile-reject" and x.get("rule_id") == "matmul-accumulator"
+            or f.id == "numerics" and not x.get("nonfinite")) and len(k.narrow_dots) == 1:
+        # The one product with a 16-bit result: what the compiler refuses, and the
+        # precision a bfloat16 product loses (an overflow's NaN is another story).
+        return Fault("the product", k.narrow_dots[0])
     if f.id == "uninitialized-memory":
         if (x.get("unwritten_count") or f.problem == "unwritten-blocks") and k.grid_at is not None:
             return Fault("the grid", k.grid_at)
