@@ -389,11 +389,13 @@ def _with_reads(a: Assignment, run: Run, f: Finding, outcome: Outcome, store: Dr
                 cache: dict[str, dict | None]) -> Finding:
     """A visible case's wrong result, with the input block a wrong output block needed and
     its steps never read (``judge.reads``: where the fault is, not a charge), once per case."""
+    if outcome.output is None:
+        return f        # (a failed pl.debug_check: no output to place)
     if run.case.name not in cache:
-        ref = store[run.draw]
-        wrong = mismatches(outcome.output, ref, a.tolerance(run.case), a.reduction_length(run.case))
-        args, arrays = store.arguments(run.draw)
         try:
+            ref = store[run.draw]
+            wrong = mismatches(outcome.output, ref, a.tolerance(run.case), a.reduction_length(run.case))
+            args, arrays = store.arguments(run.draw)
             cache[run.case.name] = reads.evidence(scan, wrong, args, arrays, store.reference_fn, ref)
         except Exception:   # noqa: BLE001 (evidence for a fix, never a charge: losing it costs nothing)
             cache[run.case.name] = None
