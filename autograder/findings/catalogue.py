@@ -309,6 +309,10 @@ _KINDS = (
             "never-stored": "the kernel never stores {count} of the output's elements (the first at index "
                             "[{first}]): make the store write every valid element of its block (its mask or slice "
                             "stops short)",
+            "reset-axis": "the reset at {line} runs when pl.program_id({axis}) == 0, but grid axis {axis} is "
+                          "parallel (each of its steps is another output block) and the reduction runs along "
+                          "axis {reduction}: what you accumulate carries one block's sums into the next; reset "
+                          "at the reduction's first step, pl.when(pl.program_id({reduction}) == 0)",
             "read-first": "the output is computed from memory nothing wrote first: initialize what you accumulate "
                           "into (zero it under @pl.when at the reduction's first step) before the first +=",
             "unvisited": "the grid never visits some of the output's blocks: make the grid cover every output "

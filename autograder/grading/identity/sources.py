@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Iterator
 
 from ...pallas_surface.program import dmas
-from . import calls
+from . import calls, resets
 
 MAX_QUOTED = 160        # characters of a quoted line (a longer one is cut, saying so)
 
@@ -55,6 +55,8 @@ class KernelSource:
     grid: tuple[int, ...] = ()               # its grid at the first correctness case's shapes
     sem_mismatches: tuple[SemMismatch, ...] = ()   # waits on another semaphore than their copy's, one per line
     narrow_dots: tuple[Place, ...] = ()      # matrix products with a 16-bit result (no preferred_element_type)
+    resets: tuple[tuple[int, Place], ...] = ()   # pl.when(program_id(axis) == 0) blocks that store: (axis, line)
+    dimension_semantics: tuple[str, ...] = ()    # as the compiler params name them ("parallel", ...)
 
 
 @dataclass(frozen=True)
@@ -247,7 +249,13 @@ class _Reader:
             self.places(written), self.places(e.get("src") for e in _eqns(eqn["params"]) if e["p"] == "dma_start"),
             tuple(names[nio:nio + nin + nout]) if len(names) >= nio + nin + nout else (), nin, _cores(eqn),
             _grid(eqn), self.mismatches(jaxpr, names),
-            self.places(e.get("src") for e in _eqns(eqn["params"]) if _narrow_dot(e)))
+            self.places(e.get("src") for e in _eqns(eqn["params"]) if _narrow_dot(e)),
+            tuple((axis, p) for axis, src in resets.resets(jaxpr) if (p := self._at(src)) is not None),
+            resets.semantics(_params(eqn).get("compiler_params")))
+
+    def _at(self, src: Any) -> Place | None:
+        found = self.source(src)
+        return self.place(found[0], found[1]) if found is not None else None
 
     def mismatches(self, jaxpr: dict | None, names: list[str]) -> tuple[SemMismatch, ...]:
         """The kernel's waits on a semaphore their copy was not started with, the first at each line."""
