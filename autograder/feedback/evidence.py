@@ -145,7 +145,11 @@ def _kernel_fault(f: Finding, k: KernelSource, related: Iterable[Finding], sourc
     if u is not None and _unread_fault(u, k) is not None:
         return _unread_fault(u, k)
     if f.id == "out-of-bounds":
-        if grid_too_long(x) is not None and k.grid_at is not None:
+        # A grid one step too long, or one that also leaves output blocks unvisited on the
+        # same case (its axes swapped, a length from the wrong dimension): the grid's fault.
+        unvisited = any(r.id == "uninitialized-memory" and r.problem == "unwritten-blocks" and r.case == f.case
+                        for r in related)
+        if (grid_too_long(x) is not None or unvisited) and k.grid_at is not None:
             return Fault("the grid", k.grid_at)
         return _index_map(f, k)
     if f.id == "output-block-revisit":
@@ -154,6 +158,13 @@ def _kernel_fault(f: Finding, k: KernelSource, related: Iterable[Finding], sourc
         return Fault("the grid", k.grid_at) if k.grid_at is not None else None
     if f.id == "grid-order-dependence" and f.problem != "hang":
         return Fault("the dimension semantics", k.semantics) if k.semantics is not None else None
+    if (f.id == "compile-reject" and x.get("rule_id") == "matmul-accumulator"
+            or f.id == "numerics" and not x.get("nonfinite")) and len(k.narrow_dots) == 1:
+        # The one product with a 16-bit result: what the compiler refuses, and the
+        # precision a bfloat16 product loses (an overflow's NaN is another story).
+        return Fault("the product", k.narrow_dots[0])
+    if f.id == "uninitialized-memory" and reset_axis(f, k) is not None:
+        return Fault("the reset's condition", reset_axis(f, k)[1])
     if f.id == "uninitialized-memory":
         if (x.get("unwritten_count") or f.problem == "unwritten-blocks") and k.grid_at is not None:
             return Fault("the grid", k.grid_at)
@@ -169,6 +180,25 @@ def _kernel_fault(f: Finding, k: KernelSource, related: Iterable[Finding], sourc
             return Fault("the copy's start", found.place) if found.what == "the racing write" else found
         return Fault("the copy's start", k.dma_starts[-1]) if len(k.dma_starts) == 1 else None
     return None
+
+
+def reset_axis(f: Finding, k: KernelSource) -> tuple[int, Place, int] | None:
+    """Memory read before written (not blocks never visited nor elements never stored), in a
+    kernel that resets at the first step of a parallel grid axis while
+    its one reduction ("arbitrary") axis is another: (that axis, the reset's line, the
+    reduction's axis). Accumulators reset per query block carry sums across output blocks."""
+    x = f.facts()
+    if f.problem == "unwritten-blocks" or x.get("unwritten_count") or _never_stored(x):
+        return None     # blocks never visited, elements never stored: not what a reset keeps
+    sem = k.dimension_semantics
+    axes = {a for a, _p in k.resets}
+    reduction = [i for i, s in enumerate(sem) if s == "arbitrary"]
+    if len(axes) != 1 or len(reduction) != 1:
+        return None
+    axis = axes.pop()
+    if axis >= len(sem) or sem[axis] != "parallel":
+        return None
+    return axis, next(p for a, p in k.resets if a == axis), reduction[0]
 
 
 def with_grid(f: Finding, sources: Sources | None) -> Finding:
@@ -296,6 +326,10 @@ def seen(f: Finding, sources: Sources | None = None, related: Iterable[Finding] 
         found = seen(f, None, ())
         return found if found is not None and found[0] in SECRET_SAFE and not found[1] else None
     x = f.facts()
+    kernels = sources.kernels if sources is not None else ()
+    if f.id == "uninitialized-memory" and len(kernels) == 1 and reset_axis(f, kernels[0]) is not None:
+        axis, place, reduction = reset_axis(f, kernels[0])
+        return "reset-axis", {"axis": axis, "line": place.where, "reduction": reduction}
     if f.id == "uninitialized-memory":
         return _uninitialized(f, x)
     if f.id == "data-race":

@@ -18,7 +18,7 @@ import jinja2
 from .. import findings
 from ..findings import RUNGS, Finding, fix_line
 from ..grading.judge import figures, instructor
-from ..grading.judge.problems import Problem, key_of, summarize, tied_to, ties
+from ..grading.judge.problems import Problem, key_of, seen_as_main, summarize, ties
 from ..grading.judge.scoring import TestResult, blocking_test, symptom_of
 from ..grading.probes import TERMS
 from ..grading.run.plan import Run
@@ -203,7 +203,7 @@ def _placement(t: TestResult, problems: dict, ctx: Context, maps: dict) -> dict[
     here, pointers, notes, keys = [], [], [], set()
     for i, f in enumerate((t.finding, *t.others) if t.finding else t.others):
         k = key_of(f)
-        if i and tied_to(t.finding, f, ctx.tied):
+        if i and seen_as_main(t, f, ctx.tied):
             if k != key_of(t.finding) and k not in keys and not symptom_of(t.finding, f):
                 keys.add(k)
                 notes.append(_note(f, ctx))

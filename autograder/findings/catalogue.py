@@ -75,7 +75,10 @@ class FindingKind:
     when another finding explains its failure (the symptom, never a problem of its
     own); ``same_bug``: the IDs that are another view of this bug, never charged
     again; ``same_bug_on_case``: another view only on the very case and rung whose
-    own test this bug broke; ``hang_explains_timeout``: a probe that saw the kernel
+    own test this bug broke; ``same_bug_by``: by the value of its ``fix_by`` fact (a
+    compile rule), the IDs whose finding on a case of the same dtype is this bug seen
+    by another check (a bfloat16 product the compiler refuses is the precision a
+    bfloat16 case lost: one line, one fix); ``hang_explains_timeout``: a probe that saw the kernel
     hang under this kind explains a run's timeout on that rung (the hang is the
     root cause, though submission-error otherwise comes first).
 
@@ -115,6 +118,7 @@ class FindingKind:
     symptom: bool = False
     same_bug: tuple[str, ...] = ()
     same_bug_on_case: tuple[str, ...] = ()
+    same_bug_by: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     hang_explains_timeout: bool = False
     hidden: str = ""
     claim: Claim | None = None
@@ -305,6 +309,10 @@ _KINDS = (
             "never-stored": "the kernel never stores {count} of the output's elements (the first at index "
                             "[{first}]): make the store write every valid element of its block (its mask or slice "
                             "stops short)",
+            "reset-axis": "the reset at {line} runs when pl.program_id({axis}) == 0, but grid axis {axis} is "
+                          "parallel (each of its steps is another output block) and the reduction runs along "
+                          "axis {reduction}: what you accumulate carries one block's sums into the next; reset "
+                          "at the reduction's first step, pl.when(pl.program_id({reduction}) == 0)",
             "read-first": "the output is computed from memory nothing wrote first: initialize what you accumulate "
                           "into (zero it under @pl.when at the reduction's first step) before the first +=",
             "unvisited": "the grid never visits some of the output's blocks: make the grid cover every output "
@@ -424,6 +432,7 @@ _KINDS = (
                                   "to jnp.dot (or lax.dot_general), and cast it where you store it",
             "lowering": "change what the compiler's message names; the interpreters cannot check it",
         },
+        same_bug_by={"matmul-accumulator": ("numerics",)},
         chip=("a real v5e's compiler refused every corpus kernel charged this (the block-tiling rule; a 16-bit "
               "matmul result: \"Expected matmul acc to be 32-bit\")")),
     FindingKind(
@@ -480,6 +489,8 @@ PRECEDENCE: tuple[str, ...] = (
 if set(PRECEDENCE) != set(CATALOGUE) or len(PRECEDENCE) != len(CATALOGUE):
     raise ValueError(f"every finding ID needs one place in PRECEDENCE; got {sorted(set(PRECEDENCE) ^ set(CATALOGUE))}")
 for _k in _KINDS:
+    if not {i for ids in _k.same_bug_by.values() for i in ids} <= set(CATALOGUE):
+        raise ValueError(f"{_k.id}: same_bug_by names IDs the catalogue does not hold: {dict(_k.same_bug_by)}")
     if not set(_k.same_bug + _k.same_bug_on_case) <= set(CATALOGUE):
         raise ValueError(f"{_k.id}: same_bug names IDs the catalogue does not hold: "
                          f"{sorted(set(_k.same_bug + _k.same_bug_on_case) - set(CATALOGUE))}")

@@ -305,18 +305,25 @@ def _sources(plan: Plan, traces: dict, loc: submission.Located | None) -> source
     except OSError:
         text = ""
     first = plan.correctness()[0] if plan.correctness() else None
-    trace = traces.get(first.draw.signature) if first is not None else None
-    doc: dict = {}
-    if trace is not None and trace.program is not None:
-        try:
-            doc = json.loads(trace.program.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            doc = {}
+    doc = _document(traces.get(first.draw.signature) if first is not None else None)
     try:
-        return sources.of_program(doc, where, text, loc.module_file.name, first.case.name if doc else "")
+        found = sources.of_program(doc, where, text, loc.module_file.name, first.case.name if doc else "")
+        # A 16-bit product shows in a 16-bit case's program only (the first case may be float32).
+        others = {r.draw.signature for r in plan.correctness()} - {first.draw.signature}
+        return sources.with_narrow_dots(found, [sources.of_program(_document(traces.get(sig)), where, text,
+                                                                   loc.module_file.name) for sig in others])
     except (ValueError, TypeError, KeyError, AttributeError, RecursionError):
         # A program the faces already read; nothing to name is no failure.
         return sources.of_program({}, where, text, loc.module_file.name)
+
+
+def _document(trace) -> dict:
+    if trace is None or trace.program is None:
+        return {}
+    try:
+        return json.loads(trace.program.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
 
 
 def _checks_folder(plan: Plan, workdir: Path) -> str | None:
@@ -382,11 +389,13 @@ def _with_reads(a: Assignment, run: Run, f: Finding, outcome: Outcome, store: Dr
                 cache: dict[str, dict | None]) -> Finding:
     """A visible case's wrong result, with the input block a wrong output block needed and
     its steps never read (``judge.reads``: where the fault is, not a charge), once per case."""
+    if outcome.output is None:
+        return f        # (a failed pl.debug_check: no output to place)
     if run.case.name not in cache:
-        ref = store[run.draw]
-        wrong = mismatches(outcome.output, ref, a.tolerance(run.case), a.reduction_length(run.case))
-        args, arrays = store.arguments(run.draw)
         try:
+            ref = store[run.draw]
+            wrong = mismatches(outcome.output, ref, a.tolerance(run.case), a.reduction_length(run.case))
+            args, arrays = store.arguments(run.draw)
             cache[run.case.name] = reads.evidence(scan, wrong, args, arrays, store.reference_fn, ref)
         except Exception:   # noqa: BLE001 (evidence for a fix, never a charge: losing it costs nothing)
             cache[run.case.name] = None

@@ -10,11 +10,11 @@ fault and quotes it as written: "at add.py:15: grid=(..., n // 128 + 1)".
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Iterator
 
 from ...pallas_surface.program import dmas
-from . import calls
+from . import calls, resets
 
 MAX_QUOTED = 160        # characters of a quoted line (a longer one is cut, saying so)
 
@@ -54,6 +54,9 @@ class KernelSource:
     cores: int = 1                           # a pl.kernel mesh's cores (1: a grid)
     grid: tuple[int, ...] = ()               # its grid at the first correctness case's shapes
     sem_mismatches: tuple[SemMismatch, ...] = ()   # waits on another semaphore than their copy's, one per line
+    narrow_dots: tuple[Place, ...] = ()      # matrix products with a 16-bit result (no preferred_element_type)
+    resets: tuple[tuple[int, Place], ...] = ()   # pl.when(program_id(axis) == 0) blocks that store: (axis, line)
+    dimension_semantics: tuple[str, ...] = ()    # as the compiler params name them ("parallel", ...)
 
 
 @dataclass(frozen=True)
@@ -129,6 +132,22 @@ def _kernel_jaxpr(eqn: dict) -> dict | None:
     jaxpr = closed.get("cjx", closed.get("jx", closed)) if isinstance(closed, dict) else None
     jaxpr = jaxpr.get("jaxpr", jaxpr) if isinstance(jaxpr, dict) else None
     return jaxpr if isinstance(jaxpr, dict) and "eqns" in jaxpr else None
+
+
+# A product's result types the TPU's matrix unit cannot accumulate in (Mosaic: "Expected
+# matmul acc to be 32-bit"); the document names dtypes as numpy does.
+NARROW = ("bfloat16", "float16")
+
+
+def _narrow_dot(e: dict) -> bool:
+    """A dot_general whose result is 16-bit, as the document says it (a claim: a wrong
+    answer moves only where the feedback points)."""
+    if e.get("p") != "dot_general" or not isinstance(e.get("out"), list) or not e["out"]:
+        return False
+    aval = e["out"][0].get("aval") if isinstance(e["out"][0], dict) else None
+    sa = aval.get("sa") if isinstance(aval, dict) else None
+    dt = sa[1].get("dt") if isinstance(sa, list) and len(sa) > 1 and isinstance(sa[1], dict) else None
+    return dt in NARROW
 
 
 def _writes(jaxpr: dict, refs: set, found: list) -> None:
@@ -229,7 +248,14 @@ class _Reader:
             tuple(at(n) for n in lines.out_maps) if lines else (), at(lines.scratch) if lines else None,
             self.places(written), self.places(e.get("src") for e in _eqns(eqn["params"]) if e["p"] == "dma_start"),
             tuple(names[nio:nio + nin + nout]) if len(names) >= nio + nin + nout else (), nin, _cores(eqn),
-            _grid(eqn), self.mismatches(jaxpr, names))
+            _grid(eqn), self.mismatches(jaxpr, names),
+            self.places(e.get("src") for e in _eqns(eqn["params"]) if _narrow_dot(e)),
+            tuple((axis, p) for axis, src in resets.resets(jaxpr) if (p := self._at(src)) is not None),
+            resets.semantics(_params(eqn).get("compiler_params")))
+
+    def _at(self, src: Any) -> Place | None:
+        found = self.source(src)
+        return self.place(found[0], found[1]) if found is not None else None
 
     def mismatches(self, jaxpr: dict | None, names: list[str]) -> tuple[SemMismatch, ...]:
         """The kernel's waits on a semaphore their copy was not started with, the first at each line."""
@@ -246,6 +272,20 @@ class _Reader:
                 out[wait.where] = SemMismatch(wait, start, dmas.written(m.wait.sem, named),
                                               dmas.written(m.start.sem, named), dmas.written(m.wait.dst, named))
         return tuple(out.values())
+
+
+def with_narrow_dots(found: Sources, others: list[Sources]) -> Sources:
+    """``found`` with the 16-bit products other signatures' programs of the same one
+    kernel have (a bfloat16 case's ``jnp.dot`` is 16-bit, a float32 case's is not)."""
+    if len(found.kernels) != 1:
+        return found
+    k = found.kernels[0]
+    dots = dict.fromkeys(k.narrow_dots)
+    for o in others:
+        if len(o.kernels) == 1 and o.kernels[0].call == k.call:
+            dots.update(dict.fromkeys(o.kernels[0].narrow_dots))
+    return replace(found, kernels=(replace(k, narrow_dots=tuple(dots)),)) if len(dots) > len(k.narrow_dots) \
+        else found
 
 
 def of_program(doc: dict, where: Callable[[str, int], str], text: str = "", file: str = "",

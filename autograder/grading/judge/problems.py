@@ -72,8 +72,24 @@ def _appearances(tests: list[TestResult], tied: dict[Finding, Finding]) -> list[
     for t in tests:
         if t.finding is not None:
             out.append((t, t.finding, True))
-        out += [(t, f, False) for f in t.others if not tied_to(t.finding, f, tied) and f not in tied]
+        out += [(t, f, False) for f in t.others if not seen_as_main(t, f, tied) and f not in tied]
     return out
+
+
+def seen_as_main(t: TestResult, f: Finding, tied: dict[Finding, Finding]) -> bool:
+    """``f`` beside test ``t``'s root cause is that root cause seen another way (one note
+    line, never a problem of its own)."""
+    return tied_to(t.finding, f, tied) or one_grid(t, f)
+
+
+def one_grid(t: TestResult, f: Finding) -> bool:
+    """Memory never written beside blocks past the end, on a case whose index-map scan
+    found output blocks the grid never visits: one grid that does not fit its arrays
+    there (its axes swapped, a length taken from the wrong dimension), one fix."""
+    main = t.finding
+    if main is None or main.id != "out-of-bounds" or f.id != "uninitialized-memory" or f.case != main.case:
+        return False
+    return any(o.problem == "unwritten-blocks" and o.case == main.case for o in t.others)
 
 
 def _benign(f: Finding) -> bool:

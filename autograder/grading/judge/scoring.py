@@ -145,11 +145,22 @@ def _already(main: Finding | None, charged: dict[str, str], tests: list[TestResu
                 and not t.passed and t.finding is not None
                 and main.id in t.finding.kind.same_bug_on_case), None)
     if own is None:
-        return charged.get(main.id)
+        return charged.get(main.id) or _same_bug_by(main, tests)
     # The bug this check saw on that very test is the one charged there, and a
     # problem is named by one test: the first it cost points in (the one every other
     # check that keeps its points names), not whichever case this check saw it on.
     return charged.get(own.finding.id, own.number)
+
+
+def _same_bug_by(main: Finding, tests: list[TestResult]) -> str | None:
+    """The failed test whose finding is this one's bug by its rule (``same_bug_by``: a
+    bfloat16 product the compiler refuses and the precision a bfloat16 case lost), on a
+    case of the same dtype as the one the check saw it on."""
+    ids = main.kind.same_bug_by.get(str(main.facts().get(main.kind.fix_by)), ())
+    dtype = next((t.case.dtype for t in tests if t.case is not None and t.case.name == main.case), None)
+    hit = next((t for t in tests if ids and t.probe is None and not t.passed and t.finding is not None
+                and t.finding.id in ids and t.case.dtype == dtype), None)
+    return hit.number if hit is not None else None
 
 
 def blocking_test(main: Finding, tests: list[TestResult]) -> TestResult | None:
