@@ -35,3 +35,12 @@ def test_a_grid_with_its_axes_swapped_is_one_problem_at_the_grid(grade_cli):
     assert "note: the correctness check sees this bug too, as depends on uninitialized memory" in _flat(out)
     assert "Also on this test" not in out
     assert doc["score"] == 13.0
+
+
+def test_a_reset_on_the_query_axis_is_placed_at_its_when_with_the_reductions_axis(grade_cli):
+    doc, out = grade_cli(corpus("flash_attention") / "reset_on_query_axis.py", "flash_attention", "--run-key", "5")
+    assert "Problems found: 1" in out and "[uninitialized-memory]" in out
+    assert "At reset_on_query_axis.py:22:" in out and "@pl.when(qi == 0)" in out
+    assert ("the reset at reset_on_query_axis.py:22 runs when pl.program_id(1) == 0, but grid axis 1 is parallel "
+            "(each of its steps is another output block) and the reduction runs along axis 2") in _flat(out)
+    assert "pl.when(pl.program_id(2) == 0)" in _flat(out) and "k_axis" not in out
