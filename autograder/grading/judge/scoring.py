@@ -103,8 +103,10 @@ def _correctness(plan: Plan, wide: list[Finding], by_test: dict, explaining: lis
                         "failed" if wide or by_test.get((case.name, rung)) else "passed")
                        for rung in a.rungs)
         for rung in plan.rungs:
-            hits = wide + by_test.get((case.name, rung), [])
-            if hits and not wide:
+            own = by_test.get((case.name, rung), [])
+            hits = wide + own
+            # (A run refused while tracing ran nothing: no other case's finding is seen on it.)
+            if hits and not wide and not any(f.facts().get("phase") == "trace" for f in own):
                 hits += [f for f in explaining if rung in f.kind.explains and _may_explain(plan, f, case)]
             main = _root_cause(hits, rung)
             number = plan.test_number(case, rung)
