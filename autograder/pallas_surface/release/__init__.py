@@ -265,6 +265,19 @@ COMPILE_RULES = (
      "preferred_element_type has a bfloat16 result the compiler refuses"),
 )
 
+# Pallas puts a request to file a JAX bug in front of every Mosaic verification
+# error (jax._src.pallas.mosaic.error_handling.MLIR_ERR_PREFIX, both releases),
+# whatever the kernel did: a bf16 matmul result is the student's, not JAX's bug.
+# The compiler's own words (the op and its message) follow it.
+MOSAIC_VERIFY_PREFIX = re.compile(r"Pallas encountered an internal verification error\. "
+                                  r"Please file a bug at \S+\s+Error details:\s*")
+
+
+def compiler_words(message: str) -> str:
+    """A TPU lowering's error as the compiler said it, without JAX's request to file a bug."""
+    return MOSAIC_VERIFY_PREFIX.sub("", message)
+
+
 # -- the TPU stage's device (autograder/tpu/chip/real.py) --------------------------
 # What Mosaic refuses with: Pallas's TPU lowering wraps a rule's failure in
 # LoweringException (NotImplementedError for an unsupported op or precision),
