@@ -215,6 +215,9 @@ def test_a_matmul_with_a_16_bit_result_gets_its_own_rule_and_fix():
     assert f.facts()["rule_id"] == "matmul-accumulator"
     assert "preferred_element_type=jnp.float32" in fix_line(f) and "(8, 128)" not in fix_line(f)
     assert "32-bit result" in f.message
+    # The compiler's own words, without JAX's request to file a bug for the student's kernel.
+    assert f.facts()["compiler_message"] == "'tpu.matmul' op Expected matmul acc to be 32-bit"
+    assert f.facts()["headline"] == "'tpu.matmul' op Expected matmul acc to be 32-bit"
 
 
 def test_a_check_whose_run_hung_while_the_test_passed_is_charged_as_the_bug_it_exposes():
