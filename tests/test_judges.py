@@ -68,7 +68,9 @@ def test_poisoning_output_that_changes_with_the_fill_is_uninitialized_memory():
     g.wrong(other, 5.0)
     (f,), _ = g.judge("poisoning")
     assert f.run == other.index and f.facts()["fills_failing"] == ["fill-1", "fill-2"]
-    assert "wrong with every fill tried" in f.message
+    # Which interpreter the grader reran, with which fills.
+    assert f.message.endswith("never wrote: rerun in TPU interpret mode, wrong with every fill tried "
+                              "(fill-1, fill-2), and different with each")
 
 
 def test_fills_are_drawn_from_the_run_key_element_by_element():
