@@ -93,6 +93,34 @@ def test_each_rung_runs_its_own_interpreter_in_one_process():
         assert window["read_instead"][-1] == [x.shape[1] - 128, x.shape[1]]
 
 
+@pytest.mark.parametrize("start, n, expected", [(16, 8, {"start": 16, "dim": 16}),
+                                                 (8, 16, {"start": 8, "size": 16, "stride": 1, "dim": 16})])
+def test_a_ref_slice_past_the_end_is_refused_while_tracing_as_out_of_bounds(start, n, expected):
+    """A DMA from x_hbm.at[pl.ds(start, n)] past the array's end (a chunk count taken
+    from the wrong axis): refused while tracing, before either rung runs, by JAX's
+    indexer; the error table reads it as out-of-bounds with its start and dimension."""
+    x = jnp.zeros((16, 128), jnp.float32)
+
+    def dma(a):
+        def kernel(x_hbm, o_ref, buf, sem):
+            copy = pltpu.make_async_copy(x_hbm.at[pl.ds(start, n)], buf, sem.at[0])
+            copy.start()
+            copy.wait()
+            o_ref[...] = buf[...]
+        return pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct((n, 128), a.dtype),
+                              in_specs=[pl.BlockSpec(memory_space=pl.ANY)],
+                              out_specs=pl.BlockSpec((n, 128), lambda: (0, 0)),
+                              scratch_shapes=[pltpu.VMEM((n, 128), jnp.float32), pltpu.SemaphoreType.DMA((1,))],
+                              interpret=True)(a)
+
+    with pytest.raises(ValueError) as info:
+        rung.trace(dma, [x])
+    msg = str(info.value)
+    rule = diagnosis.classify_error("ValueError", msg)
+    assert rule is not None and rule.finding == "out-of-bounds", msg
+    assert diagnosis.oob_slice(msg) == expected
+
+
 def test_rewrite_overrides_the_students_own_interpret_flag():
     x, y = _xy()
     traced = rung.trace(lambda a, b: _add(a, b, extra_steps=1, interpret=True), [x, y])
@@ -603,6 +631,13 @@ def test_cross_lowering_refuses_a_matmul_with_a_16_bit_result():
     assert not res["ok"] and "Expected matmul acc to be 32-bit" in res["message"]
     assert [rid for p, rid, _ in COMPILE_RULES if p.search(res["message"])] == ["matmul-accumulator"]
     assert _lower(mm(jnp.float32), args)["ok"]
+    # JAX asks for a bug report in front of the verifier's words; the feedback shows the
+    # compiler's own words (the op line is the evidence), without that request.
+    from jax._src.pallas.mosaic import error_handling
+    assert release.MOSAIC_VERIFY_PREFIX.fullmatch(error_handling.MLIR_ERR_PREFIX)
+    assert res["message"].startswith(error_handling.MLIR_ERR_PREFIX)
+    words = release.compiler_words(res["message"])
+    assert words.startswith("'tpu.matmul' op Expected matmul acc to be 32-bit") and "file a bug" not in words
 
 
 def test_vmem_budget_counts_buffered_n_times():

@@ -68,7 +68,9 @@ def test_poisoning_output_that_changes_with_the_fill_is_uninitialized_memory():
     g.wrong(other, 5.0)
     (f,), _ = g.judge("poisoning")
     assert f.run == other.index and f.facts()["fills_failing"] == ["fill-1", "fill-2"]
-    assert "wrong with every fill tried" in f.message
+    # Which interpreter the grader reran, with which fills.
+    assert f.message.endswith("never wrote: rerun in TPU interpret mode, wrong with every fill tried "
+                              "(fill-1, fill-2), and different with each")
 
 
 def test_fills_are_drawn_from_the_run_key_element_by_element():
@@ -215,6 +217,9 @@ def test_a_matmul_with_a_16_bit_result_gets_its_own_rule_and_fix():
     assert f.facts()["rule_id"] == "matmul-accumulator"
     assert "preferred_element_type=jnp.float32" in fix_line(f) and "(8, 128)" not in fix_line(f)
     assert "32-bit result" in f.message
+    # The compiler's own words, without JAX's request to file a bug for the student's kernel.
+    assert f.facts()["compiler_message"] == "'tpu.matmul' op Expected matmul acc to be 32-bit"
+    assert f.facts()["headline"] == "'tpu.matmul' op Expected matmul acc to be 32-bit"
 
 
 def test_a_check_whose_run_hung_while_the_test_passed_is_charged_as_the_bug_it_exposes():

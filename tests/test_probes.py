@@ -350,7 +350,14 @@ def test_a_row_no_fill_exposes_is_uninitialized_memory_on_every_test(grade_cli):
     assert tags(doc) == [["uninitialized-memory"]] * 8
     assert all(not t for t in probe_tags(doc).values()), probe_tags(doc)
     assert doc["score"] == 6.0
-    assert "on this case's own inputs" in doc["tests"][1]["output"]
+    # Which interpreter the grader reran with which fills, and a ladder that speaks of
+    # memory never written (the evidence: the fill itself in a row), not of an accumulator.
+    assert ("the grader reran this case's own inputs on the generic interpreter with fill-a and then fill-b "
+            "in memory in place of its NaN:") in " ".join(doc["tests"][1]["output"].split())
+    said = " ".join(doc["tests"][0]["output"].split())     # 1.1 explains it, with the ladder
+    assert "an output element the kernel never writes comes out NaN; NaN is its only fill when you run it, and " \
+        "the grader reran this case on it with other fills (fill-a, fill-b: " in said
+    assert "accumulator" not in said and "only ever uses NaN" not in said
     assert "Problems found: 1" in out
 
 
@@ -488,6 +495,38 @@ def test_a_bf16_product_with_a_bf16_result_is_refused_with_its_own_fix(grade_cli
     assert "Expected matmul acc to be 32-bit" in text and "must have a 32-bit result" in text
     assert "preferred_element_type=jnp.float32" in text and "(8, 128)" not in text
     assert "preferred_element_type=jnp.float32" in " ".join(out.split())
+    # The rule said once (the headline), and the compiler's words without JAX's "file a bug".
+    assert text.count("must have a 32-bit result") == 1 and "Rule:" not in text
+    assert "'tpu.matmul' op Expected matmul acc to be 32-bit" in text and "file a bug" not in text
+    assert "internal verification error" not in text
+
+
+@releases
+def test_a_dma_slice_past_the_end_is_out_of_bounds_at_its_line_with_its_numbers(grade_cli):
+    # The chunk count comes from the wrong axis: on 192x256 the prefetch slices rows
+    # 192..255 of a 192-row array, refused while tracing (ValueError "Out of bound slice");
+    # on 256x128 half the rows are never stored. Two problems, each on its own cases,
+    # each explained under a test whose case shows it, with one fix everywhere.
+    doc, out = grade_cli(corpus("dma_scale") / "chunks_from_wrong_axis.py", "dma_scale", "--run-key", "5")
+    oob, unwritten = ["out-of-bounds"], ["uninitialized-memory"]
+    assert tags(doc) == [oob, oob, unwritten, unwritten, oob, oob, unwritten, unwritten]
+    probes = probe_tags(doc)
+    assert probes.pop("Memory poisoning: NaN and random fills") == unwritten and not any(probes.values())
+    assert doc["score"] == 6.0
+    first = " ".join(doc["tests"][0]["output"].split())
+    fix = ("a DMA or ref slice starts at 192 of a dimension of 192 (its elements are 0 to 191): keep every pl.ds "
+           "inside the array")
+    assert "At chunks_from_wrong_axis.py:24: ``` return pltpu.make_async_copy(x_hbm.at[pl.ds(c * CHUNK, CHUNK)]," \
+        in first and f"Fix: {fix}." in first
+    assert "Also on this test" not in first and "uninitialized" not in first and "Submission cannot" not in first
+    assert "while tracing (ValueError)" in first and "print(start, ref.shape)" in first
+    listed = " ".join(out.split())
+    assert f"1. Out-of-bounds access [out-of-bounds]: cost 5 points in tests 1.1, 1.2, 3.1, 3.2. Fix: {fix} " \
+        "(at chunks_from_wrong_axis.py:24). Explained under test 1.1." in listed
+    assert "tests 2.1, 2.2, 4.1, 4.2. Fix: the kernel never stores 16384 of the output's elements" in listed
+    assert "Explained under test 2.1." in listed
+    second = " ".join(doc["tests"][2]["output"].split())
+    assert "Fix: the kernel never stores 16384 of the output's elements" in second and "accumulator" not in second
 
 
 def test_a_revisit_no_rung_confirms_is_a_note_not_a_charge(grade_cli):

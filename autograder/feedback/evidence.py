@@ -225,6 +225,9 @@ def fault(f: Finding, sources: Sources | None, related: Iterable[Finding] = ()) 
         at = f.facts().get("at")
         place = sources.place(at[0], at[1]) if isinstance(at, list) and len(at) == 2 else None
         return Fault("where it was running", place) if place is not None else None
+    if f.id == "out-of-bounds" and isinstance(f.facts().get("slice"), dict):    # refused while tracing
+        place = sources.innermost(f.facts().get("frames"))
+        return Fault("the slice", place) if place is not None else None
     if len(sources.kernels) != 1:
         return None
     return _kernel_fault(with_grid(f, sources), sources.kernels[0], related, sources)
@@ -336,6 +339,11 @@ def seen(f: Finding, sources: Sources | None = None, related: Iterable[Finding] 
         return _race_fix(x, sources)
     if f.id == "dma-protocol":
         return _wrong_semaphore(sources) or _dma(f, x)
+    if f.id == "out-of-bounds" and isinstance(x.get("slice"), dict):    # a ref slice refused while tracing
+        s = {"end": x["slice"]["dim"] - 1, "stride": 1, **x["slice"]}
+        runs_out = "size" in s and s["start"] < s["dim"]
+        return ("slice-runs-out", {**s, "last": s["start"] + (s["size"] - 1) * s["stride"]}) if runs_out \
+            else ("slice-past-end", s)
     if f.id == "grid-order-dependence" and f.problem == "hang":
         return "hang", {}
     if f.id == "not-a-kernel" and isinstance(x.get("outside"), dict) and x["outside"]:

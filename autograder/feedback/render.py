@@ -35,7 +35,7 @@ TEMPLATES = Path(__file__).resolve().parents[1] / "templates"
 # error text (which can quote shapes).
 _HIDDEN_SAFE = {"problem", "mismatch_text", "nonfinite", "relative_to_output", "type",
                 "frames", "phase", "limit_s", "memory_mb", "disk_mb", "exit", "not_run", "rule",
-                "reason"}
+                "reason", "rerun_rung"}
 
 
 _STATES = {"passed": "passed", "failed": "failed", "not-run": "not run in this grading"}
@@ -228,7 +228,8 @@ def _placement(t: TestResult, problems: dict, ctx: Context, maps: dict) -> dict[
                           None),
         "problem": _problem_line(problems[key_of(t.finding)]) if t.finding and key_of(t.finding) in problems
         else None,
-        "also_explained": [_with_map(_finding_view(f, _shows(f, ctx.assignment), ctx), f, t, problems, maps)
+        "also_explained": [_problem_fix(_with_map(_finding_view(f, _shows(f, ctx.assignment), ctx), f, t, problems,
+                                                  maps), f, ctx)
                            for first, f in here if not first],
         "also": [_problem_line(p) for first, p in pointers if not first],
         "notes": notes if main_here else [],
@@ -313,10 +314,16 @@ def test_view(t: TestResult, plan, uploaded_as: str | None, problems: dict | Non
     kinds = TERMS[t.probe].ids if t.probe and state == "pass" else ()
     view["kin"] = next((_problem_line(p) for p in (problems or {}).values() if p.id in kinds), None)
     if f is not None and view["finding"] is not None and view["explained_here"]:
-        _with_map(view["finding"], f, t, problems or {}, maps or {})
-        fix = ctx.problem_fixes.get(key_of(f))
-        if fix is not None and (fix.specific or fix.at is not None):
-            view["finding"].update(_fix_view(fix))
+        _problem_fix(_with_map(view["finding"], f, t, problems or {}, maps or {}), f, ctx)
+    return view
+
+
+def _problem_fix(view: dict, f: Finding, ctx: Context) -> dict:
+    """Where a problem is explained (a test's own finding or one also on it), the
+    problem's one fix: the same words the problem list gives."""
+    fix = ctx.problem_fixes.get(key_of(f))
+    if fix is not None and (fix.specific or fix.at is not None):
+        view.update(_fix_view(fix))
     return view
 
 

@@ -268,6 +268,12 @@ _KINDS = (
         fix_at="call",
         explains=("generic", "tpu-interpret"),
         hidden="a block or DMA reaches outside an array",
+        # A ref slice past its end, refused while tracing (ValueError; ``diagnosis.oob_slice``).
+        seen={"slice-past-end": "a DMA or ref slice starts at {start} of a dimension of {dim} (its elements are 0 "
+                                "to {end}): keep every pl.ds inside the array",
+              "slice-runs-out": "a DMA or ref slice of {size} elements from {start} ends at {last}, past the end of "
+                                "a dimension of {dim} (its elements are 0 to {end}): keep every pl.ds inside the "
+                                "array"},
         chip=("the core halts: on a real v5e every out-of-bounds block or DMA index in the corpus stopped it "
               "(RuntimeUnexpectedCoreHalt, \"BoundsCheck ... dma.hbm_to_vmem\"), and the process could use the "
               "chip no more"),

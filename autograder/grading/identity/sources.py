@@ -9,6 +9,7 @@ fault and quotes it as written: "at add.py:15: grid=(..., n // 128 + 1)".
 """
 from __future__ import annotations
 
+import re
 from collections import Counter
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Iterator
@@ -75,6 +76,20 @@ class Sources:
         if file != self.file or not isinstance(line, int) or not 1 <= line <= len(self.text) or self.where is None:
             return None
         return Place(self.where(file, line), quote(self.text[line - 1]))
+
+
+    def innermost(self, frames: Any) -> Place | None:
+        """The innermost of a traceback's frames ('File "add.py", line 15, in f\\n
+        code') that is a line of the student's module, quoted; None when none is."""
+        for frame in reversed(frames if isinstance(frames, (list, tuple)) else ()):
+            m = _FRAME.match(str(frame))
+            place = self.place(m[1], int(m[2])) if m else None
+            if place is not None:
+                return place
+        return None
+
+
+_FRAME = re.compile(r'File "([^"]*)", line (\d+)')
 
 
 def quote(line: str) -> str:

@@ -51,7 +51,10 @@ def known_error(outcome: Outcome, rung: str, case: str, frames: list[str] | None
     rule = classify_error(outcome.error_type, outcome.message)
     if rule is None:
         return None
-    where = {"window": oob_window(outcome.message)} if rule.finding == "out-of-bounds" else {}
+    where = {}
+    if rule.finding == "out-of-bounds":
+        sliced = oob_slice(outcome.message)
+        where = {"slice": sliced} if sliced is not None else {"window": oob_window(outcome.message)}
     return Finding.make(rule.finding, rung, f"{outcome.error_type}: {_first_line(outcome.message)}",
                         case=case, check=check, run=run, rule=rule.rule, type=outcome.error_type,
                         detail=outcome.message[:2000], frames=list(frames or outcome.frames),
@@ -71,6 +74,16 @@ def failed_check(outcome: Outcome, rung: str, case: str, check: str = "correctne
     return Finding.make("wrong-result", rung, f"your check at {where} failed: {_first_line(text)}", case=case,
                         check=check, run=run, problem="failed-check", said=text, where=where,
                         phase=outcome.phase or "run")
+
+
+def oob_slice(message: str) -> dict | None:
+    """A ref slice past its array's end, refused while tracing (``release.OOB_SLICE``):
+    its start, the dimension it indexes (and its size and stride when it starts
+    inside and runs out), else None."""
+    m = release.OOB_SLICE.search(message)
+    if m is None:
+        return None
+    return {k: int(v) for k, v in m.groupdict().items() if v is not None}
 
 
 def _ints(text: str) -> list[int]:

@@ -98,11 +98,19 @@ def _benign(f: Finding) -> bool:
     return f.problem in ("nothing-to-check", "check-not-run")
 
 
+def _shown_by(t: TestResult, f: Finding) -> bool:
+    """``f`` is what ``t``'s own run showed: its case's (a probe check's: its own
+    finding), not another case's finding that only explains it."""
+    return f.case is None or (f is t.finding if t.probe is not None else f.case == t.case.name)
+
+
 def summarize(tests: list[TestResult], shows) -> tuple[Problem, ...]:
     """Every distinct root cause across ``tests``. ``shows(finding)`` says
     whether a finding's evidence may be shown: the explanation goes to the
-    first test where the student meets the problem with its evidence shown,
-    else to the first test where it appears."""
+    first test where the student meets the problem with its evidence shown (as
+    the test's own finding, or beside it where that test's case showed it: an
+    "Also on this test" explanation belongs where the bug was seen), else to the
+    first test where it appears."""
     order: list[tuple[str, str]] = []
     first: dict = {}
     first_shown: dict = {}
@@ -132,7 +140,8 @@ def summarize(tests: list[TestResult], shows) -> tuple[Problem, ...]:
         if k not in first:
             order.append(k)
             first[k] = (t, f)
-        if k not in first_shown and shows(f):
+        # (Not as an "Also on this test" on a test whose own case did not show it.)
+        if k not in first_shown and shows(f) and (is_primary or _shown_by(t, f)):
             first_shown[k] = (t, f)
         seen.setdefault(k, [])
         if t.number not in seen[k]:

@@ -103,8 +103,10 @@ def _correctness(plan: Plan, wide: list[Finding], by_test: dict, explaining: lis
                         "failed" if wide or by_test.get((case.name, rung)) else "passed")
                        for rung in a.rungs)
         for rung in plan.rungs:
-            hits = wide + by_test.get((case.name, rung), [])
-            if hits and not wide:
+            own = by_test.get((case.name, rung), [])
+            hits = wide + own
+            # (A run refused while tracing ran nothing: no other case's finding is seen on it.)
+            if hits and not wide and not any(f.facts().get("phase") == "trace" for f in own):
                 hits += [f for f in explaining if rung in f.kind.explains and _may_explain(plan, f, case)]
             main = _root_cause(hits, rung)
             number = plan.test_number(case, rung)
@@ -124,8 +126,14 @@ def _may_explain(plan: Plan, f: Finding, case) -> bool:
     case's own shapes) and found it clean of this is not explained by another case's
     finding: an index map out of bounds at a secret size is no cause of a visible
     case whose blocks all fit and whose test failed for its own reason. A run that
-    may not finish or not show the bug on every case (a hang, a fill) still explains."""
-    return f.case == case.name or f.rung != "static" or not plan.probe_runs(f.check, case.name)
+    may not finish or not show the bug on every case (a hang, a fill) still explains.
+    An error raised while tracing (a ref sliced past its end) is a fact of its own
+    case's shapes, and every test traces its case: it explains its own case only."""
+    if f.case == case.name:
+        return True
+    if f.facts().get("phase") == "trace":
+        return False
+    return f.rung != "static" or not plan.probe_runs(f.check, case.name)
 
 
 def _already(main: Finding | None, charged: dict[str, str], tests: list[TestResult]) -> str | None:

@@ -282,14 +282,17 @@ def _not_run(r: ProbeResults) -> tuple[list[Finding], str]:
     settled = next((o for o in outcomes if o.status == "settled" and o.settled_by), None)
     if settled is not None:
         return [_as_check(settled.settled_by, r, settled.reason)], ""
+    test_rung = r.probe.rung if r.probe.rung in r.correctness else next(iter(r.correctness), None)
+    test = r.correctness.get(test_rung) if test_rung else None
+    failed = test is not None and not _passed(r, test)
     for run, o in _deciding(r):
         if o is not None:
             known = known_error(o, r.probe.rung, r.case.name, check=r.probe.name, run=run.index)
-            if known is not None:
+            # (Refused while tracing where the case's own test fails too: the same trace,
+            # charged by that test; the check did not run, it found nothing of its own.)
+            if known is not None and not (failed and known.facts().get("phase") == "trace"):
                 return [known], ""
-    test_rung = r.probe.rung if r.probe.rung in r.correctness else next(iter(r.correctness), None)
-    test = r.correctness.get(test_rung) if test_rung else None
-    if test is not None and not _passed(r, test):
+    if failed:
         return [r.finding("submission-error", "this check could not run: the kernel already fails "
                           "its test on this case", problem="check-not-run", test_rung=test_rung)], ""
     reasons = sorted({_why(o, r.case.visible) for o in outcomes}) or ["it was not run"]

@@ -92,10 +92,11 @@ def judge_poisoning(r: ProbeResults) -> list[Finding]:
 
 
 def _fills_text(passing: list[str], failing: list[str]) -> str:
-    # fill-1 is the test run's own fill.
+    # fill-1 is the test run's own fill; every run is TPU interpret mode's (the probe's rung).
     if passing:
-        return f"right with {', '.join(passing)}, wrong with {', '.join(failing)}"
-    return f"wrong with every fill tried ({', '.join(failing)}), and different with each"
+        return f"rerun in TPU interpret mode, right with {', '.join(passing)}, wrong with {', '.join(failing)}"
+    return (f"rerun in TPU interpret mode, wrong with every fill tried ({', '.join(failing)}), "
+            "and different with each")
 
 
 POISONING = Probe(

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from ...findings import Finding
 from ...pallas_surface.program import schema
-from ...pallas_surface.release import COMPILE_RULES
+from ...pallas_surface.release import COMPILE_RULES, compiler_words
 from ...pallas_surface.static.facts import CallMap, Compile, IndexMaps, OperandMap, Structure, Vmem, encode
 from ...spec import ProbeTerms
 from ..judge import regions
@@ -92,7 +92,7 @@ def judge_compile(r: ProbeResults) -> list[Finding]:
     compiled: Compile | None = r.facts("compile")
     if compiled is None or compiled.ok:
         return []
-    message = compiled.message
+    message = compiler_words(compiled.message)
     rule_id, rule = "lowering", "the TPU lowering refused the kernel"
     op = None
     for pattern, rid, text in COMPILE_RULES:

@@ -194,6 +194,9 @@ def _by_fills(a: Assignment, test: Run, out: np.ndarray, reference: np.ndarray, 
                     changed_by_block=regions.per_block(changed, geometry), own_case=True,
                     rerun_rung="generic", never_written=int(never.sum()),
                     first_never=[int(i) for i in np.argwhere(never)[0]] if never.any() else [])
+    # (Whichever rung the test ran on, these reruns are the generic interpreter's.)
+    reran = (f"the grader reran this case's own inputs on the generic interpreter with "
+             f"{' and then '.join(outs)} in memory in place of its NaN")
     partial = _partial_mask(scan, changed.shape)
     # Output padding is dropped, so an element that holds the fill is a valid one
     # the kernel never stored, even inside a partial edge block (a masked store
@@ -203,15 +206,13 @@ def _by_fills(a: Assignment, test: Run, out: np.ndarray, reference: np.ndarray, 
             return _logic_error(test, out, wrong, changed, partial, evidence)
         return Finding.make("padding-dependence", test.rung,
                             "the output changes with the values in the padding of partial edge blocks: "
-                            f"on this case's own inputs, {int(changed.sum())} of {changed.size} outputs "
-                            "change when the generic interpreter fills memory with other values",
+                            f"{reran}: {int(changed.sum())} of {changed.size} outputs change with the fill",
                             case=test.case.name, run=test.index, partial_elements=int(partial.sum()),
                             **evidence)
     return Finding.make("uninitialized-memory", test.rung,
-                        "the output depends on memory the kernel never wrote: on this case's own "
-                        f"inputs, {int(changed.sum())} of {changed.size} outputs change when the generic "
-                        f"interpreter fills memory with other values, {int((changed & wrong).sum())} of "
-                        f"the {int(wrong.sum())} wrong ones among them"
+                        f"the output depends on memory the kernel never wrote: {reran}: "
+                        f"{int(changed.sum())} of {changed.size} outputs change with the fill, "
+                        f"{int((changed & wrong).sum())} of the {int(wrong.sum())} wrong ones among them"
                         + (f"; {int(never.sum())} hold the fill itself: never stored" if never.any() else ""),
                         case=test.case.name, run=test.index, **evidence)
 

@@ -151,7 +151,16 @@ ERROR_RULES = (
      "every block (and every DMA) must lie inside its array"),
     ("RuntimeError", re.compile(r"Revisited block"), "output-block-revisit",
      "an output block may only be revisited at consecutive grid points"),
+    # A ref sliced past its end with a static start (x_hbm.at[pl.ds(192, 64)] of a
+    # 192-row array, a DMA's source or a ref read) is refused while tracing, on
+    # both rungs, by state.indexing.NDIndexer (both releases; tests/test_canaries.py).
+    ("ValueError", re.compile(r"Out of bound slice: start=-?\d+"), "out-of-bounds",
+     "every DMA and every ref slice must lie inside its array"),
 )
+# That error's own numbers: the slice's start (and, when it starts inside but
+# runs past the end, its size and stride) and the dimension it indexes.
+OOB_SLICE = re.compile(r"Out of bound slice: start=(?P<start>-?\d+)"
+                       r"(?:, size=(?P<size>\d+), stride=(?P<stride>-?\d+))?, dim=(?P<dim>\d+)\.")
 
 # Where an out-of-bounds access went, from the IndexError's text: a block of an
 # operand ('block index (0, 2) for input "x_ref" in iteration (0, 2) ...') or a
@@ -255,6 +264,19 @@ COMPILE_RULES = (
      "accumulates in float32 (int32 for integers), so a dot of bfloat16 operands without "
      "preferred_element_type has a bfloat16 result the compiler refuses"),
 )
+
+# Pallas puts a request to file a JAX bug in front of every Mosaic verification
+# error (jax._src.pallas.mosaic.error_handling.MLIR_ERR_PREFIX, both releases),
+# whatever the kernel did: a bf16 matmul result is the student's, not JAX's bug.
+# The compiler's own words (the op and its message) follow it.
+MOSAIC_VERIFY_PREFIX = re.compile(r"Pallas encountered an internal verification error\. "
+                                  r"Please file a bug at \S+\s+Error details:\s*")
+
+
+def compiler_words(message: str) -> str:
+    """A TPU lowering's error as the compiler said it, without JAX's request to file a bug."""
+    return MOSAIC_VERIFY_PREFIX.sub("", message)
+
 
 # -- the TPU stage's device (autograder/tpu/chip/real.py) --------------------------
 # What Mosaic refuses with: Pallas's TPU lowering wraps a rule's failure in

@@ -1,0 +1,142 @@
+"""A ref slice past its end, and where a problem seen on another case is explained (no JAX).
+
+The DMA of dma_scale/corpus/chunks_from_wrong_axis.py: JAX refuses its slice while
+tracing ("Out of bound slice: start=192, dim=192", tests/test_canaries.py has the
+real error on both releases); its other case never stores half its rows.
+"""
+import pytest
+
+from autograder.feedback import render
+from autograder.findings import Finding
+from autograder.grading import assignments
+from autograder.grading.grade import Report
+from autograder.grading.identity.sources import Sources
+from autograder.grading.judge import diagnosis, scoring
+from autograder.grading.probes import PLANNERS
+from autograder.grading.run import plan as planning
+from autograder.isolation.outcome import Outcome
+
+SLUG = "dma_scale"
+FRAMES = ['File "dma_scale.py", line 30, in dma_scale\n    return pl.pallas_call(',
+          'File "dma_scale.py", line 22, in dma_scale_kernel\n    fetch(c + 1, (c + 1) % 2).start()',
+          'File "dma_scale.py", line 15, in fetch\n    return pltpu.make_async_copy(x_hbm.at[pl.ds(c * CHUNK, CHUNK)],']
+FIX = ("a DMA or ref slice starts at 192 of a dimension of 192 (its elements are 0 to 191): keep every pl.ds "
+       "inside the array")
+
+
+@pytest.mark.parametrize("message, expected", [
+    ("Out of bound slice: start=192, dim=192.", {"start": 192, "dim": 192}),
+    ("Out of bound slice: start=120, size=16, stride=1, dim=128.", {"start": 120, "size": 16, "stride": 1, "dim": 128}),
+])
+def test_the_slice_error_is_out_of_bounds_with_its_own_numbers(message, expected):
+    rule = diagnosis.classify_error("ValueError", message)
+    assert rule is not None and rule.finding == "out-of-bounds"
+    assert diagnosis.oob_slice(message) == expected
+    # Another exception type with the same words is not JAX's indexer.
+    assert diagnosis.classify_error("TypeError", message) is None
+    assert diagnosis.oob_slice("Out-of-bounds block index (2,) for input") is None
+
+
+def _slice_finding(case: str, rung: str, message="Out of bound slice: start=192, dim=192.") -> Finding:
+    outcome = Outcome("error", error_type="ValueError", message=message, phase="trace", frames=FRAMES)
+    f = diagnosis.known_error(outcome, rung, case, FRAMES, run=0)
+    assert f is not None
+    return f
+
+
+def test_the_fix_speaks_the_slices_numbers_at_the_line_the_traceback_names():
+    from autograder.feedback import fixes
+    f = _slice_finding("f32-192x256", "generic")
+    assert f.id == "out-of-bounds" and f.facts()["slice"] == {"start": 192, "dim": 192}
+    assert f.facts()["phase"] == "trace" and "window" not in f.facts()
+    text = "\n" * 14 + "        return pltpu.make_async_copy(x_hbm.at[pl.ds(c * CHUNK, CHUNK)],\n"
+    sources = Sources(file="dma_scale.py", text=tuple(text.split("\n")), where=lambda file, line: f"{file}:{line}")
+    fix = fixes.fix(f, assignments.find(SLUG), sources=sources)
+    assert fix.specific and fix.what == FIX
+    assert fix.at is not None and fix.at.where == "dma_scale.py:15"
+    assert fix.at.text == "return pltpu.make_async_copy(x_hbm.at[pl.ds(c * CHUNK, CHUNK)],"
+    runs_out = _slice_finding("f32-192x256", "generic", "Out of bound slice: start=160, size=64, stride=1, dim=192.")
+    assert fixes.fix(runs_out).what == (
+        "a DMA or ref slice of 64 elements from 160 ends at 223, past the end of a dimension of 192 (its elements "
+        "are 0 to 191): keep every pl.ds inside the array")
+    # A frame of another file (JAX's own) is no line of the student's.
+    assert sources.innermost(['File "indexing.py", line 110, in __post_init__\n    raise']) is None
+
+
+def _grading():
+    a = assignments.find(SLUG)
+    plan = planning.build(a, a.cases, a.rungs, 5, planners=PLANNERS)
+    small, tall = a.cases[0].name, a.cases[1].name
+    unwritten = dict(fills_passing=[], fills_failing=["fill-a", "fill-b"], differing=16384, total=32768,
+                     first_differing=[128, 0], wrong_unwritten=16384, wrong=16384, changed_by_block=[],
+                     own_case=True, rerun_rung="generic", never_written=16384, first_never=[128, 0])
+    findings = [_slice_finding(small, rung) for rung in a.rungs]
+    findings += [Finding.make("uninitialized-memory", rung, "the output depends on memory the kernel never wrote",
+                              case=tall, **unwritten) for rung in a.rungs]
+    # The poisoning check saw it on the tall case too, with fills of its own and no count.
+    findings.append(Finding.make("uninitialized-memory", "tpu-interpret", "wrong with every fill tried",
+                                 case=tall, check="poisoning", fills_passing=[], fills_failing=["fill-1", "fill-2"],
+                                 differing=16083, total=32768, first_differing=[128, 0]))
+    return a, plan, findings
+
+
+def test_a_test_refused_while_tracing_carries_no_other_cases_finding():
+    a, plan, findings = _grading()
+    tests = scoring.score(plan, findings)
+    by_number = {t.number: t for t in tests}
+    assert by_number["1.1"].finding.id == "out-of-bounds" and by_number["1.1"].others == ()
+    assert by_number["2.1"].finding.id == "uninitialized-memory"
+    report = Report(a, "dma_scale.py", plan, tests, findings, "dma_scale.py", 1.0)
+    view = render.report_view(report)
+    assert [(p["id"], p["explained_in"]) for p in view["problems"]] == \
+        [("out-of-bounds", "1.1"), ("uninitialized-memory", "2.1")]
+    first = next(t for t in view["tests"] if t["number"] == "1.1")
+    assert first["also_explained"] == [] and first["also"] == []
+
+
+def test_a_problem_also_on_a_test_of_another_case_is_explained_where_its_case_showed_it():
+    # A run that raised (not while tracing) on the small case: the poisoning check's
+    # finding from the tall case still explains that test, but its ladder goes under a
+    # test of the tall case, and there it gives the problem list's one fix.
+    a, plan, findings = _grading()
+    small = a.cases[0].name
+    findings = [f for f in findings if f.id != "out-of-bounds"]
+    findings += [Finding.make("submission-error", rung, "raised ZeroDivisionError while running", case=small,
+                              problem="exception", type="ZeroDivisionError", detail="division by zero", frames=[],
+                              phase="run") for rung in a.rungs]
+    report = Report(a, "dma_scale.py", plan, scoring.score(plan, findings), findings, "dma_scale.py", 1.0)
+    view = render.report_view(report)
+    problems = {p["id"]: p for p in view["problems"]}
+    assert problems["uninitialized-memory"]["explained_in"] == "2.1"
+    first = next(t for t in view["tests"] if t["number"] == "1.1")
+    assert first["also_explained"] == [] and [p["id"] for p in first["also"]] == ["uninitialized-memory"]
+    second = next(t for t in view["tests"] if t["number"] == "2.1")
+    never = ("the kernel never stores 16384 of the output's elements (the first at index [128, 0]): make the store "
+             "write every valid element of its block (its mask or slice stops short)")
+    assert second["finding"]["fix_here"] == never
+    assert f"Fix: {never}" in " ".join(render.render_report(view, "text").split())
+
+
+def test_an_also_on_this_test_explanation_gives_the_problems_one_fix():
+    # On the tall case the generic run reads a block past the end (its own, first
+    # problem), and the poisoning check's finding of that case is also on the test: its
+    # explanation there gives the fix the problem list gives (from the fill reruns of
+    # test 2.2, which count the rows never stored), not the general line.
+    a, plan, findings = _grading()
+    tall = a.cases[1].name
+    findings = [f for f in findings if f.id != "out-of-bounds" and (f.rung, f.check) != ("generic", "correctness")]
+    findings.append(Finding.make("out-of-bounds", "generic", "IndexError: Out-of-bounds block index", case=tall,
+                                 type="IndexError", detail="", frames=[], phase="run"))
+    report = Report(a, "dma_scale.py", plan, scoring.score(plan, findings), findings, "dma_scale.py", 1.0)
+    view = render.report_view(report)
+    problems = {p["id"]: p for p in view["problems"]}
+    assert problems["uninitialized-memory"]["explained_in"] == "2.1"
+    second = next(t for t in view["tests"] if t["number"] == "2.1")
+    (also,) = second["also_explained"]
+    never = ("the kernel never stores 16384 of the output's elements (the first at index [128, 0]): make the store "
+             "write every valid element of its block (its mask or slice stops short)")
+    assert also["id"] == "uninitialized-memory" and also["fix_here"] == never
+    text = " ".join(render.render_test(second, "text").split())
+    assert f"Fix: {never}." in text and "zero the accumulator" not in text
+    listed = " ".join(render.render_report(view, "text").split())
+    assert f"Fix: {never}." in listed
