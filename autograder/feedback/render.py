@@ -26,7 +26,7 @@ from ..speed import grade as speed_grade
 from . import blockmaps, escaping, evidence, fixes, repro
 from .glossary import legend
 from .maps import problem_map, shows as _shows
-from .results_format import listed_as_test
+from .results_format import speed_line, speed_tests
 
 FORMATS = ("text", "md", "html")
 TEMPLATES = Path(__file__).resolve().parents[1] / "templates"
@@ -369,25 +369,6 @@ def problems_view(problems: tuple[Problem, ...], assignment, ctx: Context | None
     return out
 
 
-def speed_tests(report) -> list[dict[str, Any]]:
-    """The tests the speed stage adds to results.json: the estimate (S1) and the
-    TPU timing (T1), each only where points ride on it. Gradescope colours a test
-    by its status (``results_format.listed_as_test``): the unscored estimate goes in
-    the top-level output (``results._top_output``); ``merge`` does the same with an
-    unscored TPU timing once the TPU stage has run."""
-    spec, g = report.assignment.speed, report.speed
-    if spec is None or not report.plan.speed_runs():
-        return []
-    out = []
-    if g is not None and listed_as_test(g.max_score, g.visibility):
-        passed = g.score >= g.max_score
-        out.append({"number": "S1", "visibility": g.visibility, "passed": passed,
-                    "state": "pass" if passed else "fail"})
-    if spec.tpu_points > 0:
-        out.append({"number": "T1", "visibility": spec.visibility, "passed": False, "state": "not-run"})
-    return out
-
-
 def listing(report) -> dict[str, int]:
     """The tests results.json lists as the student sees them now, counted the way
     Gradescope shows them (failed in red, passed in green) and, among the green,
@@ -411,24 +392,6 @@ def _charged_problem(t: TestResult, tests, keyed: dict) -> dict[str, Any] | None
     charged = next((x for x in tests if x.number == t.charged_in and x.finding is not None), None)
     p = keyed.get(key_of(charged.finding)) if charged is not None else None
     return _problem_line(p) if p is not None else None
-
-
-def speed_line(g) -> str:
-    """The speed estimate in one line (the end of the terminal report; S1 while a
-    correctness test fails): the full estimate helps once the kernel is right."""
-    v = speed_grade.view(g)
-    if v is None or not v["sizes"]:
-        return ""
-    sz = v["sizes"][0]
-    if sz["ms"] is None:
-        return f"Speed estimate (TPU {v['chip']}): none at {sz['dims']}: {sz['problem']}."
-    relative = f", {sz['relative']:.2f}x the instructor solution's speed" if sz["relative"] is not None else ""
-    points = (f"{figures.points(v['score'])}/{figures.points(v['max_score'])} points" if v["scored"]
-              else "not scored")
-    gate = f"; {v['gate']}" if v["scored"] and v["gate"] else ""
-    later = "" if v["correct"] else "; the full estimate is shown once every correctness test passes"
-    return (f"Speed estimate: {sz['ms']:.3f} ms on a TPU {v['chip']} at {sz['dims']} (from the schedule, "
-            f"not a measurement{relative}; {points}{gate}){later}.")
 
 
 def report_view(report, how: repro.Invocation = repro.KIT) -> dict[str, Any]:

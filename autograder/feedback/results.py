@@ -6,7 +6,7 @@ entries, validation, writing) is ``results_format``. Imports no JAX.
 from __future__ import annotations
 
 from ..speed import grade as speed_grade
-from . import render, tpu_timing
+from . import render, results_format, tpu_timing
 from .results_format import document, test_entry
 
 
@@ -41,16 +41,16 @@ def _custom_entries(report, view: dict, fmt: str) -> list[dict]:
 
 def _speed_entry(report, fmt: str) -> list[dict]:
     """The speed estimate (S1, where the spec scores it) and the TPU stage's "not
-    run" (T1, only where points wait on it), as ``render.speed_tests`` lists them.
+    run" (T1, only where points wait on it), as ``results_format.speed_tests`` lists them.
     While a correctness test fails, S1 says its estimate in one line."""
     spec, g = report.assignment.speed, report.speed
     out = []
-    for t in render.speed_tests(report):
+    for t in results_format.speed_tests(report):
         if t["number"] == "S1":
             scored = "" if g.max_score > 0 else ", not scored"   # hidden until later: still a test
             view = speed_grade.view(g)
             output = (render.render("speed.j2", fmt, speed=view) if view["correct"]
-                      else render.render("speed.j2", fmt, speed=view, line=render.speed_line(g)))
+                      else render.render("speed.j2", fmt, speed=view, line=results_format.speed_line(g)))
             out.append(test_entry(name=f"Speed estimate (TPU {g.chip}, from the schedule{scored})", number="S1",
                                   score=g.score, max_score=g.max_score, output=output, output_format=fmt,
                                   tags=[], visibility=g.visibility))
@@ -61,7 +61,7 @@ def _speed_entry(report, fmt: str) -> list[dict]:
 
 def _top_output(report, view: dict, fmt: str) -> str:
     """Gradescope's top-level output: the summary and, when the estimate is shown
-    but not scored, the estimate (no test of its own: see ``render.speed_tests``;
+    but not scored, the estimate (no test of its own: see ``results_format.speed_tests``;
     while a correctness test fails, the summary's one line says it)."""
     out = render.render_summary(view, fmt)
     speed = view["speed"]

@@ -75,10 +75,8 @@ class FindingKind:
     when another finding explains its failure (the symptom, never a problem of its
     own); ``same_bug``: the IDs that are another view of this bug, never charged
     again; ``same_bug_on_case``: another view only on the very case and rung whose
-    own test this bug broke; ``same_bug_by``: by the value of its ``fix_by`` fact (a
-    compile rule), the IDs whose finding on a case of the same dtype is this bug seen
-    by another check (a bfloat16 product the compiler refuses is the precision a
-    bfloat16 case lost: one line, one fix); ``hang_explains_timeout``: a probe that saw the kernel
+    own test this bug broke; ``same_bug_by``: by its ``fix_by`` fact (a compile rule), the
+    IDs that are this bug on a case of the same dtype (a refused bfloat16 product); ``hang_explains_timeout``: a probe that saw the kernel
     hang under this kind explains a run's timeout on that rung (the hang is the
     root cause, though submission-error otherwise comes first).
 
