@@ -157,7 +157,9 @@ EXPECT = {
     "misses_blocks_at_production.py": Expect(17.0, ("uninitialized-memory", "not-covered"), assignment="matmul"),
     "k_cut_short_at_speed_size.py": Expect(18.0, assignment="matmul",
                                            test_says=(("S1", "the grid never reads 4032 blocks of input 0"),)),
-    "f32_accumulator_at_stress_only.py": Expect(11.0, ("inconsistent-kernel", "other-dtype", "numerics"),
+    # (The bfloat16 product the compiler refuses is the numerics problem's own bug: P2 is not
+    # charged again, session 9's same_bug_by.)
+    "f32_accumulator_at_stress_only.py": Expect(12.0, ("inconsistent-kernel", "other-dtype", "numerics"),
                                                 assignment="matmul"),
     # Every check on every graded case: a bug at the secret sizes only is found there,
     # and a race behind a split of faces is charged as the race it is.

@@ -17,7 +17,9 @@ pytestmark = pytest.mark.releases
 
 REPO = Path(__file__).resolve().parent.parent
 # Kernels that cannot be traced or run in a test process: they hang, exit or hog memory.
+# (chunks_from_wrong_axis.py slices past its array at the first case: JAX refuses it while tracing.)
 UNRUNNABLE = {"infinite_loop.py", "dma_wait_before_start.py", "dma_wrong_semaphore.py", "memory_hog.py",
+              "chunks_from_wrong_axis.py",
               "os_exit_in_call.py", "exits_at_import.py", "raises_in_kernel.py", "wrong_arity.py", "import_error.py",
               "syntax_error.py", "missing_function.py"}
 KERNELS = sorted([(p, s) for s in ("add", "matmul", "softmax", "dma_scale")
@@ -285,7 +287,7 @@ def test_every_corpus_kernel_and_solution_round_trips_bit_for_bit():
             else:
                 np.testing.assert_array_equal(got, want, err_msg=f"{path.name} on {which}")
         checked.append(path.name)
-    assert len(checked) == len(KERNELS) == 77
+    assert len(checked) == len(KERNELS) == 80
 
 
 def _outside_cases():
