@@ -142,8 +142,8 @@ def _unread_fault(u: dict, k: KernelSource) -> Fault | None:
 def _kernel_fault(f: Finding, k: KernelSource, related: Iterable[Finding], sources: Sources) -> Fault | None:
     x = f.facts()
     u = unread(f, related)
-    if u is not None and _unread_fault(u, k) is not None:
-        return _unread_fault(u, k)
+    if u is not None and (found := _unread_fault(u, k)) is not None:
+        return found
     if f.id == "out-of-bounds":
         # A grid one step too long, or one that also leaves output blocks unvisited on the
         # same case (its axes swapped, a length from the wrong dimension): the grid's fault.
@@ -163,8 +163,8 @@ def _kernel_fault(f: Finding, k: KernelSource, related: Iterable[Finding], sourc
         # The one product with a 16-bit result: what the compiler refuses, and the
         # precision a bfloat16 product loses (an overflow's NaN is another story).
         return Fault("the product", k.narrow_dots[0])
-    if f.id == "uninitialized-memory" and reset_axis(f, k) is not None:
-        return Fault("the reset's condition", reset_axis(f, k)[1])
+    if f.id == "uninitialized-memory" and (reset := reset_axis(f, k)) is not None:
+        return Fault("the reset's condition", reset[1])
     if f.id == "uninitialized-memory":
         if (x.get("unwritten_count") or f.problem == "unwritten-blocks") and k.grid_at is not None:
             return Fault("the grid", k.grid_at)
@@ -330,8 +330,9 @@ def seen(f: Finding, sources: Sources | None = None, related: Iterable[Finding] 
         return found if found is not None and found[0] in SECRET_SAFE and not found[1] else None
     x = f.facts()
     kernels = sources.kernels if sources is not None else ()
-    if f.id == "uninitialized-memory" and len(kernels) == 1 and reset_axis(f, kernels[0]) is not None:
-        axis, place, reduction = reset_axis(f, kernels[0])
+    reset = reset_axis(f, kernels[0]) if f.id == "uninitialized-memory" and len(kernels) == 1 else None
+    if reset is not None:
+        axis, place, reduction = reset
         return "reset-axis", {"axis": axis, "line": place.where, "reduction": reduction}
     if f.id == "uninitialized-memory":
         return _uninitialized(f, x)
