@@ -75,10 +75,10 @@ class FindingKind:
     when another finding explains its failure (the symptom, never a problem of its
     own); ``same_bug``: the IDs that are another view of this bug, never charged
     again; ``same_bug_on_case``: another view only on the very case and rung whose
-    own test this bug broke; ``same_bug_by``: by its ``fix_by`` fact (a compile rule), the
-    IDs that are this bug on a case of the same dtype (a refused bfloat16 product); ``hang_explains_timeout``: a probe that saw the kernel
-    hang under this kind explains a run's timeout on that rung (the hang is the
-    root cause, though submission-error otherwise comes first).
+    own test this bug broke; ``same_bug_by``: by its ``fix_by`` fact, the IDs that
+    are this bug on a case of the same dtype (a refused bfloat16 product);
+    ``hang_explains_timeout``: a probe that saw the kernel hang under this kind
+    explains a run's timeout on that rung (even before submission-error).
 
     ``hidden``: what a secret case's test says in place of the finding's message
     (which may quote what the tracer named); '' for its title in the grader's
