@@ -140,3 +140,59 @@ def test_an_also_on_this_test_explanation_gives_the_problems_one_fix():
     assert f"Fix: {never}." in text and "zero the accumulator" not in text
     listed = " ".join(render.render_report(view, "text").split())
     assert f"Fix: {never}." in listed
+
+
+# ---- one length from the wrong dimension: two symptoms, one problem ----------------------
+
+KERNEL = ("def dma_scale_kernel(x_hbm, o_ref, buf, sem, *, alpha):\n"
+          "    n_chunks = x_hbm.shape[1] // CHUNK\n"
+          "    m, n = x_hbm.shape\n"
+          "    assert x_hbm.shape[-2] > 0\n")
+
+
+def _kernel_sources() -> Sources:
+    from autograder.grading.identity.sources import KernelSource
+    return Sources(kernels=(KernelSource(call="dma_scale.py:30", caller="dma_scale", lines="dma_scale.py:1-4"),),
+                   file="dma_scale.py", text=tuple(KERNEL.split("\n")),
+                   where=lambda file, line: f"{file}:{line}")
+
+
+def test_a_length_from_the_wrong_dimension_is_one_problem_at_the_line_that_reads_it():
+    # 192x256: four chunks of a 192-row array (past the end); 256x128: two of four (rows
+    # 128.. never stored, exactly dimension 1's size): one bug, one problem, one fix.
+    from autograder.grading.judge import causes
+    a, plan, findings = _grading()
+    tied = causes.one_length(plan, findings)
+    small, tall = a.cases[0].name, a.cases[1].name
+    assert all(f.same_bug_as == "out-of-bounds" for f in tied if f.id == "uninitialized-memory")
+    fact = {"axis": 0, "dim": 1, "rank": 2, "cases": [[small, 192, 256], [tall, 256, 128]]}
+    assert all(f.facts()["length_from"] == fact for f in tied if f.id == "out-of-bounds")
+    tests = scoring.score(plan, tied)
+    # The points each test lost stay as they were; the problems become one.
+    assert [t.score for t in tests] == [t.score for t in scoring.score(plan, findings)]
+    report = Report(a, "dma_scale.py", plan, tests, tuple(tied), "dma_scale.py", 1.0, sources=_kernel_sources())
+    view = render.report_view(report)
+    assert [(p["id"], p["explained_in"]) for p in view["problems"]] == [("out-of-bounds", "1.1")]
+    fix = ("x_hbm.shape[1] is dimension 1 (256 on f32-192x256, 128 on f32-256x128), but what it counts runs along "
+           "dimension 0 (192 on f32-192x256, 256 on f32-256x128): past the end where dimension 1 is the larger, "
+           "short where it is the smaller; take it from dimension 0: x_hbm.shape[0]")
+    first = " ".join(render.render_test(next(t for t in view["tests"] if t["number"] == "1.1"), "text").split())
+    assert "At dma_scale.py:2: n_chunks = x_hbm.shape[1] // CHUNK" in first and f"Fix: {fix}." in first
+    second = " ".join(render.render_test(next(t for t in view["tests"] if t["number"] == "2.1"), "text").split())
+    assert "Problem 1, Out-of-bounds access [out-of-bounds], explained under test 1.1; seen here as depends on " \
+           "uninitialized memory [uninitialized-memory]" in second
+    assert "Fix:" not in second and "Which rung" not in second
+
+
+@pytest.mark.parametrize("change", ["other-edge", "other-slice", "one-case"])
+def test_numbers_that_do_not_fit_one_wrong_length_tie_nothing(change):
+    from autograder.grading.judge import causes
+    a, plan, findings = _grading()
+    if change == "other-edge":      # never stored from row 64: no dimension is 64
+        findings = [f.with_facts(first_never=[64, 0], never_written=24576, wrong=24576, wrong_unwritten=24576)
+                    if f.id == "uninitialized-memory" else f for f in findings]
+    elif change == "other-slice":   # a slice of another size: not this axis's overrun; one case left
+        findings = [f.with_facts(slice={"start": 70, "dim": 64}) if f.id == "out-of-bounds" else f for f in findings]
+    else:                           # the short case alone: one case is no pattern
+        findings = [f for f in findings if f.id != "out-of-bounds"]
+    assert causes.one_length(plan, findings) == findings

@@ -502,11 +502,11 @@ def test_a_bf16_product_with_a_bf16_result_is_refused_with_its_own_fix(grade_cli
 
 
 @releases
-def test_a_dma_slice_past_the_end_is_out_of_bounds_at_its_line_with_its_numbers(grade_cli):
+def test_a_length_from_the_wrong_dimension_is_one_problem_at_the_line_that_reads_it(grade_cli):
     # The chunk count comes from the wrong axis: on 192x256 the prefetch slices rows
     # 192..255 of a 192-row array, refused while tracing (ValueError "Out of bound slice");
-    # on 256x128 half the rows are never stored. Two problems, each on its own cases,
-    # each explained under a test whose case shows it, with one fix everywhere.
+    # on 256x128 half the rows are never stored. One bug seen two ways on two cases: one
+    # problem, explained under the first test, at the line that reads the wrong dimension.
     doc, out = grade_cli(corpus("dma_scale") / "chunks_from_wrong_axis.py", "dma_scale", "--run-key", "5")
     oob, unwritten = ["out-of-bounds"], ["uninitialized-memory"]
     assert tags(doc) == [oob, oob, unwritten, unwritten, oob, oob, unwritten, unwritten]
@@ -514,19 +514,22 @@ def test_a_dma_slice_past_the_end_is_out_of_bounds_at_its_line_with_its_numbers(
     assert probes.pop("Memory poisoning: NaN and random fills") == unwritten and not any(probes.values())
     assert doc["score"] == 6.0
     first = " ".join(doc["tests"][0]["output"].split())
-    fix = ("a DMA or ref slice starts at 192 of a dimension of 192 (its elements are 0 to 191): keep every pl.ds "
-           "inside the array")
-    assert "At chunks_from_wrong_axis.py:24: ``` return pltpu.make_async_copy(x_hbm.at[pl.ds(c * CHUNK, CHUNK)]," \
-        in first and f"Fix: {fix}." in first
-    assert "Also on this test" not in first and "uninitialized" not in first and "Submission cannot" not in first
+    fix = ("x_hbm.shape[1] is dimension 1 (256 on f32-192x256, 128 on f32-256x128), but what it counts runs along "
+           "dimension 0 (192 on f32-192x256, 256 on f32-256x128): past the end where dimension 1 is the larger, "
+           "short where it is the smaller; take it from dimension 0: x_hbm.shape[0]")
+    assert "At chunks_from_wrong_axis.py:24: ``` n_chunks = x_hbm.shape[1] // CHUNK" in first
+    assert f"Fix: {fix}." in first and "Also on this test" not in first and "Submission cannot" not in first
     assert "while tracing (ValueError)" in first and "print(start, ref.shape)" in first
     listed = " ".join(out.split())
-    assert f"1. Out-of-bounds access [out-of-bounds]: cost 5 points in tests 1.1, 1.2, 3.1, 3.2. Fix: {fix} " \
-        "(at chunks_from_wrong_axis.py:24). Explained under test 1.1." in listed
-    assert "tests 2.1, 2.2, 4.1, 4.2. Fix: the kernel never stores 16384 of the output's elements" in listed
-    assert "Explained under test 2.1." in listed
+    assert "Problems found: 1 " in listed and f"1. Out-of-bounds access [out-of-bounds]: cost 10 points in tests " \
+        f"1.1, 1.2, 2.1, 2.2, 3.1, 3.2, 4.1, 4.2. Fix: {fix} (at chunks_from_wrong_axis.py:24). Explained under " \
+        "test 1.1." in listed
     second = " ".join(doc["tests"][2]["output"].split())
-    assert "Fix: the kernel never stores 16384 of the output's elements" in second and "accumulator" not in second
+    assert "Problem 1, Out-of-bounds access [out-of-bounds], explained under test 1.1; seen here as depends on " \
+        "uninitialized memory [uninitialized-memory]" in second
+    assert "Fix:" not in second and "accumulator" not in second
+    poison = " ".join(_probe(doc, "Memory poisoning")["output"].split())
+    assert "problem 1" in poison.lower() and "problem 2" not in poison.lower()
 
 
 def test_a_revisit_no_rung_confirms_is_a_note_not_a_charge(grade_cli):

@@ -201,6 +201,41 @@ def reset_axis(f: Finding, k: KernelSource) -> tuple[int, Place, int] | None:
     return axis, next(p for a, p in k.resets if a == axis), reduction[0]
 
 
+def _length(f: Finding, sources: Sources | None) -> tuple[dict, tuple[Place, str] | None] | None:
+    """A length from the wrong dimension (``judge.causes.one_length``): its fact, and the
+    one ``.shape[dim]`` the module reads (the kernel's own, where the module reads more)."""
+    lf = f.facts().get("length_from")
+    if not isinstance(lf, dict) or not all(isinstance(lf.get(k), int) for k in ("axis", "dim", "rank")):
+        return None
+    reads = sources.shape_reads(lf["dim"], lf["rank"]) if sources is not None else ()
+    span = re.search(r":(\d+)-(\d+)$", sources.kernels[0].lines) if sources and len(sources.kernels) == 1 else None
+    if len(reads) > 1 and span is not None:
+        reads = tuple(r for r in reads if int(span[1]) <= _line(r[0]) <= int(span[2]))
+    return lf, reads[0] if len(reads) == 1 else None
+
+
+def _line(p: Place) -> int:
+    m = re.search(r"(\d+)$", p.where)
+    return int(m[1]) if m else -1
+
+
+def _wrong_dimension(f: Finding, sources: Sources | None) -> tuple[str, dict] | None:
+    """The fix a length from the wrong dimension calls for, in each visible case's sizes."""
+    found = _length(f, sources)
+    if found is None:
+        return None
+    lf, read = found
+    cases = [c for c in lf.get("cases") or [] if isinstance(c, list) and len(c) == 3]
+    if not cases:
+        return None     # (seen on secret cases only: their sizes are not said)
+    expr = read[1] if read is not None and read[1] else f"a length read from .shape[{lf['dim']}]"
+    fixed = re.sub(r"\[\s*-?\d+\s*\]$", f"[{lf['axis']}]", expr) if read is not None and read[1] else ""
+    return "wrong-dimension", {
+        "expr": expr, "dim": lf["dim"], "axis": lf["axis"], "fixed": f": {fixed}" if fixed else "",
+        "wrong": ", ".join(f"{n} on {c}" for c, _r, n in cases),
+        "right": ", ".join(f"{r} on {c}" for c, r, _n in cases)}
+
+
 def with_grid(f: Finding, sources: Sources | None) -> Finding:
     """An out-of-bounds error TPU interpret mode raised names the grid point, not the
     grid: the kernel's grid on that very case, from its program, where it is known."""
@@ -225,6 +260,8 @@ def fault(f: Finding, sources: Sources | None, related: Iterable[Finding] = ()) 
         at = f.facts().get("at")
         place = sources.place(at[0], at[1]) if isinstance(at, list) and len(at) == 2 else None
         return Fault("where it was running", place) if place is not None else None
+    if (length := _length(f, sources)) is not None and length[1] is not None:
+        return Fault("the length", length[1][0])
     if f.id == "out-of-bounds" and isinstance(f.facts().get("slice"), dict):    # refused while tracing
         place = sources.innermost(f.facts().get("frames"))
         return Fault("the slice", place) if place is not None else None
@@ -334,6 +371,8 @@ def seen(f: Finding, sources: Sources | None = None, related: Iterable[Finding] 
     if reset is not None:
         axis, place, reduction = reset
         return "reset-axis", {"axis": axis, "line": place.where, "reduction": reduction}
+    if (length := _wrong_dimension(f, sources)) is not None:
+        return length
     if f.id == "uninitialized-memory":
         return _uninitialized(f, x)
     if f.id == "data-race":

@@ -81,6 +81,13 @@ class Finding:
         """The kind of submission-error (or probe outcome) this is, if it says."""
         return dict(self.evidence).get("problem")
 
+    @property
+    def same_bug_as(self) -> str | None:
+        """The catalogue ID of the finding whose bug this is, seen on another case as
+        another symptom (``grading.judge.causes.one_length``), if the grader tied it."""
+        tie = dict(self.evidence).get("same_bug_as")
+        return tie if isinstance(tie, str) and tie in CATALOGUE else None
+
 
 def _thaw(value: Any) -> Any:
     if isinstance(value, FrozenMap):

@@ -9,9 +9,8 @@ table that speaks of finding IDs reads its entry here, or is tested against it
 results.json tags, in the templates and in the README, so they never change
 once published.
 
-Adding a finding: one ``FindingKind`` below (how it is detected included: the
-generated reference's table of every finding reads it), its place in
-``PRECEDENCE``, and ``templates/<id>.j2``; then the check that detects it.
+Adding a finding: one ``FindingKind`` below (how it is detected included), its place
+in ``PRECEDENCE``, and ``templates/<id>.j2``; then the check that detects it.
 """
 from __future__ import annotations
 
@@ -41,6 +40,10 @@ TEST_RUNGS: dict[str, str] = {"generic": "generic interpreter", "tpu-interpret":
 # latent there, and the charge stands.
 CHIP_SOURCE = "observed on a real TPU v5e, jax 0.10.2 (docs/chip-outcomes.md)"
 
+# One length from the wrong dimension: past the end on one case, short of it on another.
+WRONG_DIMENSION = ("{expr} is dimension {dim} ({wrong}), but what it counts runs along dimension {axis} ({right}): "
+                   "past the end where dimension {dim} is the larger, short where it is the smaller; take it from "
+                   "dimension {axis}{fixed}")
 # Each kind's explanation (``<id>.j2``) and the parts they share (``_*.j2``); the
 # feedback's templates include them as "findings/<id>.j2".
 TEMPLATES = Path(__file__).resolve().parent / "templates"
@@ -94,13 +97,11 @@ class FindingKind:
     fields are filled from them), before the general ``fix``: a row a mask leaves
     out is not an accumulator to zero, two cores of a mesh are not a parallel axis.
 
-    ``drawn``: its evidence is spatial and draws as a block map (its maker is in
-    ``feedback.blockmaps.makers``).
+    ``drawn``: its evidence draws as a block map (``feedback.blockmaps.makers``).
 
     ``claim``: the index-map scan's finding of this kind is a claim about running
     that only a run can confirm (``grading.judge.unconfirmed``): what the scan saw,
-    in the grader's words (a secret case's), and why it costs nothing where no
-    run on that case shows a difference.
+    in the grader's words, and why it costs nothing where no run shows a difference.
     """
 
     id: str
@@ -271,7 +272,7 @@ _KINDS = (
                                 "to {end}): keep every pl.ds inside the array",
               "slice-runs-out": "a DMA or ref slice of {size} elements from {start} ends at {last}, past the end of "
                                 "a dimension of {dim} (its elements are 0 to {end}): keep every pl.ds inside the "
-                                "array"},
+                                "array", "wrong-dimension": WRONG_DIMENSION},
         chip=("the core halts: on a real v5e every out-of-bounds block or DMA index in the corpus stopped it "
               "(RuntimeUnexpectedCoreHalt, \"BoundsCheck ... dma.hbm_to_vmem\"), and the process could use the "
               "chip no more"),
@@ -320,8 +321,7 @@ _KINDS = (
             "read-first": "the output is computed from memory nothing wrote first: initialize what you accumulate "
                           "into (zero it under @pl.when at the reduction's first step) before the first +=",
             "unvisited": "the grid never visits some of the output's blocks: make the grid cover every output "
-                         "block (pl.cdiv(size, block) steps along each axis)",
-        },
+                         "block (pl.cdiv(size, block) steps along each axis)", "wrong-dimension": WRONG_DIMENSION},
         explains=("generic", "tpu-interpret"),
         # A buffer written at one grid point only (scratch zeroed when every program id is
         # 0) is read unwritten wherever that point has not run first: in another order, or

@@ -376,6 +376,8 @@ def _diagnose(plan: Plan, ex: execution.Execution, store: DrawStore,
     findings = diagnosis.overflows(plan, findings)
     # One wrong formula is one finding on every case it breaks, whatever each case's error size.
     findings = causes.one_cause(plan, findings, kernels)
+    # One length from the wrong dimension: past the end on one case, short on another.
+    findings = causes.one_length(plan, findings)
     starter = diagnosis.starter_untouched(findings, plan.assignment, loc)
     if starter is not None:
         findings = [starter] + [f for f in findings if f.check != "correctness"]

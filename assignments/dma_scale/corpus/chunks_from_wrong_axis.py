@@ -4,9 +4,12 @@ copies as many 64-row chunks as the array has 64-column groups.
 Measured (jax 0.12.0.1 and 0.10.2, run key 5):
 - f32-192x256 (4 chunks for 3): the prefetch of chunk 3 slices rows 192..255 of a
   192-row array, refused while tracing on every rung: ValueError "Out of bound
-  slice: start=192, dim=192" (out-of-bounds, at the make_async_copy line).
+  slice: start=192, dim=192" (out-of-bounds).
 - f32-256x128 (2 chunks for 4): rows 128..255 of the output are never stored
-  (uninitialized-memory: they hold the fill)."""
+  (uninitialized-memory: they hold the fill).
+One problem (``judge.causes.one_length``): the rows never stored start at 128, the
+size of dimension 1, and the overrun is where dimension 1 is the larger; explained
+at the ``n_chunks`` line with "take it from dimension 0"."""
 import functools
 
 import jax

@@ -9,6 +9,7 @@ fault and quotes it as written: "at add.py:15: grid=(..., n // 128 + 1)".
 """
 from __future__ import annotations
 
+import ast
 import re
 from collections import Counter
 from dataclasses import dataclass, field, replace
@@ -87,6 +88,25 @@ class Sources:
             if place is not None:
                 return place
         return None
+
+    def shape_reads(self, dim: int, rank: int) -> tuple[tuple[Place, str], ...]:
+        """Every ``<array>.shape[dim]`` the module reads (``[-1]`` counted as the last of
+        ``rank`` dimensions), as (its line, the expression as written), in line order.
+        Read from the text alone (nothing runs); () when it does not parse."""
+        try:
+            tree = ast.parse("\n".join(self.text))
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            return ()
+        found = []
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Attribute) \
+                    and node.value.attr == "shape" and isinstance(node.slice, ast.Constant) \
+                    and isinstance(node.slice.value, int) and not isinstance(node.slice.value, bool) \
+                    and node.slice.value % max(rank, 1) == dim and -rank <= node.slice.value < rank:
+                place = self.place(self.file, node.lineno)
+                if place is not None:
+                    found.append((node.lineno, place, ast.get_source_segment("\n".join(self.text), node) or ""))
+        return tuple((p, expr) for _n, p, expr in sorted(found, key=lambda x: x[0]))
 
 
 _FRAME = re.compile(r'File "([^"]*)", line (\d+)')

@@ -72,3 +72,75 @@ def _as_wrong(f: Finding, far: Finding, shown: bool) -> Finding:
                "same dtype, so this is that logic error, not a precision problem")
     return replace(f.with_facts(one_cause=True, far_case=far.case if shown else None), id="wrong-result",
                    message=message)
+
+
+# ---- one length taken from the wrong dimension -------------------------------------------
+#
+# A loop or slice whose length is read from the wrong dimension (``x.shape[1] // CHUNK``
+# where the chunks run down the rows) overruns on a case whose other dimension is the
+# larger (out of bounds) and stops short on one where it is the smaller (rows never
+# stored): two symptoms, two cases, one bug. Tied only when the numbers say so exactly:
+# on every case with never-stored memory, what is never stored is the trailing slab of
+# one axis from the index that equals the size of one other dimension, the same axes on
+# every case, and every wrong element is one never stored; an out-of-bounds slice of that
+# axis is the same bug where the other dimension is the larger. Evidence for one problem
+# and its fix (``feedback.evidence``); the points each test lost stay as they were.
+
+def _short_along(f: Finding, shape: tuple[int, ...]) -> tuple[int, int] | None:
+    """(axis, other dimension) when ``f``'s never-stored elements are exactly the trailing
+    slab of ``axis`` from the size of the other dimension, else None."""
+    x = f.facts()
+    never, first = x.get("never_written"), x.get("first_never")
+    if not isinstance(never, int) or not isinstance(first, list) or len(first) != len(shape) or len(shape) < 2:
+        return None
+    if x.get("wrong") != x.get("wrong_unwritten") or not all(isinstance(i, int) for i in first):
+        return None
+    moved = [a for a, i in enumerate(first) if i]
+    if len(moved) != 1:
+        return None
+    axis, edge = moved[0], first[moved[0]]
+    rest = 1
+    for a, n in enumerate(shape):
+        rest *= n if a != axis else 1
+    others = [d for d, n in enumerate(shape) if d != axis and n == edge and n != shape[axis]]
+    if never != (shape[axis] - edge) * rest or len(others) != 1:
+        return None
+    return axis, others[0]
+
+
+def _over_along(f: Finding, shape: tuple[int, ...], axis: int, dim: int) -> bool:
+    """An out-of-bounds slice of ``axis`` on a case whose dimension ``dim`` is the larger."""
+    s = f.facts().get("slice")
+    return (f.id == "out-of-bounds" and isinstance(s, dict) and s.get("dim") == shape[axis]
+            and shape[dim] > shape[axis])
+
+
+def one_length(plan: Plan, findings: list[Finding]) -> list[Finding]:
+    """``findings`` with a length from the wrong dimension said as one bug: every finding
+    of it carries ``length_from`` (the axes, and each visible case's two sizes), and a
+    case's never-stored memory is tied to the out-of-bounds slice (``same_bug_as``)."""
+    a = plan.assignment
+    shapes = {c.name: a.output_shape(c) for c in a.cases}
+    short = {}
+    for f in findings:
+        if f.id == "uninitialized-memory" and f.case in shapes and f.case not in short:
+            found = _short_along(f, shapes[f.case])
+            if found is not None:
+                short[f.case] = found
+    if len(set(short.values())) != 1:
+        return findings
+    axis, dim = next(iter(short.values()))
+    over = {f.case for f in findings if f.case in shapes and _over_along(f, shapes[f.case], axis, dim)}
+    if len(short) + len(over) < 2:
+        return findings
+    shown = [[c.name, shapes[c.name][axis], shapes[c.name][dim]] for c in a.cases
+             if c.visible and c.name in short.keys() | over]
+    fact = {"axis": axis, "dim": dim, "rank": len(next(iter(shapes.values()))), "cases": shown}
+    out = []
+    for f in findings:
+        if f.id == "uninitialized-memory" and f.case in short:
+            f = f.with_facts(length_from=fact, **({"same_bug_as": "out-of-bounds"} if over else {}))
+        elif f.id == "out-of-bounds" and f.case in over:
+            f = f.with_facts(length_from=fact)
+        out.append(f)
+    return out

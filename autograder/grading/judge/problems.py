@@ -36,7 +36,11 @@ class Problem:
 
 
 def key_of(f: Finding) -> tuple[str, str]:
-    return (f.id, (f.problem or "") if f.id == "submission-error" else "")
+    """The problem a finding belongs to: its ID (a submission error's also by kind), or
+    the ID of the bug the grader tied it to (one length, two symptoms on two cases)."""
+    if f.id == "submission-error":
+        return (f.id, f.problem or "")
+    return (f.same_bug_as or f.id, "")
 
 
 def ties(tests: list[TestResult]) -> dict[Finding, Finding]:
@@ -92,6 +96,12 @@ def one_grid(t: TestResult, f: Finding) -> bool:
     return any(o.problem == "unwritten-blocks" and o.case == main.case for o in t.others)
 
 
+def _own(f: Finding, k: tuple[str, str]) -> bool:
+    """``f`` is the problem's own kind (not a symptom the grader tied to it): a problem
+    is explained where its own finding is seen, where there is one."""
+    return f.id == k[0]
+
+
 def _benign(f: Finding) -> bool:
     # A probe that had nothing to examine is not a problem of its own: the
     # missing kernel is (reported by the structure check).
@@ -139,9 +149,11 @@ def summarize(tests: list[TestResult], shows) -> tuple[Problem, ...]:
             continue
         if k not in first:
             order.append(k)
+        if k not in first or _own(first[k][1], k) < _own(f, k):
             first[k] = (t, f)
         # (Not as an "Also on this test" on a test whose own case did not show it.)
-        if k not in first_shown and shows(f) and (is_primary or _shown_by(t, f)):
+        if shows(f) and (is_primary or _shown_by(t, f)) and (
+                k not in first_shown or _own(first_shown[k][1], k) < _own(f, k)):
             first_shown[k] = (t, f)
         seen.setdefault(k, [])
         if t.number not in seen[k]:

@@ -39,7 +39,7 @@ KEPT = frozenset({"problem", "phase", "memory_mb", "disk_mb", "not_run", "reason
                   "test_rung", "variant", "seed", "cores", "mode", "mode_passing", "mode_failing", "switch",
                   "behaviour", "interpret_params", "fills_passing", "fills_failing", "own_case", "static",
                   "kind", "stops_tpu_interpret", "status", "rerun_rung", "stress", "type", "limit_s",
-                  "mismatch_text", "nonfinite", "relative_to_output"})
+                  "mismatch_text", "nonfinite", "relative_to_output", "same_bug_as"})
 # Facts never kept, not even as withheld: what reads them checks that they are there
 # (an exit status, the raw count the renderer would turn into a share).
 DROPPED = frozenset({"exit", "stderr_tail", "mismatches"})
