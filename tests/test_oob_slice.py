@@ -196,3 +196,29 @@ def test_numbers_that_do_not_fit_one_wrong_length_tie_nothing(change):
     else:                           # the short case alone: one case is no pattern
         findings = [f for f in findings if f.id != "out-of-bounds"]
     assert causes.one_length(plan, findings) == findings
+
+
+def test_a_test_tied_only_by_a_secret_cases_evidence_says_why_it_has_no_command():
+    # The tall visible case's output is wrong; the poisoning check saw unwritten memory on
+    # a secret case only. That finding explains the visible test, so a replay of the
+    # visible case alone would show another finding: no command, and the test says why.
+    from autograder.grading.judge import secrecy
+    a, plan, _findings = _grading()
+    tall, secret = a.cases[1].name, next(c.name for c in a.cases if not c.visible)
+    findings = [Finding.make("wrong-result", rung, "16384 of 32768 outputs are wrong", case=tall,
+                             mismatches=16384, total=32768) for rung in a.rungs]
+    findings.append(Finding.make("uninitialized-memory", "tpu-interpret", "wrong with every fill tried",
+                                 case=secret, check="poisoning", fills_passing=[], fills_failing=["fill-1"]))
+    findings = secrecy.shown_findings(a, findings)
+    tests = scoring.score(plan, findings)
+    second = next(t for t in tests if t.number == "2.1")
+    assert second.finding.case == secret and not second.passed
+    view = render.report_view(Report(a, "dma_scale.py", plan, tests, tuple(findings), "dma_scale.py", 1.0))
+    shown = next(t for t in view["tests"] if t["number"] == "2.1")
+    assert shown["command"] is None and shown["command_withheld"]
+    text = " ".join(render.render_test(shown, "text").split())
+    assert "No grader command replays this test: what ties it to its problem was seen on a secret case" in text
+    assert secret not in text
+    # A test its own case explains keeps its command and says nothing of the kind.
+    first = next(t for t in view["tests"] if t["number"] == "1.1")
+    assert not first["command_withheld"]

@@ -281,6 +281,9 @@ def test_view(t: TestResult, plan, uploaded_as: str | None, problems: dict | Non
     shows = (f is not None and f.case is not None and _shows(f, assignment)
              and (t.probe is not None or t.case.visible))
     state = test_state(t)
+    # The grader's --case/--rung replays correctness runs only: a probe's
+    # failure is reproduced by its snippet (its interpreter parameters).
+    replayable = shows and t.probe is None and t.rung in ("generic", "tpu-interpret") and not t.gated_by
     view = {
         "number": t.number, "name": t.name, "passed": t.passed, "score": t.score,
         "max_score": t.max_score, "counted": t.counted, "rung": t.rung, "rung_label": RUNGS[t.rung],
@@ -296,11 +299,11 @@ def test_view(t: TestResult, plan, uploaded_as: str | None, problems: dict | Non
         # (A test gated by a check that failed (work outside the kernel) is not reproduced by its
         # run: its output is right; the check's own explanation says what to change.)
         "snippet": _snippet(t, run, plan) if shows and state == "fail" and not t.gated_by else None,
-        # The grader's --case/--rung replays correctness runs only: a probe's
-        # failure is reproduced by its snippet (its interpreter parameters).
-        "command": (_command(t, uploaded_as, plan.run_key, ctx)
-                    if shows and t.probe is None and t.rung in ("generic", "tpu-interpret") and not t.gated_by
-                    else None),
+        "command": (_command(t, uploaded_as, plan.run_key, ctx) if replayable else None),
+        # (Tied by a secret case's evidence: no command, and the test says why.)
+        "command_withheld": (f is not None and f.case is not None and t.case.visible and t.probe is None
+                             and t.rung in ("generic", "tpu-interpret") and not t.gated_by and state == "fail"
+                             and repro.replay_of(assignment, t.case, t.rung, f) is None),
         "probe": t.probe,
         "charged_in": t.charged_in,
         # Kept from running by the case's own failing test (not settled by a static fact).
