@@ -2,8 +2,9 @@
 import math
 
 import numpy as np
+import pytest
 
-from autograder.grading.judge.compare import compare
+from autograder.grading.judge.compare import compare, scaled_rows
 from autograder.spec import Tolerance
 
 TOL = Tolerance(rtol=1e-5, atol=1e-5)
@@ -60,3 +61,33 @@ def test_nan_beside_far_off_finite_outputs_is_a_logic_error():
     assert compare(out, ref, TOL, 1, 0.05).verdict == "numerics"
     # All NaN (an accumulator never zeroed): nothing finite to judge, numerics here.
     assert compare(np.full((4, 4), np.nan), np.ones((4, 4)), TOL, 1, 0.05).verdict == "numerics"
+
+
+# ---- rows that are the right rows times one number --------------------------------------
+
+def _rows(seed=0):
+    ref = np.random.default_rng(seed).standard_normal((2, 6, 16))
+    return ref, ref * np.linspace(0.3, 0.9, 6)[None, :, None]
+
+
+def test_rows_that_are_the_right_rows_scaled_are_named_with_their_numbers():
+    ref, out = _rows()
+    out[:, 0] = ref[:, 0]                     # one row right: not counted
+    got = scaled_rows(out, ref, TOL, 1)
+    assert got is not None and (got["rows"], got["of"]) == (10, 12)
+    assert got["low"] == pytest.approx(0.42) and got["high"] == pytest.approx(0.9)
+
+
+@pytest.mark.parametrize("spoil", ["one-element", "nan", "narrow", "zero-row"])
+def test_a_row_wrong_any_other_way_rules_the_pattern_out(spoil):
+    ref, out = _rows(1)
+    if spoil == "one-element":                # one wrong row is not a multiple of its right row
+        out[1, 2, 3] += 0.5
+    elif spoil == "nan":
+        out[0, 1, 0] = np.nan
+    elif spoil == "narrow":                   # rows of 2: any row is some multiple of another
+        ref, out = ref[..., :2], out[..., :2]
+    else:                                     # a right row of zeros has no multiple to name
+        ref[0, 3] = 0.0
+        out[0, 3] = 1.0
+    assert scaled_rows(out, ref, TOL, 1) is None

@@ -222,3 +222,16 @@ def test_a_test_tied_only_by_a_secret_cases_evidence_says_why_it_has_no_command(
     # A test its own case explains keeps its command and says nothing of the kind.
     first = next(t for t in view["tests"] if t["number"] == "1.1")
     assert not first["command_withheld"]
+
+
+def test_the_divisor_of_a_store_and_every_line_that_writes_it():
+    from autograder.grading.identity.sources import divisor
+    assert divisor("o_ref[0] = (acc_ref[...] / l_ref[...]).astype(o_ref.dtype)") == ("l_ref[...]", "l_ref")
+    assert divisor("o_ref[...] = acc / denom") == ("denom", "denom")
+    assert divisor("o_ref[...] = a / b / c") is None and divisor("o_ref[...] = a * b") is None
+    assert divisor("o_ref[...] = a / (b + c)") is None and divisor("o_ref[ = ") is None
+    text = ("def k(l_ref, o_ref):\n    l_ref[...] = 0\n    l_ref[...] += 1\n    x = l_ref[...]\n"
+            "    o_ref[...] = x / l_ref[...]\n")
+    sources = Sources(file="k.py", text=tuple(text.split("\n")), where=lambda file, line: f"{file}:{line}")
+    assert [p.where for p in sources.writes_to("l_ref")] == ["k.py:2", "k.py:3"]
+    assert sources.writes_to("m_ref") == ()

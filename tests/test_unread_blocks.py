@@ -142,6 +142,11 @@ CASES = [
     ("softmax", "lane_blocks.py", "uninitialized-memory", None, "At lane_blocks.py:",
      "    spec = pl.BlockSpec((BM, LANES), lambda i: (i, 0))",
      "Fix: output block (0, 0) depends on block (0, 1) of x, which no step reads:"),
+    # A formula error: every wrong row is the right row scaled (the running sum not rescaled).
+    ("flash_attention", "sum_not_rescaled.py", "wrong-result", None, "At sum_not_rescaled.py:37:",
+     "    o_ref[0] = (acc_ref[...] / l_ref[...]).astype(o_ref.dtype)",
+     "what each row is made of is right, only its scale is wrong: the store divides by l_ref[...], so check "
+     "how l_ref is computed (lines 22, 30)"),
 ]
 
 
@@ -149,7 +154,7 @@ CASES = [
 @pytest.mark.grading
 @pytest.mark.releases
 @pytest.mark.parametrize("slug,name,fid,score,at,line,fix", CASES, ids=[c[1] for c in CASES])
-def test_kernels_written_apart_get_the_line_and_fix_their_unread_block_calls_for(
+def test_kernels_written_apart_get_the_line_and_fix_their_evidence_calls_for(
         grade_cli, slug, name, fid, score, at, line, fix):
     doc, out = grade_cli(corpus(slug) / name, slug, "--run-key", "5")
     first = next(t for t in doc["tests"] if t.get("status") == "failed")

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Iterable
 
 from ..findings import CATALOGUE, Finding
-from ..grading.identity.sources import KernelSource, Place, Sources
+from ..grading.identity.sources import KernelSource, Place, Sources, divisor
 
 
 @dataclass(frozen=True)
@@ -144,6 +144,8 @@ def _kernel_fault(f: Finding, k: KernelSource, related: Iterable[Finding], sourc
     u = unread(f, related)
     if u is not None and (found := _unread_fault(u, k)) is not None:
         return found
+    if f.id == "wrong-result" and isinstance(x.get("scaled_rows"), dict) and len(k.stores) == 1:
+        return Fault("the store (what it scales the rows by)", k.stores[0])
     if f.id == "out-of-bounds":
         # A grid one step too long, or one that also leaves output blocks unvisited on the
         # same case (its axes swapped, a length from the wrong dimension): the grid's fault.
@@ -234,6 +236,25 @@ def _wrong_dimension(f: Finding, sources: Sources | None) -> tuple[str, dict] | 
         "expr": expr, "dim": lf["dim"], "axis": lf["axis"], "fixed": f": {fixed}" if fixed else "",
         "wrong": ", ".join(f"{n} on {c}" for c, _r, n in cases),
         "right": ", ".join(f"{r} on {c}" for c, r, _n in cases)}
+
+
+def _scaled(rows: dict, k: KernelSource | None, sources: Sources | None) -> tuple[str, dict] | None:
+    """The fix rows that are the right rows times one number call for: where the one store
+    divides, what it divides by and every line that writes that."""
+    try:
+        values = {"rows": int(rows["rows"]), "of": int(rows["of"]), "low": f"{float(rows['low']):.3g}",
+                  "high": f"{float(rows['high']):.3g}", "divided": ""}
+    except (KeyError, TypeError, ValueError):
+        return None
+    found = divisor(k.stores[0].text) if k is not None and len(k.stores) == 1 else None
+    writes = sources.writes_to(found[1]) if found is not None and sources is not None else ()
+    if found is not None and writes:
+        lines = ", ".join(p.where.rpartition(":")[2] for p in writes)
+        values["divided"] = (f": the store divides by {found[0]}, so check how {found[1]} is computed "
+                             f"(line{'s' if len(writes) > 1 else ''} {lines})")
+    else:
+        values["divided"] = ": check what it is divided or multiplied by (a normalising sum, a scale factor)"
+    return "scaled-rows", values
 
 
 def with_grid(f: Finding, sources: Sources | None) -> Finding:
@@ -373,6 +394,8 @@ def seen(f: Finding, sources: Sources | None = None, related: Iterable[Finding] 
         return "reset-axis", {"axis": axis, "line": place.where, "reduction": reduction}
     if (length := _wrong_dimension(f, sources)) is not None:
         return length
+    if f.id == "wrong-result" and isinstance(x.get("scaled_rows"), dict):
+        return _scaled(x["scaled_rows"], kernels[0] if len(kernels) == 1 else None, sources)
     if f.id == "uninitialized-memory":
         return _uninitialized(f, x)
     if f.id == "data-race":

@@ -218,16 +218,13 @@ _KINDS = (
         "is real, so it is wrong on a chip too",
         detected_by="correctness runs; numerics probe (wrong only on stress inputs)",
         fix="compare your kernel's formula with the handout's on the smallest case",
-        # A pl.debug_check of the student's that failed while the kernel ran.
         fixes={"failed-check": "make what your failing check guards hold: its line and message are in the "
-                               "test's details"},
+                               "test's details"},     # (a pl.debug_check of the student's failed)
         fix_at="body",
-        # Wrong on secret cases only (every visible case right): what differs is the shapes.
         seen={"secret-only": "every visible case is right and only secret cases (other shapes) are wrong: look "
                              "for what the kernel fixes for the visible shapes (a count of blocks or steps, a size "
                              "written as a number, a condition on a grid index) and run it at other shapes",
-              # A wrong output block needs an input block its steps never read (``judge.reads``): where
-              # that block lies says what to change (blocks the grid never visits say it too).
+              # An output block needs an input block no step reads (``judge.reads``): where it lies says what.
               "grid-short": "output block {output_block} depends on block {input_block} of {name}, which no step "
                             "reads: {name} has {blocks_along} blocks along dimension {dim} ({size} / {block}) and "
                             "the grid reaches only the first {reached}{also}. Give the grid pl.cdiv({size}, {block}) "
@@ -239,7 +236,10 @@ _KINDS = (
                               "reduction axis",
               "map-misses": "output block {output_block} depends on block {input_block} of {name}, but the steps "
                             "that write it read only {read}{also}: make {name}'s index map give those steps every "
-                            "block their output block needs (e.g. follow the reduction axis's step)"},
+                            "block their output block needs (e.g. follow the reduction axis's step)",
+              # Every wrong row the right row times one number (``compare.scaled_rows``).
+              "scaled-rows": "every wrong output row is the right row times one number ({low} to {high}; {rows} of "
+                             "{of} rows): what each row is made of is right, only its scale is wrong{divided}"},
         symptom=True,
         hidden="the output is wrong",
         chip="a real v5e computed the same wrong values for every corpus kernel charged this",

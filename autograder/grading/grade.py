@@ -26,7 +26,7 @@ from ..speed import grade as speed_grade
 from . import probes
 from .identity import sources
 from .judge import causes, diagnosis, faces, reads, scoring, secrecy, unconfirmed
-from .judge.compare import compare, mismatches
+from .judge.compare import compare, mismatches, scaled_rows
 from .probes import unwritten
 from .probes.static import uncovered, unread_inputs
 from .report import Report
@@ -407,7 +407,12 @@ def _with_reads(a: Assignment, run: Run, f: Finding, outcome: Outcome, store: Dr
             found["name"] = names[found["arg"]]
             found["also"] = [names[j] for j in found.pop("also_args")]
     found = cache[run.case.name]
-    return f.with_facts(unread_needed=found) if found is not None else f
+    f = f.with_facts(unread_needed=found) if found is not None else f
+    try:     # every wrong row the right row times one number: its scale is the fault
+        scaled = scaled_rows(outcome.output, store[run.draw], a.tolerance(run.case), a.reduction_length(run.case))
+    except Exception:   # noqa: BLE001 (evidence for a fix, never a charge)
+        scaled = None
+    return f.with_facts(scaled_rows=scaled) if scaled is not None else f
 
 
 def _partial_notes(plan: Plan) -> list[CheckNote]:

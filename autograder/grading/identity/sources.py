@@ -108,6 +108,36 @@ class Sources:
                     found.append((node.lineno, place, ast.get_source_segment("\n".join(self.text), node) or ""))
         return tuple((p, expr) for _n, p, expr in sorted(found, key=lambda x: x[0]))
 
+    def writes_to(self, name: str) -> tuple[Place, ...]:
+        """Every line that stores into ``name[...]`` (``name[...] = ...``, ``name[...] += ...``),
+        in line order; read from the text alone, () when it does not parse."""
+        try:
+            tree = ast.parse("\n".join(self.text))
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            return ()
+        lines = sorted({t.lineno for node in ast.walk(tree) if isinstance(node, (ast.Assign, ast.AugAssign))
+                        for t in (node.targets if isinstance(node, ast.Assign) else [node.target])
+                        if isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name) and t.value.id == name})
+        return tuple(p for p in (self.place(self.file, n) for n in lines) if p is not None)
+
+
+def divisor(statement: str) -> tuple[str, str] | None:
+    """The divisor of the one division in a quoted statement, as written, and the
+    name of the ref or variable it reads: ``o_ref[0] = (acc_ref[...] / l_ref[...])``
+    gives ("l_ref[...]", "l_ref"); None for none or several."""
+    try:
+        tree = ast.parse(statement.strip())
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    divs = [n for n in ast.walk(tree) if isinstance(n, ast.BinOp) and isinstance(n.op, ast.Div)]
+    if len(divs) != 1:
+        return None
+    right = divs[0].right
+    base = right.value if isinstance(right, ast.Subscript) else right
+    if not isinstance(base, ast.Name):
+        return None
+    return ast.get_source_segment(statement.strip(), right) or base.id, base.id
+
 
 _FRAME = re.compile(r'File "([^"]*)", line (\d+)')
 

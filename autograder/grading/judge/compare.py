@@ -93,3 +93,32 @@ def compare(out: np.ndarray, ref: np.ndarray, tol: Tolerance, reduction_length: 
         verdict = "wrong-result"
     return Comparison(mismatches == 0, verdict, max_abs, max_rel, relative, mismatches,
                       int(err.size), first, nonfinite, atol, tol.rtol, finite_relative)
+
+
+def scaled_rows(out: np.ndarray, ref: np.ndarray, tol: Tolerance, reduction_length: int,
+                min_width: int = 4) -> dict | None:
+    """Every wrong output row (along the last axis) is the right row times one number:
+    {rows, of, low, high} (how many rows, of how many, and the range of the numbers),
+    else None. What such a row is made of is right and only its scale is not: a
+    normalising sum (a softmax's, an online softmax's running sum) or a scale factor.
+    Each scaled row must match its output within the comparison's own tolerance, so
+    a row that is wrong in any other way rules it out; rows narrower than
+    ``min_width`` say nothing (any short row is some multiple of another)."""
+    if out.shape != ref.shape or out.ndim < 2 or out.shape[-1] < min_width:
+        return None
+    out64, ref64, atol, _err, bad = _errors(out, ref, tol, reduction_length)
+    width = out.shape[-1]
+    wrong = bad.reshape(-1, width).any(axis=1)
+    o, r = out64.reshape(-1, width)[wrong], ref64.reshape(-1, width)[wrong]
+    if not wrong.any() or not (np.isfinite(o).all() and np.isfinite(r).all()):
+        return None
+    norms = (r * r).sum(axis=1)
+    if (norms == 0).any():
+        return None
+    factor = (o * r).sum(axis=1) / norms
+    with np.errstate(invalid="ignore", over="ignore"):
+        fits = np.abs(o - factor[:, None] * r) <= atol + tol.rtol * np.abs(o)
+    if not fits.all():
+        return None
+    return {"rows": int(wrong.sum()), "of": int(wrong.size), "low": float(factor.min()),
+            "high": float(factor.max())}
