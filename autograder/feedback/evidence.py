@@ -303,13 +303,17 @@ def _race_fix(x: dict, sources: Sources | None) -> tuple[str, dict] | None:
     if len(accesses) != 2:
         return None
     buffer = str(x.get("operand") or "the same buffer")
-    what = f"{buffer} {_range(accesses[0])}".strip()
+    slot = re.search(r"\[\((\d+), *slice", " ".join(str(r) for r in x.get("report") or []))
+    what = (f"{buffer} (slot {slot[1]}, elements {_range(accesses[0])})" if slot
+            else f"{buffer} {_range(accesses[0])}".strip())
     kernels = sources.kernels if sources is not None else ()
     if len(kernels) == 1 and kernels[0].cores > 1 and all(a.get("access") == "write" for a in accesses):
         return "cores-overlap", {"what": what}
     kinds = {a.get("access") for a in accesses}
     if kinds == {"read", "write"}:
-        return "dma-in-flight", {"what": what}
+        line = {a.get("access"): m[1] for a in accesses if (m := re.search(r":(\d+):\d+", str(a.get("where"))))}
+        lines = f" at line {line['read']} (the copy started at line {line['write']})" if len(line) == 2 else ""
+        return "dma-in-flight", {"what": what, "lines": lines}
     if kinds == {"write"}:
         return "blocks-shared", {"what": what}
     return None
@@ -397,7 +401,9 @@ def seen(f: Finding, sources: Sources | None = None, related: Iterable[Finding] 
     if f.id == "wrong-result" and isinstance(x.get("scaled_rows"), dict):
         return _scaled(x["scaled_rows"], kernels[0] if len(kernels) == 1 else None, sources)
     if f.id == "uninitialized-memory":
-        return _uninitialized(f, x)
+        found = _uninitialized(f, x)
+        gridless = len(kernels) == 1 and not kernels[0].grid
+        return ("read-unfilled", {}) if found == ("read-first", {}) and gridless else found
     if f.id == "data-race":
         return _race_fix(x, sources)
     if f.id == "dma-protocol":

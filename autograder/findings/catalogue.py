@@ -169,6 +169,9 @@ _KINDS = (
                           "at the reduction's first step, pl.when(pl.program_id({reduction}) == 0)",
             "read-first": "the output is computed from memory nothing wrote first: initialize what you accumulate "
                           "into (zero it under @pl.when at the reduction's first step) before the first +=",
+            # (A kernel without a grid has no first step: what it reads unwritten is a buffer.)
+            "read-unfilled": "the output is computed from memory nothing wrote first: read a buffer only after "
+                             "what fills it (a store, or a DMA's .wait()) has run",
             "unvisited": "the grid never visits some of the output's blocks: make the grid cover every output "
                          "block (pl.cdiv(size, block) steps along each axis)", "wrong-dimension": WRONG_DIMENSION},
         explains=("generic", "tpu-interpret"),
@@ -222,8 +225,9 @@ _KINDS = (
         seen={
             "cores-overlap": "both cores of the pl.kernel mesh write {what}: give each core a part of its own "
                              "(split the work by jax.lax.axis_index so the two ranges do not overlap)",
-            "dma-in-flight": "the kernel reads {what} while a DMA into it is still in flight: wait on the copy "
-                             "(.wait()) before reading the buffer",
+            "dma-in-flight": "the kernel reads {what}{lines} while a DMA into it is still in flight: copy into a "
+                             "buffer (a slot) nothing reads until that copy's .wait(), e.g. prefetch into the "
+                             "other slot, or wait on the copy before reading",
             "blocks-shared": "two grid points that may run at once both write {what}: give each grid point along a "
                              "parallel axis an output block of its own, or mark that axis \"arbitrary\"",
         },
