@@ -341,7 +341,7 @@ def _checks_folder(plan: Plan, workdir: Path) -> str | None:
 
 
 def _diagnose(plan: Plan, ex: execution.Execution, store: DrawStore, loc: submission.Located,
-              kernels: faces.Faces, found: sources.Sources) -> tuple[list[Finding], list]:
+              kernels: faces.Faces, found: sources.Sources | None = None) -> tuple[list[Finding], list]:
     findings: list[Finding] = []
     if ex.tampered:
         findings.append(Finding.make(
@@ -379,7 +379,7 @@ def _diagnose(plan: Plan, ex: execution.Execution, store: DrawStore, loc: submis
     findings = causes.one_cause(plan, findings, kernels)
     # One length from the wrong dimension: past the end on one case, short on another.
     findings = causes.one_length(plan, findings)
-    if len(found.kernels) == 1:
+    if found is not None and len(found.kernels) == 1:      # (a sweep scores only: no problems to tie)
         # A prefetch into the slot in use: the race and the memory never filled are one bug.
         findings = causes.one_race(findings, frozenset(p.where for p in found.kernels[0].stores))
     starter = diagnosis.starter_untouched(findings, plan.assignment, loc)
