@@ -213,6 +213,14 @@ _KINDS = (
         # in a matmul): the output's edge blocks are whole, so "mask edge blocks" would not say where.
         fixes={"input-padding": "mask the padding of an input's partial block before the reduction sums it, "
                                 "or use a block size that divides that axis"},
+        seen={
+            # (``feedback.evidence.padded_reads``: the inputs whose last block sticks out, one size.)
+            "partial-input-block": "blocks of {block} along {along} ({named}) leave a last block of {real} real "
+                                   "elements and {pad} of padding, which the reduction adds in: mask the "
+                                   "padding{both} (jnp.where({index}iota < {size}, block, 0), iota a "
+                                   "lax.broadcasted_iota along that dimension), or use a block that divides "
+                                   "{size}{divides}",
+        },
         explains=("generic", "tpu-interpret"),
         chip=("the padding of a partial block holds whatever it holds: on a real v5e the corpus kernel overflowed "
               "to inf at the case with a partial block"),
