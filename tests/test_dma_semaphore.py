@@ -44,3 +44,26 @@ def test_a_replay_of_test_2_2_keeps_its_number_line_and_fix(grade_cli):
         ("2.2", ["dma-protocol"], "mode-dependent")
     assert AT in replayed["output"] and FIX in replayed["output"]
     assert "call .wait() on the copy before reading" not in replayed["output"]
+
+
+@pytest.mark.releases
+def test_a_prefetch_into_the_slot_in_use_is_one_race_problem_at_the_copys_start(grade_cli):
+    # The race detector sees the copy's write race the read that stores the output
+    # (tests n.2); the fill reruns see output from the slot never filled (tests n.1):
+    # one problem, explained once, with the slot and both lines; the points stay.
+    doc, out = grade_cli(corpus("dma_scale") / "prefetch_into_slot_in_use.py", "dma_scale", "--run-key", "5")
+    assert tags(doc) == [["uninitialized-memory"], ["data-race"]] * 4 and doc["score"] == 6
+    listed = " ".join(out.split())
+    assert "Problems found: 1 " in listed and "1. Data race [data-race]: cost 10 points in tests 1.1, 1.2, 2.1, " \
+        "2.2, 3.1, 3.2, 4.1, 4.2." in listed
+    race = " ".join(_test(doc, "1.2")["output"].split())
+    assert "At prefetch_into_slot_in_use.py:28: ``` copy(c + 1, cur, nxt).start() ```" in race
+    assert ("Fix: the kernel reads the same buffer (slot 1, elements [0:64, 0:256]) at line 30 (the copy started at "
+            "line 28) while a DMA into it is still in flight: copy into a buffer (a slot) nothing reads until that "
+            "copy's .wait(), e.g. prefetch into the other slot, or wait on the copy before reading.") in race
+    # The switch as the detector ran it (a kernel without a grid: one core).
+    assert 'pltpu.InterpretParams(detect_races=True, on_race="warn") with num_cores_or_threads=1:' in race
+    fills = " ".join(_test(doc, "1.1")["output"].split())
+    assert "Problem 1, Data race [data-race], explained under test 1.2; seen here as depends on uninitialized " \
+        "memory [uninitialized-memory]" in fills
+    assert "accumulator" not in fills and "program_id" not in fills

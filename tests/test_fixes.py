@@ -196,3 +196,18 @@ def test_tpu_interpret_modes_error_alone_gets_the_grid_from_the_program():
     # Another case's error: that grid is not its own, so the map is blamed, as the error says.
     other = Finding.make("out-of-bounds", "tpu-interpret", "IndexError: ...", case="odd-rows", window=window)
     assert fixes.fix(other, ADD, sources=src).what.startswith("grid point (0, 2) asks")
+
+
+def test_blocks_never_visited_past_a_floor_divided_grid_get_the_cdiv_in_the_students_numbers():
+    # 20 rows in blocks of 8, grid (20 // 8,) = (2,): the third row block is never visited.
+    short = Finding.make("uninitialized-memory", "static", "1 block never visited", case="rows-20x256",
+                         check="index-maps", operand="output 0", unwritten_blocks=[[2, 0]], unwritten_count=1,
+                         block_grid=[3, 1], grid=[2], problem="unwritten-blocks", array_shape=[20, 256],
+                         block_shape=[8, 256])
+    assert fixes.fix(short).what == (
+        "grid axis 0 has 2 steps, but output 0 has pl.cdiv(20, 8) = 3 blocks of 8 along dimension 0 (20 elements): "
+        "give the grid pl.cdiv(20, 8) steps there, not 20 // 8 = 2")
+    # Blocks missing along two axes, or no grid axis as long as what was visited: the count alone.
+    two = short.with_facts(unwritten_blocks=[[2, 0], [0, 1]], block_grid=[3, 2])
+    assert fixes.fix(two).what.startswith("the grid never visits 1 of the 6 blocks of output 0")
+    assert fixes.fix(short.with_facts(grid=[4])).what.startswith("the grid never visits 1 of the 3 blocks")

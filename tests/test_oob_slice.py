@@ -235,3 +235,27 @@ def test_the_divisor_of_a_store_and_every_line_that_writes_it():
     sources = Sources(file="k.py", text=tuple(text.split("\n")), where=lambda file, line: f"{file}:{line}")
     assert [p.where for p in sources.writes_to("l_ref")] == ["k.py:2", "k.py:3"]
     assert sources.writes_to("m_ref") == ()
+
+
+def _race(case: str, read_at: str = "dma_scale.py:30:11 (k)") -> Finding:
+    return Finding.make("data-race", "tpu-interpret", "the race detector found conflicting accesses", case=case,
+                        check="races", accesses=[
+                            {"access": "write", "where": "dma_scale.py:28:11 (k)", "element_range": [[0, 64]]},
+                            {"access": "read", "where": read_at, "element_range": [[0, 64]]}])
+
+
+def _unfilled(case: str, **facts) -> Finding:
+    return Finding.make("uninitialized-memory", "tpu-interpret", "wrong with every fill tried", case=case,
+                        check="poisoning", fills_passing=[], fills_failing=["fill-1"], **facts)
+
+
+def test_memory_read_before_the_dma_that_fills_it_is_the_race_on_its_case():
+    from autograder.grading.judge import causes
+    store = frozenset({"dma_scale.py:30"})
+    tied = causes.one_race([_race("a"), _unfilled("a"), _unfilled("b")], store)
+    assert [f.same_bug_as for f in tied] == [None, "data-race", None]     # only the race's own case
+    # A race whose read is not the output's store, two stores, or elements never stored: no tie.
+    assert causes.one_race([_race("a", "dma_scale.py:25:3 (k)"), _unfilled("a")], store)[1].same_bug_as is None
+    assert causes.one_race([_race("a"), _unfilled("a")], store | {"dma_scale.py:31"})[1].same_bug_as is None
+    never = _unfilled("a", never_written=64, first_never=[64, 0])
+    assert causes.one_race([_race("a"), never], store)[1].same_bug_as is None

@@ -20,6 +20,7 @@ module only chooses.
 """
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 from typing import Iterable
@@ -195,7 +196,29 @@ def _kernel_fault(f: Finding, k: KernelSource, related: Iterable[Finding], sourc
         if found is not None:
             return Fault("the copy's start", found.place) if found.what == "the racing write" else found
         return Fault("the copy's start", k.dma_starts[-1]) if len(k.dma_starts) == 1 else None
+    if f.id == "padding-dependence" and (read := padded_reads(x)):
+        # The block spec whose last block sticks out past the array (the first such input).
+        which = _operand(str(read[0][0]["operand"]), k)
+        if which is not None and which[0] == "input" and which[1] < len(k.in_maps) and k.in_maps[which[1]]:
+            return Fault(f"the block spec of input {which[1]}", k.in_maps[which[1]])
     return None
+
+
+def padded_reads(x: dict) -> list[tuple[dict, int]]:
+    """An input-padding finding's partial input blocks (``partial_inputs``), as (input,
+    axis) pairs with the first pair's block and array size along the axis: the padding
+    one reduction sums. [] where the facts do not say (a secret case's are withheld)."""
+    if x.get("problem") != "input-padding" or not isinstance(x.get("partial_inputs"), list):
+        return []
+    pairs = []
+    for e in x["partial_inputs"]:
+        ok = isinstance(e, dict) and all(isinstance(e.get(k), list) for k in ("axes", "array_shape", "block_shape"))
+        for axis in e["axes"] if ok else ():
+            if isinstance(axis, int) and 0 <= axis < min(len(e["array_shape"]), len(e["block_shape"])) \
+                    and all(isinstance(v[axis], int) and v[axis] > 0 for v in (e["array_shape"], e["block_shape"])):
+                pairs.append((e, axis))
+    size = lambda p: (p[0]["block_shape"][p[1]], p[0]["array_shape"][p[1]])    # noqa: E731
+    return [p for p in pairs if size(p) == size(pairs[0])] if pairs else []
 
 
 def reset_axis(f: Finding, k: KernelSource) -> tuple[int, Place, int] | None:
@@ -317,13 +340,17 @@ def _race_fix(x: dict, sources: Sources | None) -> tuple[str, dict] | None:
     if len(accesses) != 2:
         return None
     buffer = str(x.get("operand") or "the same buffer")
-    what = f"{buffer} {_range(accesses[0])}".strip()
+    slot = re.search(r"\[\((\d+), *slice", " ".join(str(r) for r in x.get("report") or []))
+    what = (f"{buffer} (slot {slot[1]}, elements {_range(accesses[0])})" if slot
+            else f"{buffer} {_range(accesses[0])}".strip())
     kernels = sources.kernels if sources is not None else ()
     if len(kernels) == 1 and kernels[0].cores > 1 and all(a.get("access") == "write" for a in accesses):
         return "cores-overlap", {"what": what}
     kinds = {a.get("access") for a in accesses}
     if kinds == {"read", "write"}:
-        return "dma-in-flight", {"what": what}
+        line = {a.get("access"): m[1] for a in accesses if (m := re.search(r":(\d+):\d+", str(a.get("where"))))}
+        lines = f" at line {line['read']} (the copy started at line {line['write']})" if len(line) == 2 else ""
+        return "dma-in-flight", {"what": what, "lines": lines}
     if kinds == {"write"}:
         return "blocks-shared", {"what": what}
     return None
@@ -365,6 +392,40 @@ def _hang(x: dict, sources: Sources | None) -> tuple[str, dict] | None:
             else None
         return ("trace-hang", {}) if place is not None else ("trace-stuck", {})
     return ("run-hang", {}) if x.get("phase") == "run" else None
+
+
+def _padding_fix(x: dict) -> tuple[str, dict] | None:
+    """The fix the padding of an input's partial block calls for, in the case's numbers:
+    the block and the size along the axis, the padding it leaves, the grid axis that
+    steps through it, and a block that divides the size (and every size the handout allows)."""
+    read = padded_reads(x)
+    if not read:
+        return None
+    e, axis = read[0]
+    b, n = e["block_shape"][axis], e["array_shape"][axis]
+    count = -(-n // b)
+    named = all(isinstance(p.get("name"), str) and isinstance(p.get("dims"), list) and a < len(p["dims"])
+                and isinstance(p["dims"][a], str) for p, a in read)
+    dims = {p["dims"][a] for p, a in read} if named else set()
+    steps = {g[i] if isinstance(g := p.get("grid_axes"), list) and (i := p["axes"].index(a)) < len(g) else None
+             for p, a in read}
+    step = next(iter(steps)) if len(steps) == 1 else None
+    index = (f"pl.program_id({step}) * {b} + " if isinstance(step, int) else "" if count == 1
+             else f"the block's index * {b} + ")
+    every = [m[a] for p, a in read if isinstance(m := p.get("multiple_of"), list) and a < len(m)]
+    whole = math.gcd(*every) if len(every) == len(read) and all(isinstance(m, int) and m > 0 for m in every) else 0
+    # (A multiple of 128, which a block's last dimension must be; one that divides every
+    # size the handout allows where it says what they are multiples of.)
+    fits = [d for d in range(128, b, 128) if n % d == 0 and (whole <= 1 or whole % d == 0)]
+    dim = next(iter(dims)) if len(dims) == 1 else ""
+    also = f", which divides every {dim} the handout allows" if fits and whole > 1 and dim else ""
+    return "partial-input-block", {
+        "block": b, "size": n, "real": n - (count - 1) * b, "pad": count * b - n, "index": index,
+        "along": " and ".join(f"dimension {a} of {p['name'] if named else p['operand']}" for p, a in read),
+        "named": f"{dim} = {n}" if dim else f"{n} elements",
+        "both": "" if len(read) == 1 else f" of {'both' if len(read) == 2 else 'each'}, since 0 times NaN "
+                                          "padding is still NaN",
+        "divides": f" (e.g. {fits[-1]}{also})" if fits else ""}
 
 
 def _point(values) -> str:
@@ -411,7 +472,9 @@ def seen(f: Finding, sources: Sources | None = None, related: Iterable[Finding] 
     if f.id == "wrong-result" and isinstance(x.get("scaled_rows"), dict):
         return _scaled(x["scaled_rows"], kernels[0] if len(kernels) == 1 else None, sources)
     if f.id == "uninitialized-memory":
-        return _uninitialized(f, x)
+        found = _uninitialized(f, x)
+        gridless = len(kernels) == 1 and not kernels[0].grid
+        return ("read-unfilled", {}) if found == ("read-first", {}) and gridless else found
     if f.id == "data-race":
         return _race_fix(x, sources)
     if f.id == "dma-protocol":
@@ -429,6 +492,8 @@ def seen(f: Finding, sources: Sources | None = None, related: Iterable[Finding] 
         return "outside", {"prim": ", ".join(sorted(x["outside"]))}
     if f.id == "submission-error" and f.problem == "timeout":
         return _hang(x, sources)
+    if f.id == "padding-dependence":
+        return _padding_fix(x)
     return None
 
 

@@ -120,6 +120,8 @@ def _specific(f: Finding, dims: dict) -> str | None:
             return _revisit(x)
         if f.id == "out-of-bounds":
             return _out_of_bounds(x, dims, f.case)
+        if f.id == "uninitialized-memory" and x.get("unwritten_count") and (short := _grid_short(x)):
+            return short
         if f.id == "uninitialized-memory" and x.get("unwritten_count"):
             blocks = math.prod(x["block_grid"]) if x.get("block_grid") else None
             of = f" of the {blocks}" if blocks else ""
@@ -138,6 +140,29 @@ def _specific(f: Finding, dims: dict) -> str | None:
     except (KeyError, IndexError, TypeError, ValueError):
         return None     # facts of another shape than these lines read: the general line
     return None
+
+
+def _grid_short(x: dict[str, Any]) -> str | None:
+    """Blocks never visited that are the trailing blocks of one array axis, a grid axis
+    as long as the blocks it does visit there: that grid axis is short (a floor division
+    where the size is not a multiple of the block), said in the student's numbers."""
+    shape, block, counts = x.get("array_shape"), x.get("block_shape"), x.get("block_grid")
+    grid, missing = list(x.get("grid") or []), [list(b) for b in x.get("unwritten_blocks") or []]
+    if not (shape and block and counts and grid and missing) or not len(shape) == len(block) == len(counts):
+        return None
+    moved = [a for a in range(len(shape)) if any(b[a] for b in missing)]
+    if len(moved) != 1:
+        return None
+    a = moved[0]
+    reached = min(b[a] for b in missing)
+    steps = [g for g, n in enumerate(grid) if n == reached]
+    if len(steps) != 1 or reached >= counts[a]:
+        return None
+    size, b, plural = shape[a], block[a], "s" if reached != 1 else ""
+    floor = f", not {size} // {b} = {reached}" if size // b == reached else ""
+    return (f"grid axis {steps[0]} has {reached} step{plural}, but {x.get('operand', 'the output')} has "
+            f"pl.cdiv({size}, {b}) = {counts[a]} blocks of {b} along dimension {a} ({size} elements): give the "
+            f"grid pl.cdiv({size}, {b}) steps there{floor}")
 
 
 def _revisit(x: dict[str, Any]) -> str | None:

@@ -175,6 +175,9 @@ _KINDS = (
                           "at the reduction's first step, pl.when(pl.program_id({reduction}) == 0)",
             "read-first": "the output is computed from memory nothing wrote first: initialize what you accumulate "
                           "into (zero it under @pl.when at the reduction's first step) before the first +=",
+            # (A kernel without a grid has no first step: what it reads unwritten is a buffer.)
+            "read-unfilled": "the output is computed from memory nothing wrote first: read a buffer only after "
+                             "what fills it (a store, or a DMA's .wait()) has run",
             "unvisited": "the grid never visits some of the output's blocks: make the grid cover every output "
                          "block (pl.cdiv(size, block) steps along each axis)", "wrong-dimension": WRONG_DIMENSION},
         explains=("generic", "tpu-interpret"),
@@ -216,6 +219,14 @@ _KINDS = (
         # in a matmul): the output's edge blocks are whole, so "mask edge blocks" would not say where.
         fixes={"input-padding": "mask the padding of an input's partial block before the reduction sums it, "
                                 "or use a block size that divides that axis"},
+        seen={
+            # (``feedback.evidence.padded_reads``: the inputs whose last block sticks out, one size.)
+            "partial-input-block": "blocks of {block} along {along} ({named}) leave a last block of {real} real "
+                                   "elements and {pad} of padding, which the reduction adds in: mask the "
+                                   "padding{both} (jnp.where({index}iota < {size}, block, 0), iota a "
+                                   "lax.broadcasted_iota along that dimension), or use a block that divides "
+                                   "{size}{divides}",
+        },
         explains=("generic", "tpu-interpret"),
         chip=("the padding of a partial block holds whatever it holds: on a real v5e the corpus kernel overflowed "
               "to inf at the case with a partial block"),
@@ -228,8 +239,9 @@ _KINDS = (
         seen={
             "cores-overlap": "both cores of the pl.kernel mesh write {what}: give each core a part of its own "
                              "(split the work by jax.lax.axis_index so the two ranges do not overlap)",
-            "dma-in-flight": "the kernel reads {what} while a DMA into it is still in flight: wait on the copy "
-                             "(.wait()) before reading the buffer",
+            "dma-in-flight": "the kernel reads {what}{lines} while a DMA into it is still in flight: copy into a "
+                             "buffer (a slot) nothing reads until that copy's .wait(), e.g. prefetch into the "
+                             "other slot, or wait on the copy before reading",
             "blocks-shared": "two grid points that may run at once both write {what}: give each grid point along a "
                              "parallel axis an output block of its own, or mark that axis \"arbitrary\"",
         },

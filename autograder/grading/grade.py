@@ -193,10 +193,11 @@ def _execute(slot: confinement.Slot, start: _Start, loc: submission.Located, wor
                                      reason="" if load_error else "budget"))
     ex = execution.Execution.of(dict(schedule.outcomes), stats, shown, custom, child_stats)
     kernels = faces.of(plan, {sig: t.program for sig, t in traces.items() if t.program is not None})
-    findings, check_notes = _diagnose(plan, ex, store, loc, kernels)
+    found = _sources(plan, traces, loc)
+    findings, check_notes = _diagnose(plan, ex, store, loc, kernels, found)
     start = replace(start, notes=start.notes + _rung_notes(plan, planning.scans(plan, ex.outcomes)))
     return _report(start, findings, check_notes, loc, ex, traces, timing.solution_speed,
-                   options.keep_programs, kernels)
+                   options.keep_programs, kernels, found)
 
 
 def _rung_notes(plan: Plan, scans: dict) -> tuple[str, ...]:
@@ -339,8 +340,8 @@ def _checks_folder(plan: Plan, workdir: Path) -> str | None:
     return str(folder)
 
 
-def _diagnose(plan: Plan, ex: execution.Execution, store: DrawStore,
-              loc: submission.Located, kernels: faces.Faces) -> tuple[list[Finding], list]:
+def _diagnose(plan: Plan, ex: execution.Execution, store: DrawStore, loc: submission.Located,
+              kernels: faces.Faces, found: sources.Sources | None = None) -> tuple[list[Finding], list]:
     findings: list[Finding] = []
     if ex.tampered:
         findings.append(Finding.make(
@@ -378,6 +379,9 @@ def _diagnose(plan: Plan, ex: execution.Execution, store: DrawStore,
     findings = causes.one_cause(plan, findings, kernels)
     # One length from the wrong dimension: past the end on one case, short on another.
     findings = causes.one_length(plan, findings)
+    if found is not None and len(found.kernels) == 1:      # (a sweep scores only: no problems to tie)
+        # A prefetch into the slot in use: the race and the memory never filled are one bug.
+        findings = causes.one_race(findings, frozenset(p.where for p in found.kernels[0].stores))
     starter = diagnosis.starter_untouched(findings, plan.assignment, loc)
     if starter is not None:
         findings = [starter] + [f for f in findings if f.check != "correctness"]
@@ -435,10 +439,12 @@ def _partial_notes(plan: Plan) -> list[CheckNote]:
 def _report(start: _Start, findings: list[Finding], check_notes: list, loc: submission.Located | None,
             ex: execution.Execution | None = None, traces: dict | None = None,
             solution_speed: dict | None = None, keep_programs: bool = False,
-            kernels: faces.Faces | None = None) -> Report:
+            kernels: faces.Faces | None = None, src: sources.Sources | None = None) -> Report:
     """The grading's report, built once from everything it produced (``ex`` None:
     the submission failed before anything ran)."""
     plan = start.plan
+    if ex is not None and src is None:
+        src = _sources(plan, traces or {}, loc)
     tests = scoring.score(plan, findings, check_notes)
     common = dict(notes=start.notes, student_uid=start.student_uid)
     if ex is not None:
@@ -449,6 +455,6 @@ def _report(start: _Start, findings: list[Finding], check_notes: list, loc: subm
             custom=ex.custom, fingerprint=kernels.fingerprint() if kernels else "",
             speed=_speed(plan, ex.outcomes, tests, solution_speed or {}, kernels),
             programs=_kept_programs(plan, traces or {}) if keep_programs else {},
-            sources=_sources(plan, traces or {}, loc))
+            sources=src)
     return Report(plan.assignment, str(start.submission), plan, tuple(tests), tuple(findings),
                   loc.uploaded_as if loc else None, time.monotonic() - start.t0, **common)

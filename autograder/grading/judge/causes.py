@@ -144,3 +144,38 @@ def one_length(plan: Plan, findings: list[Finding]) -> list[Finding]:
             f = f.with_facts(length_from=fact)
         out.append(f)
     return out
+
+
+# ---- memory read before the DMA that fills it lands -----------------------------------------
+#
+# A prefetch into the slot still being read (``buf.at[cur]`` for ``buf.at[nxt]``) is one
+# bug that TPU interpret mode's race detector sees as a DMA write racing the read, and the
+# fill reruns see as output that depends on memory never written (the other slot is
+# never filled). Tied only when the racing read is the kernel's one output store (what the
+# fills changed is what that read stored) and the memory was read before written (not
+# elements never stored, not blocks never visited); the points each test lost stay.
+
+def _racing_read(f: Finding) -> str | None:
+    """The student's line ("file.py:24") of a race's read, when the race is one DMA write
+    against one read of the same buffer; else None."""
+    accesses = [a for a in f.facts().get("accesses") or [] if isinstance(a, dict)]
+    if f.id != "data-race" or len(accesses) != 2 or {a.get("access") for a in accesses} != {"read", "write"}:
+        return None
+    read = next(a for a in accesses if a.get("access") == "read")
+    where = str(read.get("where", "")).split(" ")[0]
+    return where.rsplit(":", 1)[0] if where.count(":") >= 2 else None
+
+
+def _read_first(f: Finding) -> bool:
+    x = f.facts()
+    return (f.id == "uninitialized-memory" and f.problem != "unwritten-blocks" and not x.get("unwritten_count")
+            and not x.get("never_written") and not f.same_bug_as)
+
+
+def one_race(findings: list[Finding], stores: frozenset[str]) -> list[Finding]:
+    """``findings`` with memory read before written tied to the DMA race on its case whose
+    read is the kernel's one output store (``stores``: that store's "file.py:line")."""
+    if len(stores) != 1:
+        return findings
+    raced = {f.case for f in findings if f.case is not None and _racing_read(f) in stores}
+    return [f.with_facts(same_bug_as="data-race") if f.case in raced and _read_first(f) else f for f in findings]

@@ -92,7 +92,7 @@ def _padding_read(a: Assignment, test: Run, out: np.ndarray, wrong: np.ndarray, 
     partial = _partial_mask(scan, out.shape)
     if partial is not None and not (by_padding & ~partial).any():
         return None
-    inputs = _partial_inputs(scan)
+    inputs = _partial_inputs(scan, a, test.case)
     named = [f"{i['operand']} (along axis {', '.join(map(str, i['axes']))})" if i["axes"] else i["operand"]
              for i in inputs]
     through = f" through the partial blocks of {' and '.join(named)}" if named else ""
@@ -131,20 +131,52 @@ def same_padding(findings: list[Finding]) -> list[Finding]:
     return out
 
 
-def _partial_inputs(scan: IndexMaps | None) -> list[dict]:
+def _partial_inputs(scan: IndexMaps | None, a: Assignment | None = None, case=None) -> list[dict]:
     """The inputs of the compared call whose blocks stick out past their array,
-    and along which axes (from the index-map scan; none without one)."""
+    and along which axes (from the index-map scan; none without one), with what
+    the fix names them by (``_named``)."""
     if scan is None or not scan.calls:
         return []
+    call = scan.calls[-1]
     out = []
-    for op in scan.calls[-1].operands:
+    for op in call.operands:
         if op.is_output or not op.partial_count:
             continue
         axes = sorted({axis for p in op.partial_blocks for axis, (_lo, hi) in enumerate(p.element_range)
                        if axis < len(op.array_shape) and hi > op.array_shape[axis]})
-        out.append({"operand": op.operand, "axes": axes, "array_shape": list(op.array_shape),
-                    "block_shape": list(op.block_shape)})
+        entry = {"operand": op.operand, "axes": axes, "array_shape": list(op.array_shape),
+                 "block_shape": list(op.block_shape),
+                 "grid_axes": [_stepping_axis(call.grid, call.dimension_semantics, op.array_shape[axis],
+                                              op.block_shape[axis]) for axis in axes]}
+        out.append({**entry, **_named(op, a, case)})
     return out
+
+
+def _stepping_axis(grid, semantics, size: int, block: int) -> int | None:
+    """The grid axis that steps through an input's blocks along a partial axis: the one
+    axis as long as its blocks there, the one "arbitrary" (reduction) axis among them
+    where several are; None when that does not single one out (a guess is no fix)."""
+    count = -(-size // max(block, 1))
+    if count < 2:
+        return None     # one block: nothing steps along it
+    long = [g for g, n in enumerate(grid) if n == count]
+    if len(long) > 1 and len(semantics) == len(grid):
+        long = [g for g in long if semantics[g] == "arbitrary"]
+    return long[0] if len(long) == 1 else None
+
+
+def _named(op, a: Assignment | None, case) -> dict:
+    """The handout's name of an input the call takes unchanged, its dimensions' names
+    and what each dimension's size is a multiple of (the fix suggests a block that
+    divides every size the handout allows); {} where the shapes do not agree."""
+    if a is None or case is None or op.arg is None:
+        return {}
+    arrays = [i for i in a.inputs if i.kind == "array"]
+    if not 0 <= op.arg < len(arrays) or a.shape(arrays[op.arg].shape, case) != tuple(op.array_shape):
+        return {}
+    spec = arrays[op.arg]
+    rules = {d.name: d.multiple_of for d in a.dims}
+    return {"name": spec.name, "dims": list(spec.shape), "multiple_of": [rules.get(d, 1) for d in spec.shape]}
 
 
 _EPS = {"float64": 2.0 ** -52, "float32": 2.0 ** -23, "float16": 2.0 ** -10, "bfloat16": 2.0 ** -7}
