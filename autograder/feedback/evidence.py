@@ -55,11 +55,9 @@ def grid_too_long(x: dict) -> int | None:
     array's blocks (the grid's length is the fault, not the index map), else None.
     Not a grid that fits the array while the map walks another axis (``crossed``)."""
     found = oob_axis(x)
-    if crossed(x):
-        return None
     w = x.get("window") if isinstance(x.get("window"), dict) else x
     grid, point = x.get("grid") or [], w.get("grid_point")
-    if found is None or point is None:
+    if found is None or point is None or crossed(x):
         return None
     _axis, _b, i, count = found
     steps = [g for g in range(min(len(grid), len(point))) if point[g] == i and grid[g] > count]
@@ -67,9 +65,8 @@ def grid_too_long(x: dict) -> int | None:
 
 
 def crossed(x: dict) -> bool:
-    """An out-of-bounds block an index map asks for by sending a grid axis to another
-    block axis (``regions.crossed_axes``), from the facts, or, on a secret case whose
-    facts are withheld, from the word the static scan kept (``map_axes``)."""
+    """An index map sends a grid axis to another block axis (``regions.crossed_axes``); on a
+    secret case, whose facts are withheld, the operand the static scan kept (``map_axes``)."""
     return bool(x.get("map_axes")) or crossed_axes(x) is not None
 
 
@@ -89,8 +86,7 @@ def _operand(name: str, k: KernelSource) -> tuple[str, int] | None:
 def _index_map(f: Finding, k: KernelSource) -> Fault | None:
     x = f.facts()
     w = x.get("window") if isinstance(x.get("window"), dict) else x
-    # (A secret case's operand is withheld; a crossed map's is kept in the scan's words.)
-    which = _operand(str(w.get("operand") or x.get("map_axes") or ""), k)
+    which = _operand(str(w.get("operand") or x.get("map_axes") or ""), k)     # (a secret case: kept)
     if which is None:
         return None
     maps = k.in_maps if which[0] == "input" else k.out_maps
