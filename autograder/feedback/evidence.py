@@ -27,6 +27,7 @@ from typing import Iterable
 
 from ..findings import CATALOGUE, Finding
 from ..grading.identity.sources import KernelSource, Place, Sources, divisor
+from ..grading.judge.regions import crossed_axes
 
 
 @dataclass(frozen=True)
@@ -51,15 +52,22 @@ def oob_axis(x: dict) -> tuple[int, int, int, int] | None:
 
 def grid_too_long(x: dict) -> int | None:
     """The grid axis an out-of-bounds block comes from by running past the
-    array's blocks (the grid's length is the fault, not the index map), else None."""
+    array's blocks (the grid's length is the fault, not the index map), else None.
+    Not a grid that fits the array while the map walks another axis (``crossed``)."""
     found = oob_axis(x)
     w = x.get("window") if isinstance(x.get("window"), dict) else x
     grid, point = x.get("grid") or [], w.get("grid_point")
-    if found is None or point is None:
+    if found is None or point is None or crossed(x):
         return None
     _axis, _b, i, count = found
     steps = [g for g in range(min(len(grid), len(point))) if point[g] == i and grid[g] > count]
     return steps[0] if i >= 0 and len(steps) == 1 else None
+
+
+def crossed(x: dict) -> bool:
+    """An index map sends a grid axis to another block axis (``regions.crossed_axes``); on a
+    secret case, whose facts are withheld, the operand the static scan kept (``map_axes``)."""
+    return bool(x.get("map_axes")) or crossed_axes(x) is not None
 
 
 def _operand(name: str, k: KernelSource) -> tuple[str, int] | None:
@@ -78,7 +86,7 @@ def _operand(name: str, k: KernelSource) -> tuple[str, int] | None:
 def _index_map(f: Finding, k: KernelSource) -> Fault | None:
     x = f.facts()
     w = x.get("window") if isinstance(x.get("window"), dict) else x
-    which = _operand(str(w.get("operand", "")), k)
+    which = _operand(str(w.get("operand") or x.get("map_axes") or ""), k)     # (a secret case: kept)
     if which is None:
         return None
     maps = k.in_maps if which[0] == "input" else k.out_maps
@@ -147,6 +155,8 @@ def _kernel_fault(f: Finding, k: KernelSource, related: Iterable[Finding], sourc
         return found
     if f.id == "wrong-result" and isinstance(x.get("scaled_rows"), dict) and len(k.stores) == 1:
         return Fault("the store (what it scales the rows by)", k.stores[0])
+    if f.id == "out-of-bounds" and crossed(x) and (found := _index_map(f, k)) is not None:
+        return found    # the grid fits the array; the map sends its axes to the wrong block axes
     if f.id == "out-of-bounds":
         # A grid one step too long, or one that also leaves output blocks unvisited on the
         # same case (its axes swapped, a length from the wrong dimension): the grid's fault.
@@ -437,7 +447,7 @@ def reads_fix(f: Finding, related: Iterable[Finding] = ()) -> str | None:
 
 # What a secret case's finding may say: keys chosen from the grader's own words alone
 # (its problem, its DMA mode: ``secrecy.KEPT``), filled with nothing of the case's.
-SECRET_SAFE = frozenset({"unvisited", "refilled", "read-early", "hang", "never-waited"})
+SECRET_SAFE = frozenset({"unvisited", "refilled", "read-early", "hang", "never-waited", "map-axes"})
 
 
 def seen(f: Finding, sources: Sources | None = None, related: Iterable[Finding] = (),
@@ -470,6 +480,8 @@ def seen(f: Finding, sources: Sources | None = None, related: Iterable[Finding] 
         runs_out = "size" in s and s["start"] < s["dim"]
         return ("slice-runs-out", {**s, "last": s["start"] + (s["size"] - 1) * s["stride"]}) if runs_out \
             else ("slice-past-end", s)
+    if f.id == "out-of-bounds" and crossed(x):
+        return "map-axes", {}   # (a visible case's numbers: ``fixes._out_of_bounds``)
     if f.id == "grid-order-dependence" and f.problem == "hang":
         return "hang", {}
     if f.id == "not-a-kernel" and isinstance(x.get("outside"), dict) and x["outside"]:

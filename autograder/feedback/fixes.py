@@ -12,6 +12,7 @@ from typing import Any
 
 from ..findings import Finding, fix_line
 from ..grading.identity.sources import Place, Sources
+from ..grading.judge.regions import crossed_axes
 from . import evidence
 
 
@@ -203,13 +204,32 @@ def _out_of_bounds(x: dict[str, Any], dims: dict, case: str | None) -> str | Non
     dim = dims.get(axis)
     size = dim or str(n)
     along = f"along {dim}" if dim else f"along its axis {axis}"
+    on = f" on case {case}" if case else ""
+    if (swap := crossed_axes(x)) is not None:
+        return _crossed(x, dims, swap, operand, f"grid point {_tuple(point)} asks {operand} for block "
+                                                f"{_tuple(w['block_index'])}{on}")
     g = evidence.grid_too_long(x)
     if g is not None:
-        on = f" on case {case}" if case else ""
         return (f"grid axis {g} runs {x['grid'][g]} steps{on}, but {operand} has pl.cdiv({size}, {b}) = {count} "
                 f"blocks {along}: make that axis pl.cdiv({size}, {b}) long")
     return (f"grid point {_tuple(point)} asks {operand} for block {i} {along}, which has pl.cdiv({size}, {b}) = "
             f"{count} blocks (0 to {count - 1}): keep that index map below {count}")
+
+
+def _crossed(x: dict[str, Any], dims: dict, swap: tuple[int, int], operand: str, asks: str) -> str:
+    """An index map that sends grid axis g to block axis a (``regions.crossed_axes``), in the
+    case's numbers: the grid fits the array along g, the map's order of axes is the fault."""
+    g, a = swap
+    w = x.get("window") if isinstance(x.get("window"), dict) else x
+    sizes = x.get("block_shape") or [hi - lo for lo, hi in w["element_range"]]
+
+    def blocks(axis: int) -> str:
+        n, b = w["array_shape"][axis], sizes[axis]
+        along = f"along {dims[axis]}" if dims.get(axis) else f"along its axis {axis}"
+        return f"pl.cdiv({dims.get(axis) or n}, {b}) = {-(-n // b)} blocks {along}"
+    return (f"the index map sends grid axis {g} to block axis {a}: {asks}, but grid axis {g} runs "
+            f"{x['grid'][g]} steps, which fit the {blocks(g)}, while {operand} has {blocks(a)}: keep the grid and "
+            f"return the block index in the array's axis order (grid axis {g}'s step as block index {g})")
 
 
 def _dims(f: Finding, assignment) -> dict[int, str]:

@@ -121,7 +121,13 @@ _KINDS = (
                                 "to {end}): keep every pl.ds inside the array",
               "slice-runs-out": "a DMA or ref slice of {size} elements from {start} ends at {last}, past the end of "
                                 "a dimension of {dim} (its elements are 0 to {end}): keep every pl.ds inside the "
-                                "array", "wrong-dimension": WRONG_DIMENSION},
+                                "array", "wrong-dimension": WRONG_DIMENSION,
+              # The grid fits the array but the index map sends a grid axis to another block axis
+              # (``regions.crossed_axes``): said in the grader's words alone (a secret case's too).
+              "map-axes": "the grid fits the array, but the index map puts a grid axis's step on another block "
+                          "axis than the one that grid axis counts blocks along, so where the array has more "
+                          "blocks along one axis than the other it asks for blocks past the end: return the block "
+                          "index in the array's axis order (each grid axis's step on the block axis it counts)"},
         chip=("the core halts: on a real v5e every out-of-bounds block or DMA index in the corpus stopped it "
               "(RuntimeUnexpectedCoreHalt, \"BoundsCheck ... dma.hbm_to_vmem\"), and the process could use the "
               "chip no more"),

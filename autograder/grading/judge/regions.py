@@ -75,3 +75,38 @@ def per_block(mask: np.ndarray, op: OperandMap | None) -> dict | None:
     if op is None or mask.ndim == 0 or tuple(mask.shape) != tuple(op.array_shape):
         return None
     return {**geometry(op), **counts_by_block(mask, op.block_shape)}
+
+
+def _ints(v) -> list[int] | None:
+    ok = isinstance(v, (list, tuple)) and all(isinstance(i, int) and not isinstance(i, bool) for i in v)
+    return list(v) if ok else None
+
+
+def crossed_axes(x: dict) -> tuple[int, int] | None:
+    """(g, a) when an out-of-bounds block comes from an index map that sends grid axis
+    g to block axis a != g: at every example the block's index along a (the first axis
+    it falls outside on) is grid axis g's step, grid axis a's step is not, and the
+    grid's length along g fits the array's blocks along g but runs past those along a.
+    The grid is right there and the map's order of axes is the fault (a map that returns
+    (j, i) for a grid laid out (rows, columns)). None when the facts do not show it: a
+    grid one step too long, its axes swapped, facts of another form. Pure; no JAX."""
+    w = x.get("window") if isinstance(x.get("window"), dict) else x
+    shape, grid = _ints(w.get("array_shape")), _ints(x.get("grid"))
+    ranges = w.get("element_range")
+    sizes = _ints(x.get("block_shape")) or (
+        [hi - lo for lo, hi in ranges] if isinstance(ranges, list) and all(
+            isinstance(r, list) and len(r) == 2 and _ints(r) for r in ranges) else None)
+    if not shape or not grid or not sizes or len(sizes) != len(shape) or 0 in sizes:
+        return None
+    examples = [e for e in x.get("examples") or [] if isinstance(e, dict)] or [w]
+    pairs = [(_ints(e.get("grid_point")), _ints(e.get("block_index"))) for e in examples]
+    if any(p is None or b is None or len(p) != len(grid) or len(b) != len(shape) for p, b in pairs):
+        return None
+    counts = [-(-n // s) for n, s in zip(shape, sizes)]
+    first = pairs[0][1]
+    a = next((d for d in range(len(shape)) if not 0 <= first[d] < counts[d]), None)
+    if a is None or a < len(grid) and all(p[a] == b[a] for p, b in pairs):
+        return None     # no block outside, or grid axis a's own step runs past: the grid's length
+    found = [g for g in range(min(len(grid), len(shape))) if g != a
+             and all(p[g] == b[a] for p, b in pairs) and counts[a] < grid[g] <= counts[g]]
+    return (found[0], a) if len(found) == 1 else None

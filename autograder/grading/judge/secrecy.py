@@ -18,7 +18,8 @@ before scoring and rendering, to what the grader chooses to say:
   output as coarse bands (``share_band``, ``error_band``), a time limit as the
   next of ``LIMIT_BANDS``;
 - of every other fact, only the grader's own vocabulary (``KEPT``): which
-  check, which rung, which switch, which fill; every other value is withheld
+  check, which rung, which switch, which fill, which operand's index map
+  crosses its axes (``probes.static``); every other value is withheld
   (kept as None, so a template that reads it shows that it is withheld).
 A rendered secret test therefore depends on the submission only through the
 finding's ID and these few bands.
@@ -39,7 +40,10 @@ KEPT = frozenset({"problem", "phase", "memory_mb", "disk_mb", "not_run", "reason
                   "test_rung", "variant", "seed", "cores", "mode", "mode_passing", "mode_failing", "switch",
                   "behaviour", "interpret_params", "fills_passing", "fills_failing", "own_case", "static",
                   "kind", "stops_tpu_interpret", "status", "rerun_rung", "stress", "type", "limit_s",
-                  "mismatch_text", "nonfinite", "relative_to_output", "same_bug_as"})
+                  "mismatch_text", "nonfinite", "relative_to_output", "same_bug_as",
+                  # The operand whose index map sends a grid axis to another block axis, in the
+                  # scan's words ("input 0"): where the fault's line is, which the feedback names anyway.
+                  "map_axes"})
 # Facts never kept, not even as withheld: what reads them checks that they are there
 # (an exit status, the raw count the renderer would turn into a share).
 DROPPED = frozenset({"exit", "stderr_tail", "mismatches"})

@@ -1,6 +1,8 @@
 """Static probes: read the traced kernel, never run it."""
 from __future__ import annotations
 
+import re
+
 from ...findings import Finding
 from ...pallas_surface.program import schema
 from ...pallas_surface.release import COMPILE_RULES, compiler_words
@@ -50,7 +52,7 @@ def _operand_findings(r: ProbeResults, call: CallMap, op: OperandMap, where: str
             # What the map draws: every block asked for outside, and the window the
             # generic interpreter reads instead of the first (it clamps the start).
             outside_blocks=[encode(b) for b in op.outside_blocks],
-            read_instead=regions.clamped(ex.element_range, ex.array_shape)))
+            read_instead=regions.clamped(ex.element_range, ex.array_shape), **_crossed(call, op)))
     if not op.is_output:
         return found
     if op.unwritten_count:
@@ -86,6 +88,21 @@ def _operand_findings(r: ProbeResults, call: CallMap, op: OperandMap, where: str
             shared_blocks=op.shared_blocks,
             array_shape=op.array_shape, block_shape=op.block_shape))
     return found
+
+
+def _oob_facts(call: CallMap, op: OperandMap) -> dict:
+    return {"array_shape": list(op.array_shape), "block_shape": list(op.block_shape), "grid": list(call.grid),
+            "examples": [encode(e) for e in op.out_of_bounds]}
+
+
+def _crossed(call: CallMap, op: OperandMap) -> dict:
+    """An index map that sends a grid axis to another block axis (``regions.crossed_axes``),
+    as a word a secret case keeps (``secrecy.KEPT``): the operand, in the scan's own words
+    ("input 0"), where the fault's line is its index map. Said without a size, a seed or
+    an axis, so the feedback can place and name it on a secret case too."""
+    if regions.crossed_axes(_oob_facts(call, op)) is None:
+        return {}
+    return {"map_axes": op.operand if re.fullmatch(r"(input|output) \d+", op.operand) else "crossed"}
 
 
 def judge_compile(r: ProbeResults) -> list[Finding]:
@@ -126,8 +143,10 @@ def uncovered(scan: IndexMaps | None) -> tuple[str, str] | None:
         for op in call.operands:
             if op.out_of_bounds:
                 ex = op.out_of_bounds[0]
+                swap = regions.crossed_axes(_oob_facts(call, op))
+                crossed = f" (its index map sends grid axis {swap[0]} to block axis {swap[1]})" if swap else ""
                 return "out-of-bounds", (f"{op.operand}{where} at grid point {_tuple(ex.grid_point)} addresses "
-                                         f"block {_tuple(ex.block_index)}, outside its array")
+                                         f"block {_tuple(ex.block_index)}, outside its array{crossed}")
             if op.is_output and op.unwritten_count:
                 return "uninitialized-memory", (f"{op.unwritten_count} blocks of {op.operand}{where} are never "
                                                 "visited by the grid")
