@@ -282,7 +282,7 @@ def _scaled(rows: dict, k: KernelSource | None, sources: Sources | None) -> tupl
     found = divisor(k.stores[0].text) if k is not None and len(k.stores) == 1 else None
     writes = sources.writes_to(found[1]) if found is not None and sources is not None else ()
     if found is not None and writes:
-        lines = ", ".join(p.where.rpartition(":")[2] for p in writes)
+        lines = ", ".join(str(_line(p)) for p in writes)
         values["divided"] = (f": the store divides by {found[0]}, so check how {found[1]} is computed "
                              f"(line{'s' if len(writes) > 1 else ''} {lines})")
     else:

@@ -10,6 +10,7 @@ fault and quotes it as written: "at add.py:15: grid=(..., n // 128 + 1)".
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from collections import Counter
 from dataclasses import dataclass, field, replace
@@ -93,9 +94,8 @@ class Sources:
         """Every ``<array>.shape[dim]`` the module reads (``[-1]`` counted as the last of
         ``rank`` dimensions), as (its line, the expression as written), in line order.
         Read from the text alone (nothing runs); () when it does not parse."""
-        try:
-            tree = ast.parse("\n".join(self.text))
-        except (SyntaxError, ValueError, RecursionError, MemoryError):
+        tree, joined = _module(self.text)
+        if tree is None:
             return ()
         found = []
         for node in ast.walk(tree):
@@ -105,15 +105,14 @@ class Sources:
                     and node.slice.value % max(rank, 1) == dim and -rank <= node.slice.value < rank:
                 place = self.place(self.file, node.lineno)
                 if place is not None:
-                    found.append((node.lineno, place, ast.get_source_segment("\n".join(self.text), node) or ""))
+                    found.append((node.lineno, place, ast.get_source_segment(joined, node) or ""))
         return tuple((p, expr) for _n, p, expr in sorted(found, key=lambda x: x[0]))
 
     def writes_to(self, name: str) -> tuple[Place, ...]:
         """Every line that stores into ``name[...]`` (``name[...] = ...``, ``name[...] += ...``),
         in line order; read from the text alone, () when it does not parse."""
-        try:
-            tree = ast.parse("\n".join(self.text))
-        except (SyntaxError, ValueError, RecursionError, MemoryError):
+        tree, _joined = _module(self.text)
+        if tree is None:
             return ()
         lines = sorted({t.lineno for node in ast.walk(tree) if isinstance(node, (ast.Assign, ast.AugAssign))
                         for t in (node.targets if isinstance(node, ast.Assign) else [node.target])
@@ -121,13 +120,20 @@ class Sources:
         return tuple(p for p in (self.place(self.file, n) for n in lines) if p is not None)
 
 
+@functools.lru_cache(maxsize=2)
+def _module(text: tuple[str, ...]) -> tuple[ast.Module | None, str]:
+    """The module's syntax tree (None: it does not parse) and its text, parsed once for
+    every question the feedback asks of it."""
+    joined = "\n".join(text)
+    return calls.parse(joined), joined
+
+
 def divisor(statement: str) -> tuple[str, str] | None:
     """The divisor of the one division in a quoted statement, as written, and the
     name of the ref or variable it reads: ``o_ref[0] = (acc_ref[...] / l_ref[...])``
     gives ("l_ref[...]", "l_ref"); None for none or several."""
-    try:
-        tree = ast.parse(statement.strip())
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
+    tree = calls.parse(statement.strip())
+    if tree is None:
         return None
     divs = [n for n in ast.walk(tree) if isinstance(n, ast.BinOp) and isinstance(n.op, ast.Div)]
     if len(divs) != 1:

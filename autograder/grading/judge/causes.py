@@ -20,6 +20,7 @@ is nowhere far off.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 
 from ...findings import Finding
@@ -99,9 +100,7 @@ def _short_along(f: Finding, shape: tuple[int, ...]) -> tuple[int, int] | None:
     if len(moved) != 1:
         return None
     axis, edge = moved[0], first[moved[0]]
-    rest = 1
-    for a, n in enumerate(shape):
-        rest *= n if a != axis else 1
+    rest = math.prod(n for a, n in enumerate(shape) if a != axis)
     others = [d for d, n in enumerate(shape) if d != axis and n == edge and n != shape[axis]]
     if never != (shape[axis] - edge) * rest or len(others) != 1:
         return None
