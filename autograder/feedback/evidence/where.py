@@ -1,33 +1,16 @@
-"""What a finding's evidence says for the feedback, read from its facts and the
-kernel's (``grading.identity.sources``); plain data, no JAX.
-
-Where: the line of the student's file that holds the fault (``fault``): the
-``grid=`` of a grid one step too long, the index map that asks for a block past
-the end, the ``dimension_semantics`` that marks a reduction parallel, the store
-that leaves a row out, the lines the race detector names, the work done outside
-the kernel, the line an endless loop was running. None when the evidence does
-not point at one line (the feedback then names the call or the kernel's lines).
-
-Which fix (``fix``): the key of its kind's ``seen`` entry in the catalogue, and
-the values that fill it. A row a mask leaves out (the fill comes back as it
-was) is not an accumulator to zero; two cores of a ``pl.kernel`` mesh writing
-one range is not a parallel grid axis; a DMA that is wrong only when copies
-complete early is a buffer refilled too soon; a wait on another semaphore than
-its copy's start (read from the traced kernel: ``KernelSource.sem_mismatches``) is
-that wait's fault and fix, whatever the run showed. None when the evidence does not
-say (the catalogue's general line stands). The wording is the catalogue's; this
-module only chooses.
-"""
+"""Where: the line of the student's file that holds a finding's fault (``fault``),
+read from its facts and the kernel's (``grading.identity.sources``); see the
+package's docstring."""
 from __future__ import annotations
 
-import math
 import re
 from dataclasses import dataclass
 from typing import Iterable
 
-from ..findings import CATALOGUE, Finding
-from ..grading.identity.sources import KernelSource, Place, Sources, divisor
-from ..grading.judge.regions import crossed_axes
+from ...findings import Finding
+from ...grading.identity.sources import KernelSource, Place, Sources
+from ...grading.judge.regions import crossed_axes
+from .formula import _line, formula_fault
 
 
 @dataclass(frozen=True)
@@ -153,8 +136,8 @@ def _kernel_fault(f: Finding, k: KernelSource, related: Iterable[Finding], sourc
     u = unread(f, related)
     if u is not None and (found := _unread_fault(u, k)) is not None:
         return found
-    if f.id == "wrong-result" and isinstance(x.get("scaled_rows"), dict) and len(k.stores) == 1:
-        return Fault("the store (what it scales the rows by)", k.stores[0])
+    if (found := formula_fault(f, k)) is not None:
+        return Fault(*found)
     if f.id == "out-of-bounds" and crossed(x) and (found := _index_map(f, k)) is not None:
         return found    # the grid fits the array; the map sends its axes to the wrong block axes
     if f.id == "out-of-bounds":
@@ -249,11 +232,6 @@ def _length(f: Finding, sources: Sources | None) -> tuple[dict, tuple[Place, str
     return lf, reads[0] if len(reads) == 1 else None
 
 
-def _line(p: Place) -> int:
-    m = re.search(r"(\d+)$", p.where)
-    return int(m[1]) if m else -1
-
-
 def _wrong_dimension(f: Finding, sources: Sources | None) -> tuple[str, dict] | None:
     """The fix a length from the wrong dimension calls for, in each visible case's sizes."""
     found = _length(f, sources)
@@ -269,25 +247,6 @@ def _wrong_dimension(f: Finding, sources: Sources | None) -> tuple[str, dict] | 
         "expr": expr, "dim": lf["dim"], "axis": lf["axis"], "fixed": f": {fixed}" if fixed else "",
         "wrong": ", ".join(f"{n} on {c}" for c, _r, n in cases),
         "right": ", ".join(f"{r} on {c}" for c, r, _n in cases)}
-
-
-def _scaled(rows: dict, k: KernelSource | None, sources: Sources | None) -> tuple[str, dict] | None:
-    """The fix rows that are the right rows times one number call for: where the one store
-    divides, what it divides by and every line that writes that."""
-    try:
-        values = {"rows": int(rows["rows"]), "of": int(rows["of"]), "low": f"{float(rows['low']):.3g}",
-                  "high": f"{float(rows['high']):.3g}", "divided": ""}
-    except (KeyError, TypeError, ValueError):
-        return None
-    found = divisor(k.stores[0].text) if k is not None and len(k.stores) == 1 else None
-    writes = sources.writes_to(found[1]) if found is not None and sources is not None else ()
-    if found is not None and writes:
-        lines = ", ".join(str(_line(p)) for p in writes)
-        values["divided"] = (f": the store divides by {found[0]}, so check how {found[1]} is computed "
-                             f"(line{'s' if len(writes) > 1 else ''} {lines})")
-    else:
-        values["divided"] = ": check what it is divided or multiplied by (a normalising sum, a scale factor)"
-    return "scaled-rows", values
 
 
 def with_grid(f: Finding, sources: Sources | None) -> Finding:
@@ -322,179 +281,3 @@ def fault(f: Finding, sources: Sources | None, related: Iterable[Finding] = ()) 
     if len(sources.kernels) != 1:
         return None
     return _kernel_fault(with_grid(f, sources), sources.kernels[0], related, sources)
-
-
-# ---- which fix ---------------------------------------------------------------------------
-
-def _range(access: dict) -> str:
-    rng = access.get("element_range") or []
-    return "[" + ", ".join(f"{lo}:{hi}" for lo, hi in rng) + "]" if rng else ""
-
-
-def _race_fix(x: dict, sources: Sources | None) -> tuple[str, dict] | None:
-    accesses = [a for a in x.get("accesses") or [] if isinstance(a, dict)]
-    if len(accesses) != 2:
-        return None
-    buffer = str(x.get("operand") or "the same buffer")
-    slot = re.search(r"\[\((\d+), *slice", " ".join(str(r) for r in x.get("report") or []))
-    what = (f"{buffer} (slot {slot[1]}, elements {_range(accesses[0])})" if slot
-            else f"{buffer} {_range(accesses[0])}".strip())
-    kernels = sources.kernels if sources is not None else ()
-    if len(kernels) == 1 and kernels[0].cores > 1 and all(a.get("access") == "write" for a in accesses):
-        return "cores-overlap", {"what": what}
-    kinds = {a.get("access") for a in accesses}
-    if kinds == {"read", "write"}:
-        line = {a.get("access"): m[1] for a in accesses if (m := re.search(r":(\d+):\d+", str(a.get("where"))))}
-        lines = f" at line {line['read']} (the copy started at line {line['write']})" if len(line) == 2 else ""
-        return "dma-in-flight", {"what": what, "lines": lines}
-    if kinds == {"write"}:
-        return "blocks-shared", {"what": what}
-    return None
-
-
-def _uninitialized(f: Finding, x: dict) -> tuple[str, dict] | None:
-    if f.problem == "unwritten-blocks":
-        return "unvisited", {}
-    if not isinstance(x.get("never_written"), int) or x.get("unwritten_count"):
-        return None     # no fill reruns to tell (or blocks the grid never visits: the grid's own fix)
-    if _never_stored(x):
-        return "never-stored", {"count": x["never_written"], "first": ", ".join(str(i) for i in x["first_never"])}
-    return "read-first", {}
-
-
-def _wrong_semaphore(sources: Sources | None) -> tuple[str, dict] | None:
-    """A wait on another semaphore than its copy's start (read from the traced kernel):
-    whatever the run showed (a hang, a result that depends on the DMA mode), that is the fix."""
-    kernels = sources.kernels if sources is not None else ()
-    if len(kernels) != 1 or not kernels[0].sem_mismatches:
-        return None
-    m = kernels[0].sem_mismatches[0]
-    return "wrong-semaphore", {"waits_on": m.waits_on, "copy": m.copy, "started_on": m.started_on,
-                               "start": m.start.where}
-
-
-def _dma(f: Finding, x: dict) -> tuple[str, dict] | None:
-    if f.problem == "mode-dependent":
-        return {"eager": ("refilled", {}), "on_wait": ("read-early", {})}.get(x.get("mode_failing"))
-    return {"hang": ("hang", {}), "semaphore-left": ("never-waited", {})}.get(f.problem or "")
-
-
-def _hang(x: dict, sources: Sources | None) -> tuple[str, dict] | None:
-    if x.get("not_run"):
-        return None
-    if x.get("phase") == "trace":
-        at = x.get("at")
-        place = sources.place(at[0], at[1]) if sources is not None and isinstance(at, list) and len(at) == 2 \
-            else None
-        return ("trace-hang", {}) if place is not None else ("trace-stuck", {})
-    return ("run-hang", {}) if x.get("phase") == "run" else None
-
-
-def _padding_fix(x: dict) -> tuple[str, dict] | None:
-    """The fix the padding of an input's partial block calls for, in the case's numbers:
-    the block and the size along the axis, the padding it leaves, the grid axis that
-    steps through it, and a block that divides the size (and every size the handout allows)."""
-    read = padded_reads(x)
-    if not read:
-        return None
-    e, axis = read[0]
-    b, n = e["block_shape"][axis], e["array_shape"][axis]
-    count = -(-n // b)
-    named = all(isinstance(p.get("name"), str) and isinstance(p.get("dims"), list) and a < len(p["dims"])
-                and isinstance(p["dims"][a], str) for p, a in read)
-    dims = {p["dims"][a] for p, a in read} if named else set()
-    steps = {g[i] if isinstance(g := p.get("grid_axes"), list) and (i := p["axes"].index(a)) < len(g) else None
-             for p, a in read}
-    step = next(iter(steps)) if len(steps) == 1 else None
-    index = (f"pl.program_id({step}) * {b} + " if isinstance(step, int) else "" if count == 1
-             else f"the block's index * {b} + ")
-    every = [m[a] for p, a in read if isinstance(m := p.get("multiple_of"), list) and a < len(m)]
-    whole = math.gcd(*every) if len(every) == len(read) and all(isinstance(m, int) and m > 0 for m in every) else 0
-    # (A multiple of 128, which a block's last dimension must be; one that divides every
-    # size the handout allows where it says what they are multiples of.)
-    fits = [d for d in range(128, b, 128) if n % d == 0 and (whole <= 1 or whole % d == 0)]
-    dim = next(iter(dims)) if len(dims) == 1 else ""
-    also = f", which divides every {dim} the handout allows" if fits and whole > 1 and dim else ""
-    return "partial-input-block", {
-        "block": b, "size": n, "real": n - (count - 1) * b, "pad": count * b - n, "index": index,
-        "along": " and ".join(f"dimension {a} of {p['name'] if named else p['operand']}" for p, a in read),
-        "named": f"{dim} = {n}" if dim else f"{n} elements",
-        "both": "" if len(read) == 1 else f" of {'both' if len(read) == 2 else 'each'}, since 0 times NaN "
-                                          "padding is still NaN",
-        "divides": f" (e.g. {fits[-1]}{also})" if fits else ""}
-
-
-def _point(values) -> str:
-    return "(" + ", ".join(str(int(v)) for v in values) + ("," if len(values) == 1 else "") + ")"
-
-
-def reads_fix(f: Finding, related: Iterable[Finding] = ()) -> str | None:
-    """The fix an unread input block calls for (``unread``), in the wrong-result kind's words."""
-    u = unread(f, related)
-    if u is None:
-        return None
-    try:
-        read = ", ".join(_point(r) for r in u["read"]) + (
-            f" (and {u['read_count'] - len(u['read'])} more)" if u["read_count"] > len(u["read"]) else "")
-        also = f" (the same holds for {', '.join(u['also'])})" if u.get("also") else ""
-        values = {**u, "output_block": _point(u["output_block"]), "input_block": _point(u["input_block"]),
-                  "block_shape": " x ".join(str(b) for b in u["block_shape"]), "read": read or "nothing",
-                  "also": also}
-    except (KeyError, TypeError, ValueError):
-        return None
-    return CATALOGUE["wrong-result"].fix_seen(u["kind"], values)
-
-
-# What a secret case's finding may say: keys chosen from the grader's own words alone
-# (its problem, its DMA mode: ``secrecy.KEPT``), filled with nothing of the case's.
-SECRET_SAFE = frozenset({"unvisited", "refilled", "read-early", "hang", "never-waited", "map-axes"})
-
-
-def seen(f: Finding, sources: Sources | None = None, related: Iterable[Finding] = (),
-         visible: bool = True) -> tuple[str, dict] | None:
-    """(key, values) of the fix ``f``'s evidence calls for, or None (``visible``
-    False: a secret case's finding, said only in the grader's own words)."""
-    if not visible:
-        found = seen(f, None, ())
-        return found if found is not None and found[0] in SECRET_SAFE and not found[1] else None
-    x = f.facts()
-    kernels = sources.kernels if sources is not None else ()
-    reset = reset_axis(f, kernels[0]) if f.id == "uninitialized-memory" and len(kernels) == 1 else None
-    if reset is not None:
-        axis, place, reduction = reset
-        return "reset-axis", {"axis": axis, "line": place.where, "reduction": reduction}
-    if (length := _wrong_dimension(f, sources)) is not None:
-        return length
-    if f.id == "wrong-result" and isinstance(x.get("scaled_rows"), dict):
-        return _scaled(x["scaled_rows"], kernels[0] if len(kernels) == 1 else None, sources)
-    if f.id == "uninitialized-memory":
-        found = _uninitialized(f, x)
-        gridless = len(kernels) == 1 and not kernels[0].grid
-        return ("read-unfilled", {}) if found == ("read-first", {}) and gridless else found
-    if f.id == "data-race":
-        return _race_fix(x, sources)
-    if f.id == "dma-protocol":
-        return _wrong_semaphore(sources) or _dma(f, x)
-    if f.id == "out-of-bounds" and isinstance(x.get("slice"), dict):    # a ref slice refused while tracing
-        s = {"end": x["slice"]["dim"] - 1, "stride": 1, **x["slice"]}
-        runs_out = "size" in s and s["start"] < s["dim"]
-        return ("slice-runs-out", {**s, "last": s["start"] + (s["size"] - 1) * s["stride"]}) if runs_out \
-            else ("slice-past-end", s)
-    if f.id == "out-of-bounds" and crossed(x):
-        return "map-axes", {}   # (a visible case's numbers: ``fixes._out_of_bounds``)
-    if f.id == "grid-order-dependence" and f.problem == "hang":
-        return "hang", {}
-    if f.id == "not-a-kernel" and isinstance(x.get("outside"), dict) and x["outside"]:
-        return "outside", {"prim": ", ".join(sorted(x["outside"]))}
-    if f.id == "submission-error" and f.problem == "timeout":
-        return _hang(x, sources)
-    if f.id == "padding-dependence":
-        return _padding_fix(x)
-    return None
-
-
-def fix(f: Finding, sources: Sources | None = None, related: Iterable[Finding] = (),
-        visible: bool = True) -> str | None:
-    """The fix ``f``'s evidence calls for, in the catalogue's words, or None."""
-    found = seen(f, sources, related, visible)
-    return f.kind.fix_seen(*found) if found is not None else None
