@@ -27,7 +27,7 @@ def test_every_run_once_in_plan_order():
     plan, s = _schedule()
     # In-order reruns explain a hang, a test's fill reruns a wrong output: with nothing
     # hung or wrong they are settled, not run.
-    explain = [r for r in plan.runs if r.in_order or r.probe == planning.UNWRITTEN]
+    explain = [r for r in plan.runs if r.in_order or r.probe in (planning.UNWRITTEN, planning.NUDGED)]
     assert _drain(s, lambda r: Outcome("ok")) == [r for r in plan.runs if r not in explain]
     assert s.pending() == [] and set(s.outcomes) == set(plan.runs)
     assert any(r.in_order for r in explain) and any(not r.in_order for r in explain)
@@ -48,6 +48,25 @@ def test_a_tests_fill_reruns_follow_its_wrong_output_only():
     assert fills[0].fill != fills[1].fill and fills[0].pad_fill is None is fills[1].pad_fill
     assert (fills[2].fill, fills[2].pad_fill) == (fills[0].fill, fills[1].fill)
     assert planning.unwritten_runs(plan, bad) == tuple(fills)
+
+
+def test_a_visible_generic_tests_nudged_rerun_follows_its_wrong_output_only():
+    a = assignments.find("add")
+    plan = planning.build(a, a.cases, a.rungs, 7, planners=PLANNERS)
+    nudged = [r for r in plan.runs if r.probe == planning.NUDGED]
+    # One per visible case, on its generic test's inputs but for one element; none for a secret case.
+    assert [r.case for r in nudged] == [c for c in a.cases if c.visible]
+    for r in nudged:
+        test = plan.test_run(r.case.name, "generic")
+        assert r.rung == "generic" and r.draw.nudged and not test.draw.nudged and r.fill == test.fill
+        assert (r.draw.entropy, r.draw.stream, r.draw.signature) == (test.draw.entropy, test.draw.stream,
+                                                                     test.draw.signature)
+        assert planning.nudged_run(plan, test) == r
+    bad = plan.test_run(a.cases[0].name, "generic")
+    s = Schedule(plan, child_inputs=lambda r: [], expected_shape=lambda r: None,
+                 test_failed=lambda run, o: run == bad)
+    ran = _drain(s, lambda r: Outcome("ok", output=np.zeros(1)))
+    assert [r for r in ran if r.probe == planning.NUDGED] == [planning.nudged_run(plan, bad)]
 
 
 def test_an_in_order_rerun_follows_a_hang_on_its_case_only():
@@ -109,7 +128,8 @@ def test_a_rung_where_every_run_hangs_stops_after_two():
     # but for one in-order rerun (it hangs too, so no other is tried).
     assert [r.variant for r in tpu_tried if r.probe is not None] == ["in-order"]
     assert all(s.outcomes[r].status == "timeout" for r in plan.runs if r.rung == "tpu-interpret")
-    assert all(s.outcomes[r].ok for r in plan.runs if r.rung != "tpu-interpret" and r.probe != planning.UNWRITTEN)
+    assert all(s.outcomes[r].ok for r in plan.runs if r.rung != "tpu-interpret"
+               and r.probe not in (planning.UNWRITTEN, planning.NUDGED))
 
 
 def test_an_out_of_bounds_index_map_settles_the_tpu_probes():
@@ -124,7 +144,8 @@ def test_an_out_of_bounds_index_map_settles_the_tpu_probes():
                                                          "array_shape": [24, 384]}]}]}]}
     scan = decode("index-maps", facts)
     ran = _drain(s, lambda r: Outcome("ok", facts=scan) if r.analysis == "index-maps" else Outcome("ok"))
-    settled = [r for r, o in s.outcomes.items() if o.status == "settled" and r.probe != planning.UNWRITTEN]
+    settled = [r for r, o in s.outcomes.items() if o.status == "settled"
+               and r.probe not in (planning.UNWRITTEN, planning.NUDGED)]
     # (Here every case's scan finds the block outside: each case's TPU probes are settled.)
     assert settled and all(r.probe and r.rung == "tpu-interpret" for r in settled)
     assert case in {r.case.name for r in settled}

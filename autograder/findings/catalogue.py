@@ -88,7 +88,17 @@ _KINDS = (
                             "block their output block needs (e.g. follow the reduction axis's step)",
               # Every wrong row the right row times one number (``compare.scaled_rows``).
               "scaled-rows": "every wrong output row is the right row times one number ({low} to {high}; {rows} of "
-                             "{of} rows): what each row is made of is right, only its scale is wrong{divided}"},
+                             "{of} rows): what each row is made of is right, only its scale is wrong{divided}",
+              # Outputs moved with one input element the reference keeps them apart from
+              # (``compare.mixed_axes``), and the one reduction along that axis.
+              "mixed-axis": "changing only {input}[{at}] changed {moved} outputs at {span} along axis {axis}, "
+                            "which do not depend on it in the reference (there only {ref_at} along axis {axis} "
+                            "changes): the reduction{lines} at line{lines} {line} {runs} along axis {raxis} of {its} "
+                            "value and so mix{es} them{want}",
+              "mixed": "changing only {input}[{at}] changed {moved} outputs at {span} along axis {axis}, which "
+                       "do not depend on it in the reference (there only {ref_at} along axis {axis} changes): "
+                       "something in the kernel mixes values along axis {axis} (a reduction, a sum over a block "
+                       "or an index that runs along the wrong axis){want}"},
         symptom=True,
         hidden="the output is wrong",
         chip="a real v5e computed the same wrong values for every corpus kernel charged this",

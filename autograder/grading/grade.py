@@ -26,7 +26,7 @@ from ..speed import grade as speed_grade
 from . import probes
 from .identity import sources
 from .judge import causes, diagnosis, faces, reads, scoring, secrecy, unconfirmed
-from .judge.compare import compare, mismatches, scaled_rows
+from .judge.compare import compare, mismatches, mixed_axes, scaled_rows
 from .probes import unwritten
 from .probes.static import uncovered, unread_inputs
 from .report import Report
@@ -359,6 +359,7 @@ def _diagnose(plan: Plan, ex: execution.Execution, store: DrawStore, loc: submis
         f = diagnosis.from_outcome(plan.assignment, run, outcome, reference, loc, scans.get(run.case.name))
         if f is not None and f.id == "wrong-result" and f.check == "correctness" and run.case.visible:
             f = _with_reads(plan.assignment, run, f, outcome, store, scans.get(run.case.name), unread)
+            f = _with_nudge(plan, run, f, outcome, ex.outcomes, store)
         if f is not None:
             findings.append(f)
         if f is not None and f.id in ("numerics", "wrong-result"):
@@ -417,6 +418,26 @@ def _with_reads(a: Assignment, run: Run, f: Finding, outcome: Outcome, store: Dr
     except Exception:   # noqa: BLE001 (evidence for a fix, never a charge)
         scaled = None
     return f.with_facts(scaled_rows=scaled) if scaled is not None else f
+
+
+def _with_nudge(plan: Plan, run: Run, f: Finding, outcome: Outcome, outcomes, store: DrawStore) -> Finding:
+    """A visible case's wrong result, with the outputs that moved when one input element
+    changed where the reference's stayed put (``compare.mixed_axes``: the axis the kernel
+    mixes, a reduction along the wrong axis): where the fault is, not a charge."""
+    nudged = planning.nudged_run(plan, run)
+    if nudged is None or nudged.rung != run.rung:
+        return f        # (another rung's output differs in more than the nudge)
+    rerun = outcomes.get(nudged)
+    if rerun is None or rerun.output is None or outcome.output is None:
+        return f
+    try:
+        mixed = mixed_axes(outcome.output, rerun.output, store[run.draw], store[nudged.draw])
+        which = store.nudged_input(nudged.draw)
+    except Exception:   # noqa: BLE001 (evidence for a fix, never a charge: losing it costs nothing)
+        return f
+    if mixed is None or which is None:
+        return f
+    return f.with_facts(mixed={**mixed, "input": which[0], "at": which[1]})
 
 
 def _partial_notes(plan: Plan) -> list[CheckNote]:

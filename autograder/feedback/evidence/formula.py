@@ -1,5 +1,11 @@
 """A wrong result's formula error, placed from what the comparison saw: rows that are
-the right rows times one number (``judge.compare.scaled_rows``: the store's divisor).
+the right rows times one number (``judge.compare.scaled_rows``: the store's divisor);
+outputs that moved with one input element the reference keeps them apart from
+(``judge.compare.mixed_axes``: the one reduction along that axis).
+
+A reduction's axes count in its own value, whose rank may not be the output's (a
+block with a squeezed leading dimension): they are matched from the end, as a
+block's trailing dimensions are the array's.
 """
 from __future__ import annotations
 
@@ -35,9 +41,30 @@ def _scaled(rows: dict, k: KernelSource | None, sources: Sources | None) -> tupl
 
 def formula_fault(f: Finding, k: KernelSource) -> tuple[str, Place] | None:
     """(what the line is, the line) of a formula error the comparison placed, else None."""
-    if f.id == "wrong-result" and isinstance(f.facts().get("scaled_rows"), dict) and len(k.stores) == 1:
+    if f.id != "wrong-result":
+        return None
+    if isinstance(f.facts().get("scaled_rows"), dict) and len(k.stores) == 1:
         return "the store (what it scales the rows by)", k.stores[0]
-    return None
+    found = _mixing(f.facts().get("mixed"), k)
+    return ("the reduction", found[0][2]) if found else None
+
+
+def _mixing(mixed, k: KernelSource | None) -> list[tuple[tuple[int, ...], int, Place]]:
+    """The kernel's reductions along an axis the outputs mixed along, one per line
+    ([] when there is none, or more lines than one fix can name)."""
+    try:
+        axes, rank = set(mixed["axes"]), len(mixed["shape"])
+    except (KeyError, TypeError):
+        return []
+    found = {}
+    for r in k.reductions if k is not None else ():
+        if any(a - r[1] + rank in axes for a in r[0]):
+            found.setdefault(r[2].where, r)
+    return list(found.values()) if len(found) <= MAX_LINES else []
+
+
+# Reductions along the mixed axis one fix names (more: the fix names none).
+MAX_LINES = 3
 
 
 def formula_fix(f: Finding, sources: Sources | None) -> tuple[str, dict] | None:
@@ -46,4 +73,35 @@ def formula_fix(f: Finding, sources: Sources | None) -> tuple[str, dict] | None:
     kernels = sources.kernels if sources is not None else ()
     if f.id == "wrong-result" and isinstance(x.get("scaled_rows"), dict):
         return _scaled(x["scaled_rows"], kernels[0] if len(kernels) == 1 else None, sources)
+    if f.id == "wrong-result" and isinstance(x.get("mixed"), dict):
+        return _mixed(x["mixed"], kernels[0] if len(kernels) == 1 else None)
     return None
+
+
+def _mixed(m: dict, k: KernelSource | None) -> tuple[str, dict] | None:
+    """The fix outputs mixed along an axis call for: the reduction along it, and the
+    axis the reference's own outputs move along (where its reduction runs)."""
+    try:
+        rank, axis = len(m["shape"]), int(m["axes"][0])
+        lo, hi = (int(v) for v in m["span"][0])
+        ref_lo, ref_hi = (int(v) for v in m["ref_span"][axis])
+        values = {"input": str(m["input"]), "at": ", ".join(str(int(i)) for i in m["at"]),
+                  "moved": int(m["moved"]), "axis": axis, "span": _indices(lo, hi), "ref_at": _indices(ref_lo, ref_hi)}
+        want = [int(d) for d in m["ref_axes"] if int(d) not in m["axes"]]
+    except (KeyError, TypeError, ValueError, IndexError):
+        return None
+    values["want"] = (f"; in the reference the change spreads along axis {want[0]} instead: reduce along "
+                      f"axis={want[0] - rank}" if len(want) == 1 else "")
+    found = _mixing(m, k)
+    if not found:
+        return "mixed", values
+    raxes = {a for r in found for a in r[0] if a - r[1] + rank in m["axes"]}
+    many = len(found) > 1
+    words = ("s", "run", "", "their") if many else ("", "runs", "es", "its")
+    return "mixed-axis", {**values, "line": ", ".join(str(_line(r[2])) for r in found),
+                          **dict(zip(("lines", "runs", "es", "its"), words)),
+                          "raxis": " and ".join(str(a) for a in sorted(raxes)) or str(axis)}
+
+
+def _indices(lo: int, hi: int) -> str:
+    return f"index {lo}" if lo == hi else f"indices {lo}-{hi}"

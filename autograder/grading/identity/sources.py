@@ -60,6 +60,8 @@ class KernelSource:
     narrow_dots: tuple[Place, ...] = ()      # matrix products with a 16-bit result (no preferred_element_type)
     resets: tuple[tuple[int, Place], ...] = ()   # pl.when(program_id(axis) == 0) blocks that store: (axis, line)
     dimension_semantics: tuple[str, ...] = ()    # as the compiler params name them ("parallel", ...)
+    # The kernel's reductions (max, sum, ...): (axes, the reduced value's rank, line), in order.
+    reductions: tuple[tuple[tuple[int, ...], int, Place], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -221,6 +223,26 @@ def _narrow_dot(e: dict) -> bool:
     return dt in NARROW
 
 
+# The reductions whose axis the feedback may name (a max along the wrong axis, ...).
+REDUCTIONS = ("reduce_max", "reduce_min", "reduce_sum", "reduce_prod", "argmax", "argmin")
+
+
+def _reduction(e: dict) -> tuple[tuple[int, ...], int] | None:
+    """(axes, the reduced value's rank) of a reduction as the document says it, else None."""
+    if e.get("p") not in REDUCTIONS or not isinstance(e.get("out"), list) or len(e["out"]) != 1:
+        return None
+    axes = _params(e).get("axes")
+    axes = axes.get("t") if isinstance(axes, dict) else axes
+    aval = e["out"][0].get("aval") if isinstance(e["out"][0], dict) else None
+    sa = aval.get("sa") if isinstance(aval, dict) else None
+    if not isinstance(axes, list) or not axes or not all(isinstance(a, int) and not isinstance(a, bool)
+                                                          for a in axes) \
+            or not isinstance(sa, list) or not sa or not isinstance(sa[0], list):
+        return None
+    rank = len(sa[0]) + (len(axes) if e["p"].startswith("reduce") else 1)
+    return (tuple(axes), rank) if all(0 <= a < rank for a in axes) and rank <= 8 else None
+
+
 def _writes(jaxpr: dict, refs: set, found: list) -> None:
     """Equations that store into ``refs`` (var ids), following them into nested
     jaxprs by position (a cond's branches, a loop's body: their trailing operands)."""
@@ -322,7 +344,8 @@ class _Reader:
             _grid(eqn), self.mismatches(jaxpr, names),
             self.places(e.get("src") for e in _eqns(eqn["params"]) if _narrow_dot(e)),
             tuple((axis, p) for axis, src in resets.resets(jaxpr) if (p := self._at(src)) is not None),
-            resets.semantics(_params(eqn).get("compiler_params")))
+            resets.semantics(_params(eqn).get("compiler_params")),
+            tuple((*r, p) for e in _eqns(eqn["params"]) if (r := _reduction(e)) and (p := self._at(e.get("src")))))
 
     def _at(self, src: Any) -> Place | None:
         found = self.source(src)

@@ -122,3 +122,36 @@ def scaled_rows(out: np.ndarray, ref: np.ndarray, tol: Tolerance, reduction_leng
         return None
     return {"rows": int(wrong.sum()), "of": int(wrong.size), "low": float(factor.min()),
             "high": float(factor.max())}
+
+
+def mixed_axes(out: np.ndarray, nudged_out: np.ndarray, ref: np.ndarray, nudged_ref: np.ndarray) -> dict | None:
+    """The output axes along which the kernel's outputs moved when one input element
+    changed (``draws.nudge``) where the reference's stayed put: {axes, moved, span,
+    ref_moved, ref_axes, shape}, else None. An output that moves with an element the
+    reference keeps it apart from is computed from it: a reduction along the wrong
+    axis mixes rows the reference keeps apart. Equal NaNs (memory never written, the
+    same fill both times) have not moved. Evidence for a fix, never a charge."""
+    shapes = {out.shape, nudged_out.shape, ref.shape, nudged_ref.shape}
+    if len(shapes) != 1 or out.ndim < 1:
+        return None
+    moved = _moved(np.asarray(out, dtype=np.float64), np.asarray(nudged_out, dtype=np.float64))
+    ref_moved = _moved(ref, nudged_ref)
+    extra = moved & ~ref_moved
+    if not extra.any() or not ref_moved.any():
+        return None
+    ref_at = [np.flatnonzero(ref_moved.any(axis=tuple(a for a in range(out.ndim) if a != d)))
+              for d in range(out.ndim)]
+    extra_at = [np.flatnonzero(extra.any(axis=tuple(a for a in range(out.ndim) if a != d)))
+                for d in range(out.ndim)]
+    axes = [d for d in range(out.ndim) if np.setdiff1d(extra_at[d], ref_at[d]).size]
+    if not axes:
+        return None
+    return {"axes": axes, "moved": int(extra.sum()), "shape": list(out.shape),
+            "span": [[int(extra_at[d].min()), int(extra_at[d].max())] for d in axes],
+            "ref_moved": int(ref_moved.sum()), "ref_axes": [d for d in range(out.ndim) if ref_at[d].size > 1],
+            "ref_span": [[int(a.min()), int(a.max())] for a in ref_at]}
+
+
+def _moved(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    with np.errstate(invalid="ignore"):
+        return ~((a == b) | (np.isnan(a) & np.isnan(b)))

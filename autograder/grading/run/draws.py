@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib.util
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Callable, Iterator
 
@@ -28,6 +29,25 @@ def load_reference(assignment: Assignment) -> Callable:
     return getattr(module, fn)
 
 
+def nudge(made: list) -> list:
+    """The inputs with one element changed: the first element of the first floating-point
+    array set past every value it holds (twice its largest magnitude plus one, exact in
+    its dtype), so a reduction that takes it in moves whatever it computes (a max too)."""
+    i = _nudged_at(made)
+    if i is None:
+        return made
+    ci = made[i]
+    array = ci.array.copy()
+    big = 2.0 * float(np.max(np.abs(array))) + 1.0
+    array.flat[0] = inputs.round_to(np.array([big]), ci.dtype)[0]
+    return [*made[:i], replace(ci, array=array), *made[i + 1:]]
+
+
+def _nudged_at(made: list) -> int | None:
+    return next((i for i, ci in enumerate(made) if ci.kind == "array" and ci.dtype != "int32"
+                 and ci.array is not None and ci.array.size), None)
+
+
 class DrawStore(Mapping):
     """Draw -> float64 reference (a Mapping, computed lazily); ``files(draw)``
     writes the draw's input files for the child."""
@@ -37,8 +57,15 @@ class DrawStore(Mapping):
         self._files: dict[Draw, list[dict]] = {}
         self._refs: dict[Draw, np.ndarray] = {}
 
+    def nudged_input(self, draw: Draw) -> tuple[str, list[int]] | None:
+        """The input a nudged draw changes and the element's index, else None."""
+        made = inputs.make(self.assignment, draw.case, draw.seed)
+        i = _nudged_at(made)
+        return None if i is None else (made[i].name, [0] * made[i].array.ndim)
+
     def _make(self, draw: Draw):
-        return inputs.make(self.assignment, draw.case, draw.seed)
+        made = inputs.make(self.assignment, draw.case, draw.seed)
+        return nudge(made) if draw.nudged else made
 
     def files(self, draw: Draw) -> list[dict]:
         if draw not in self._files:

@@ -34,6 +34,8 @@ BLOCK_MAP = "block-map"
 # probe: no test of its own): the test's inputs rerun on the generic
 # interpreter with two fills, only when the test fails (see ``grading.unwritten``).
 UNWRITTEN = "unwritten"
+# A visible test's inputs with one element changed, rerun when the test fails (``_nudged``).
+NUDGED = "nudged"
 
 
 @dataclass(frozen=True)
@@ -125,13 +127,13 @@ class _Builder:
     signatures: dict[tuple, int] = field(default_factory=dict)
     asks: list[tuple[tuple[str, str, str], int]] = field(default_factory=list)
 
-    def draw(self, case: Case, stream: int, abstract: bool = False) -> Draw:
+    def draw(self, case: Case, stream: int, abstract: bool = False, nudged: bool = False) -> Draw:
         entropy = tuple(inputs.entropy(case, self.run_key, stream))
-        key = (case, entropy, stream, abstract)
+        key = (case, entropy, stream, abstract, nudged)
         if key not in self.draws:
             sig = (case.dims, case.dtype, case.params, abstract)
             signature = self.signatures.setdefault(sig, len(self.signatures))
-            self.draws[key] = Draw(len(self.draws), case, entropy, stream, signature, abstract)
+            self.draws[key] = Draw(len(self.draws), case, entropy, stream, signature, abstract, nudged)
         return self.draws[key]
 
     def add(self, run: Run, ask: tuple[str, str, str] | None = None) -> Run:
@@ -219,6 +221,7 @@ def build(assignment: Assignment, cases: tuple[Case, ...], rungs: tuple[str, ...
                       races=on, capture=on))
     if with_probes:
         _unwritten(b, cases, rungs)
+        _nudged(b, cases, rungs)
     for probe, case, v in [p for p in planned if p[2].rung != "static"]:
         _add_variant(b, probe, case, v)
     checks = _checks(b, rungs) if with_probes and assignment.checks and not replay else None
@@ -288,6 +291,26 @@ def _unwritten(b: _Builder, cases: tuple[Case, ...], rungs: tuple[str, ...]) -> 
                       variant=f"{first.name}-padding-{second.name}-{rung}"))
 
 
+def _nudged(b: _Builder, cases: tuple[Case, ...], rungs: tuple[str, ...]) -> None:
+    """Each visible case's generic test's inputs with one element changed (``draws.nudge``),
+    on the generic interpreter: outputs that move where the reference's stay put show
+    which axis the kernel mixes (a reduction along the wrong axis). Evidence for a wrong
+    result's fix, never a charge; the schedule runs it only for a test that failed."""
+    for case in cases:
+        if case.visible and "generic" in rungs:     # (its test's run, bit for bit, but one element)
+            draw = b.draw(case, inputs.stream(b.assignment, case, "generic"), nudged=True)
+            b.add(Run(0, case, "generic", draw, fill=test_fill(b.run_key), probe=NUDGED, variant="nudged"))
+
+
+def nudged_run(plan: "Plan", test: Run) -> Run | None:
+    """The nudged rerun of a test's inputs, if the plan has one."""
+    return next((r for r in plan.runs if r.probe == NUDGED and _base(r.draw) == _base(test.draw)), None)
+
+
+def _base(d: Draw) -> tuple:
+    return d.case, d.entropy, d.stream, d.abstract
+
+
 def unwritten_runs(plan: "Plan", test: Run) -> tuple[Run, ...]:
     """The fill reruns of one correctness test (its draw, the generic interpreter):
     the two fills, then the second fill with the first in the padding."""
@@ -296,7 +319,7 @@ def unwritten_runs(plan: "Plan", test: Run) -> tuple[Run, ...]:
 
 def unwritten_tests(plan: "Plan", run: Run) -> tuple[Run, ...]:
     """The correctness tests a fill rerun serves (tests that share its draw)."""
-    return tuple(t for t in plan.correctness() if t.draw == run.draw)
+    return tuple(t for t in plan.correctness() if _base(t.draw) == _base(run.draw))
 
 
 def _block_maps(b: _Builder, cases: tuple[Case, ...], rungs: tuple[str, ...]) -> None:
@@ -374,7 +397,7 @@ def merged(plans: list[Plan], redrawn: Callable[[Run], bool]) -> tuple[Plan, lis
     maps: list[dict[Run, Run]] = []
 
     def draw(d: Draw) -> Draw:
-        key = (d.case, d.entropy, d.stream, d.abstract)
+        key = (d.case, d.entropy, d.stream, d.abstract, d.nudged)
         if key not in draws:
             sig = signatures.setdefault((d.case.dims, d.case.dtype, d.case.params, d.abstract), len(signatures))
             draws[key] = replace(d, index=len(draws), signature=sig)

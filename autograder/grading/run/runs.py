@@ -40,6 +40,8 @@ class Draw:
     stream: int
     signature: int                      # draws with one signature share one trace
     abstract: bool = False              # shapes only (the production size): never data
+    # The same draw with one input element changed (``draws.nudge``): which outputs move.
+    nudged: bool = False
 
     @property
     def seed(self) -> list[int]:
