@@ -27,7 +27,7 @@ def test_every_run_once_in_plan_order():
     plan, s = _schedule()
     # In-order reruns explain a hang, a test's fill reruns a wrong output: with nothing
     # hung or wrong they are settled, not run.
-    explain = [r for r in plan.runs if r.in_order or r.probe in (planning.UNWRITTEN, planning.NUDGED)]
+    explain = [r for r in plan.runs if r.in_order or r.probe in (planning.UNWRITTEN, planning.NUDGED, planning.STEADY)]
     assert _drain(s, lambda r: Outcome("ok")) == [r for r in plan.runs if r not in explain]
     assert s.pending() == [] and set(s.outcomes) == set(plan.runs)
     assert any(r.in_order for r in explain) and any(not r.in_order for r in explain)
@@ -58,15 +58,25 @@ def test_a_visible_generic_tests_nudged_rerun_follows_its_wrong_output_only():
     assert [r.case for r in nudged] == [c for c in a.cases if c.visible]
     for r in nudged:
         test = plan.test_run(r.case.name, "generic")
-        assert r.rung == "generic" and r.draw.nudged and not test.draw.nudged and r.fill == test.fill
+        assert r.rung == "generic" and r.draw.altered == "nudged" and not test.draw.altered and r.fill == test.fill
         assert (r.draw.entropy, r.draw.stream, r.draw.signature) == (test.draw.entropy, test.draw.stream,
                                                                      test.draw.signature)
-        assert planning.nudged_run(plan, test) == r
+        assert planning.altered_run(plan, test, planning.NUDGED) == r
     bad = plan.test_run(a.cases[0].name, "generic")
     s = Schedule(plan, child_inputs=lambda r: [], expected_shape=lambda r: None,
                  test_failed=lambda run, o: run == bad)
     ran = _drain(s, lambda r: Outcome("ok", output=np.zeros(1)))
-    assert [r for r in ran if r.probe == planning.NUDGED] == [planning.nudged_run(plan, bad)]
+    assert [r for r in ran if r.probe == planning.NUDGED] == [planning.altered_run(plan, bad, planning.NUDGED)]
+
+
+def test_a_reduction_assignment_also_reruns_a_visible_test_with_every_reduction_block_alike():
+    a = assignments.find("flash_attention")
+    plan = planning.build(a, a.cases, a.rungs, 7, planners=PLANNERS)
+    steady = [r for r in plan.runs if r.probe == planning.STEADY]
+    assert [r.case for r in steady] == [c for c in a.cases if c.visible]
+    assert all(r.draw.altered == "steady" and r.rung == "generic" for r in steady)
+    assert {r.draw.signature for r in steady} <= {t.draw.signature for t in plan.correctness()}   # no new trace
+    assert not [r for r in planning.build(a, a.cases, a.rungs, 7).runs if r.probe]     # (no probes: none)
 
 
 def test_an_in_order_rerun_follows_a_hang_on_its_case_only():
@@ -129,7 +139,7 @@ def test_a_rung_where_every_run_hangs_stops_after_two():
     assert [r.variant for r in tpu_tried if r.probe is not None] == ["in-order"]
     assert all(s.outcomes[r].status == "timeout" for r in plan.runs if r.rung == "tpu-interpret")
     assert all(s.outcomes[r].ok for r in plan.runs if r.rung != "tpu-interpret"
-               and r.probe not in (planning.UNWRITTEN, planning.NUDGED))
+               and r.probe not in (planning.UNWRITTEN, planning.NUDGED, planning.STEADY))
 
 
 def test_an_out_of_bounds_index_map_settles_the_tpu_probes():
@@ -145,7 +155,7 @@ def test_an_out_of_bounds_index_map_settles_the_tpu_probes():
     scan = decode("index-maps", facts)
     ran = _drain(s, lambda r: Outcome("ok", facts=scan) if r.analysis == "index-maps" else Outcome("ok"))
     settled = [r for r, o in s.outcomes.items() if o.status == "settled"
-               and r.probe not in (planning.UNWRITTEN, planning.NUDGED)]
+               and r.probe not in (planning.UNWRITTEN, planning.NUDGED, planning.STEADY)]
     # (Here every case's scan finds the block outside: each case's TPU probes are settled.)
     assert settled and all(r.probe and r.rung == "tpu-interpret" for r in settled)
     assert case in {r.case.name for r in settled}

@@ -98,7 +98,12 @@ _KINDS = (
               "mixed": "changing only {input}[{at}] changed {moved} outputs at {span} along axis {axis}, which "
                        "do not depend on it in the reference (there only {ref_at} along axis {axis} changes): "
                        "something in the kernel mixes values along axis {axis} (a reduction, a sum over a block "
-                       "or an index that runs along the wrong axis){want}"},
+                       "or an index that runs along the wrong axis){want}",
+              # Right when every block of the reduction is alike (``draws.steady``).
+              "steady-carry": "the output is right when every block of {dim} is alike (its first {period} "
+                              "repeated to {size}: nothing carried between steps of the reduction changes) and "
+                              "wrong on this case's own inputs: the fault is in what each step does with what "
+                              "earlier steps carried{carried}"},
         symptom=True,
         hidden="the output is wrong",
         chip="a real v5e computed the same wrong values for every corpus kernel charged this",

@@ -30,7 +30,7 @@ from .judge.compare import compare, mismatches, mixed_axes, scaled_rows
 from .probes import unwritten
 from .probes.static import uncovered, unread_inputs
 from .report import Report
-from .run import calibration, execution, plan as planning, submission, tracing
+from .run import calibration, draws, execution, plan as planning, submission, tracing
 from .run.draws import DrawStore, load_reference
 from .run.plan import Plan, Run
 from .run.schedule import Schedule
@@ -359,7 +359,7 @@ def _diagnose(plan: Plan, ex: execution.Execution, store: DrawStore, loc: submis
         f = diagnosis.from_outcome(plan.assignment, run, outcome, reference, loc, scans.get(run.case.name))
         if f is not None and f.id == "wrong-result" and f.check == "correctness" and run.case.visible:
             f = _with_reads(plan.assignment, run, f, outcome, store, scans.get(run.case.name), unread)
-            f = _with_nudge(plan, run, f, outcome, ex.outcomes, store)
+            f = _with_altered(plan, run, f, outcome, ex.outcomes, store)
         if f is not None:
             findings.append(f)
         if f is not None and f.id in ("numerics", "wrong-result"):
@@ -420,24 +420,32 @@ def _with_reads(a: Assignment, run: Run, f: Finding, outcome: Outcome, store: Dr
     return f.with_facts(scaled_rows=scaled) if scaled is not None else f
 
 
-def _with_nudge(plan: Plan, run: Run, f: Finding, outcome: Outcome, outcomes, store: DrawStore) -> Finding:
-    """A visible case's wrong result, with the outputs that moved when one input element
-    changed where the reference's stayed put (``compare.mixed_axes``: the axis the kernel
-    mixes, a reduction along the wrong axis): where the fault is, not a charge."""
-    nudged = planning.nudged_run(plan, run)
-    if nudged is None or nudged.rung != run.rung:
-        return f        # (another rung's output differs in more than the nudge)
-    rerun = outcomes.get(nudged)
-    if rerun is None or rerun.output is None or outcome.output is None:
-        return f
+def _with_altered(plan: Plan, run: Run, f: Finding, outcome: Outcome, outcomes, store: DrawStore) -> Finding:
+    """A visible case's wrong result, with what its altered reruns showed (where the fault
+    is, not a charge): the outputs that moved when one input element changed where the
+    reference's stayed put (``compare.mixed_axes``: the axis the kernel mixes), and a
+    right answer when every block of the reduction is alike (what carries between steps)."""
+    # (The nudged rerun against the generic run of the same inputs, whichever rung the test ran on.)
+    reruns = {kind: o.output for kind in ("", planning.NUDGED, planning.STEADY)
+              if (r := planning.altered_run(plan, run, kind)) is not None
+              and (o := outcomes.get(r)) is not None and o.output is not None}
+    runs = {kind: planning.altered_run(plan, run, kind) for kind in reruns}
     try:
-        mixed = mixed_axes(outcome.output, rerun.output, store[run.draw], store[nudged.draw])
-        which = store.nudged_input(nudged.draw)
+        if "" in reruns and planning.NUDGED in reruns:
+            mixed = mixed_axes(reruns[""], reruns[planning.NUDGED], store[run.draw], store[runs[planning.NUDGED].draw])
+            which = store.nudged_input(runs[planning.NUDGED].draw)
+            if mixed is not None and which is not None:
+                f = f.with_facts(mixed={**mixed, "input": which[0], "at": which[1]})
+        if planning.STEADY in reruns:
+            a = plan.assignment
+            right = compare(reruns[planning.STEADY], store[runs[planning.STEADY].draw], a.tolerance(run.case),
+                            a.reduction_length(run.case), a.numerics_bound).ok
+            dim, period = draws.steady_period(a, run.case)
+            if right:
+                f = f.with_facts(steady={"dim": dim, "period": period, "size": run.case.dim_map[dim]})
     except Exception:   # noqa: BLE001 (evidence for a fix, never a charge: losing it costs nothing)
         return f
-    if mixed is None or which is None:
-        return f
-    return f.with_facts(mixed={**mixed, "input": which[0], "at": which[1]})
+    return f
 
 
 def _partial_notes(plan: Plan) -> list[CheckNote]:

@@ -39,14 +39,17 @@ def _scaled(rows: dict, k: KernelSource | None, sources: Sources | None) -> tupl
     return "scaled-rows", values
 
 
-def formula_fault(f: Finding, k: KernelSource) -> tuple[str, Place] | None:
+def formula_fault(f: Finding, k: KernelSource, sources: Sources | None = None) -> tuple[str, Place] | None:
     """(what the line is, the line) of a formula error the comparison placed, else None."""
+    x = f.facts()
     if f.id != "wrong-result":
         return None
-    if isinstance(f.facts().get("scaled_rows"), dict) and len(k.stores) == 1:
+    if isinstance(x.get("scaled_rows"), dict) and len(k.stores) == 1:
         return "the store (what it scales the rows by)", k.stores[0]
-    found = _mixing(f.facts().get("mixed"), k)
-    return ("the reduction", found[0][2]) if found else None
+    if (found := _mixing(x.get("mixed"), k)):
+        return "the reduction", found[0][2]
+    carried = _carried(k, sources) if isinstance(x.get("steady"), dict) and not x.get("mixed") else ()
+    return ("what the step carries", carried[0][1]) if len(carried) == 1 else None
 
 
 def _mixing(mixed, k: KernelSource | None) -> list[tuple[tuple[int, ...], int, Place]]:
@@ -71,11 +74,31 @@ def formula_fix(f: Finding, sources: Sources | None) -> tuple[str, dict] | None:
     """(key, values) of the fix a placed formula error calls for, else None."""
     x = f.facts()
     kernels = sources.kernels if sources is not None else ()
+    kernel = kernels[0] if len(kernels) == 1 else None
     if f.id == "wrong-result" and isinstance(x.get("scaled_rows"), dict):
-        return _scaled(x["scaled_rows"], kernels[0] if len(kernels) == 1 else None, sources)
-    if f.id == "wrong-result" and isinstance(x.get("mixed"), dict):
-        return _mixed(x["mixed"], kernels[0] if len(kernels) == 1 else None)
+        return _scaled(x["scaled_rows"], kernel, sources)
+    if f.id == "wrong-result" and isinstance(x.get("mixed"), dict) and (found := _mixed(x["mixed"], kernel)):
+        return found
+    if f.id == "wrong-result" and isinstance(x.get("steady"), dict):
+        return _steady(x["steady"], _carried(kernel, sources))
     return None
+
+
+def _carried(k: KernelSource | None, sources: Sources | None) -> tuple[tuple[str, Place], ...]:
+    """The stores into the kernel's scratch outside its first-step reset, as (ref, line)."""
+    return sources.carried_writes(sources.scratch_names(k)) if k is not None and sources is not None else ()
+
+
+def _steady(s: dict, carried: tuple[tuple[str, Place], ...]) -> tuple[str, dict] | None:
+    """The fix a right answer on alike blocks calls for: the lines that update what is carried."""
+    try:
+        values = {"dim": str(s["dim"]), "period": int(s["period"]), "size": int(s["size"])}
+    except (KeyError, TypeError, ValueError):
+        return None
+    named = [f"{name} at line {_line(p)}" for name, p in carried]
+    values["carried"] = (f" ({', '.join(named)}); when a later block changes one carried value (a running maximum, "
+                         "say), everything computed from its old value must follow" if named else "")
+    return "steady-carry", values
 
 
 def _mixed(m: dict, k: KernelSource | None) -> tuple[str, dict] | None:

@@ -136,7 +136,7 @@ def _kernel_fault(f: Finding, k: KernelSource, related: Iterable[Finding], sourc
     u = unread(f, related)
     if u is not None and (found := _unread_fault(u, k)) is not None:
         return found
-    if (found := formula_fault(f, k)) is not None:
+    if (found := formula_fault(f, k, sources)) is not None:
         return Fault(*found)
     if f.id == "out-of-bounds" and crossed(x) and (found := _index_map(f, k)) is not None:
         return found    # the grid fits the array; the map sends its axes to the wrong block axes

@@ -62,6 +62,7 @@ class KernelSource:
     dimension_semantics: tuple[str, ...] = ()    # as the compiler params name them ("parallel", ...)
     # The kernel's reductions (max, sum, ...): (axes, the reduced value's rank, line), in order.
     reductions: tuple[tuple[tuple[int, ...], int, Place], ...] = ()
+    scratch_refs: tuple[str, ...] = ()       # the kernel's scratch refs' names (what it carries across steps)
 
 
 @dataclass(frozen=True)
@@ -114,12 +115,56 @@ class Sources:
         """Every line that stores into ``name[...]`` (``name[...] = ...``, ``name[...] += ...``),
         in line order; read from the text alone, () when it does not parse."""
         tree, _joined = _module(self.text)
+        return () if tree is None else \
+            tuple(p for p in (self.place(self.file, n) for n in _store_lines(tree, name)) if p is not None)
+
+
+    def carried_writes(self, names: tuple[str, ...]) -> tuple[tuple[str, Place], ...]:
+        """Every store into one of ``names`` (scratch refs) outside a block that runs at a
+        first step only (a function under ``pl.when(... == 0)``: the reset): what a step
+        hands the next, as (ref, line), in line order. From the text alone."""
+        tree, joined = _module(self.text)
         if tree is None:
             return ()
-        lines = sorted({t.lineno for node in ast.walk(tree) if isinstance(node, (ast.Assign, ast.AugAssign))
-                        for t in (node.targets if isinstance(node, ast.Assign) else [node.target])
-                        if isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name) and t.value.id == name})
-        return tuple(p for p in (self.place(self.file, n) for n in lines) if p is not None)
+        resets = [range(n.lineno, (n.end_lineno or n.lineno) + 1) for n in ast.walk(tree)
+                  if isinstance(n, ast.FunctionDef) and any(_first_step(d) for d in n.decorator_list)]
+        found = {n: name for name in names for n in _store_lines(tree, name) if not any(n in r for r in resets)}
+        return tuple((found[n], p) for n in sorted(found) if (p := self.place(self.file, n)) is not None)
+
+
+    def scratch_names(self, k: KernelSource) -> tuple[str, ...]:
+        """The kernel's scratch refs by the names its body gives them: the traced names, or
+        where those are not names (a ``lambda *refs`` wrapper: 'refs[4]'), the trailing
+        positional parameters of the kernel function ``k.body`` (refs come in order:
+        index operands, inputs, outputs, scratch)."""
+        if all(n.isidentifier() for n in k.scratch_refs):
+            return k.scratch_refs
+        tree, _joined = _module(self.text)
+        fn = next((n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.name == k.body), None) \
+            if tree is not None and k.body else None
+        if fn is None:
+            return ()
+        args = [a.arg for a in fn.args.posonlyargs + fn.args.args]
+        args = args[:len(args) - len(fn.args.defaults)]
+        return tuple(args[len(args) - len(k.scratch_refs):]) if len(args) >= len(k.scratch_refs) else ()
+
+
+def _store_lines(tree: ast.Module, name: str) -> list[int]:
+    """The module's lines that store into ``name[...]`` (``=`` or an augmented ``+=``), in order."""
+    return sorted({t.lineno for node in ast.walk(tree) if isinstance(node, (ast.Assign, ast.AugAssign))
+                   for t in (node.targets if isinstance(node, ast.Assign) else [node.target])
+                   if isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name) and t.value.id == name})
+
+
+def _first_step(decorator: ast.expr) -> bool:
+    """``@pl.when(<something> == 0)``: a block that runs at a first step only."""
+    if not isinstance(decorator, ast.Call) or not decorator.args:
+        return False
+    name = decorator.func.attr if isinstance(decorator.func, ast.Attribute) else getattr(decorator.func, "id", "")
+    test = decorator.args[0]
+    return name == "when" and isinstance(test, ast.Compare) and len(test.ops) == 1 \
+        and isinstance(test.ops[0], ast.Eq) and isinstance(test.comparators[0], ast.Constant) \
+        and test.comparators[0].value == 0
 
 
 @functools.lru_cache(maxsize=2)
@@ -345,7 +390,8 @@ class _Reader:
             self.places(e.get("src") for e in _eqns(eqn["params"]) if _narrow_dot(e)),
             tuple((axis, p) for axis, src in resets.resets(jaxpr) if (p := self._at(src)) is not None),
             resets.semantics(_params(eqn).get("compiler_params")),
-            tuple((*r, p) for e in _eqns(eqn["params"]) if (r := _reduction(e)) and (p := self._at(e.get("src")))))
+            tuple((*r, p) for e in _eqns(eqn["params"]) if (r := _reduction(e)) and (p := self._at(e.get("src")))),
+            tuple(names[nio + nin + nout:]))
 
     def _at(self, src: Any) -> Place | None:
         found = self.source(src)

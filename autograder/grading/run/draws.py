@@ -14,9 +14,9 @@ from typing import Callable, Iterator
 
 import numpy as np
 
-from ...spec import Assignment
+from ...spec import Assignment, Case
 from . import inputs
-from .plan import Draw
+from .runs import Draw
 
 
 def load_reference(assignment: Assignment) -> Callable:
@@ -43,6 +43,38 @@ def nudge(made: list) -> list:
     return [*made[:i], replace(ci, array=array), *made[i + 1:]]
 
 
+def steady_period(a: Assignment, case: Case) -> tuple[str, int] | None:
+    """(the reduction's dimension, its period) where a case can hold every block of the
+    reduction alike: the spec names the dimension and the size every block size divides
+    (``multiple_of``), and the case holds at least two of it; else None."""
+    rule = next((d for d in a.dims if d.name == a.reduction_dim), None) if a.reduction_dim else None
+    size = case.dim_map.get(a.reduction_dim) if rule is not None else None
+    if rule is None or not isinstance(size, int) or rule.multiple_of < 2 or size < 2 * rule.multiple_of \
+            or size % rule.multiple_of:
+        return None
+    return rule.name, rule.multiple_of
+
+
+def steady(made: list, a: Assignment, case: Case) -> list:
+    """The inputs with every block of the reduction alike: each array along the reduction's
+    dimension repeats its first period (``steady_period``). A block of any size the
+    handout allows (a multiple of the period) then holds the same values at every step
+    of the reduction, so nothing a kernel carries from step to step changes."""
+    found = steady_period(a, case)
+    if found is None:
+        return made
+    dim, period = found
+    out = []
+    for spec, ci in zip(a.inputs, made):
+        axes = [i for i, n in enumerate(spec.shape) if n == dim] if ci.kind == "array" else []
+        array = ci.array
+        for axis in axes:
+            first = np.take(array, np.arange(period), axis=axis)
+            array = np.concatenate([first] * (array.shape[axis] // period), axis=axis)
+        out.append(replace(ci, array=array) if axes else ci)
+    return out
+
+
 def _nudged_at(made: list) -> int | None:
     return next((i for i, ci in enumerate(made) if ci.kind == "array" and ci.dtype != "int32"
                  and ci.array is not None and ci.array.size), None)
@@ -65,7 +97,9 @@ class DrawStore(Mapping):
 
     def _make(self, draw: Draw):
         made = inputs.make(self.assignment, draw.case, draw.seed)
-        return nudge(made) if draw.nudged else made
+        if draw.altered == "nudged":
+            return nudge(made)
+        return steady(made, self.assignment, draw.case) if draw.altered == "steady" else made
 
     def files(self, draw: Draw) -> list[dict]:
         if draw not in self._files:

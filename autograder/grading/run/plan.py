@@ -21,7 +21,7 @@ from functools import cached_property
 from typing import Any, Callable, Mapping
 
 from ...spec import Assignment, Case, ProbeRubric, Stress
-from . import inputs
+from . import draws, inputs
 from .fills import test_fill, unwritten_fills
 from .runs import ChecksRun, Draw, Run, Variant
 
@@ -34,8 +34,9 @@ BLOCK_MAP = "block-map"
 # probe: no test of its own): the test's inputs rerun on the generic
 # interpreter with two fills, only when the test fails (see ``grading.unwritten``).
 UNWRITTEN = "unwritten"
-# A visible test's inputs with one element changed, rerun when the test fails (``_nudged``).
-NUDGED = "nudged"
+# A visible test's inputs altered, rerun when the test fails (``_altered``): one element
+# changed, and every block of the reduction alike (``draws.ALTERED``).
+NUDGED, STEADY = "nudged", "steady"
 
 
 @dataclass(frozen=True)
@@ -127,13 +128,13 @@ class _Builder:
     signatures: dict[tuple, int] = field(default_factory=dict)
     asks: list[tuple[tuple[str, str, str], int]] = field(default_factory=list)
 
-    def draw(self, case: Case, stream: int, abstract: bool = False, nudged: bool = False) -> Draw:
+    def draw(self, case: Case, stream: int, abstract: bool = False, altered: str = "") -> Draw:
         entropy = tuple(inputs.entropy(case, self.run_key, stream))
-        key = (case, entropy, stream, abstract, nudged)
+        key = (case, entropy, stream, abstract, altered)
         if key not in self.draws:
             sig = (case.dims, case.dtype, case.params, abstract)
             signature = self.signatures.setdefault(sig, len(self.signatures))
-            self.draws[key] = Draw(len(self.draws), case, entropy, stream, signature, abstract, nudged)
+            self.draws[key] = Draw(len(self.draws), case, entropy, stream, signature, abstract, altered)
         return self.draws[key]
 
     def add(self, run: Run, ask: tuple[str, str, str] | None = None) -> Run:
@@ -221,7 +222,7 @@ def build(assignment: Assignment, cases: tuple[Case, ...], rungs: tuple[str, ...
                       races=on, capture=on))
     if with_probes:
         _unwritten(b, cases, rungs)
-        _nudged(b, cases, rungs)
+        _altered(b, cases, rungs)
     for probe, case, v in [p for p in planned if p[2].rung != "static"]:
         _add_variant(b, probe, case, v)
     checks = _checks(b, rungs) if with_probes and assignment.checks and not replay else None
@@ -291,20 +292,36 @@ def _unwritten(b: _Builder, cases: tuple[Case, ...], rungs: tuple[str, ...]) -> 
                       variant=f"{first.name}-padding-{second.name}-{rung}"))
 
 
-def _nudged(b: _Builder, cases: tuple[Case, ...], rungs: tuple[str, ...]) -> None:
-    """Each visible case's generic test's inputs with one element changed (``draws.nudge``),
-    on the generic interpreter: outputs that move where the reference's stay put show
-    which axis the kernel mixes (a reduction along the wrong axis). Evidence for a wrong
-    result's fix, never a charge; the schedule runs it only for a test that failed."""
+def _altered(b: _Builder, cases: tuple[Case, ...], rungs: tuple[str, ...]) -> None:
+    """Each visible case's generic test's inputs altered, on the generic interpreter:
+    one element changed (outputs that move where the reference's stay put show which
+    axis the kernel mixes: a reduction along the wrong axis), and every block of the
+    reduction alike (right there: what carries from step to step is the fault). Evidence
+    for a wrong result's fix, never a charge; the schedule runs them only for a test
+    that failed. (Same shapes as the test: no trace of their own.)"""
     for case in cases:
-        if case.visible and "generic" in rungs:     # (its test's run, bit for bit, but one element)
-            draw = b.draw(case, inputs.stream(b.assignment, case, "generic"), nudged=True)
-            b.add(Run(0, case, "generic", draw, fill=test_fill(b.run_key), probe=NUDGED, variant="nudged"))
+        if not case.visible:
+            continue
+        stream = inputs.stream(b.assignment, case, "generic")
+        if "generic" not in rungs:
+            # The nudged rerun is compared with its generic test's run, bit for bit: where
+            # this grading (a replay of another rung) has none, that run too.
+            b.add(Run(0, case, "generic", b.draw(case, stream), fill=test_fill(b.run_key), probe=NUDGED,
+                      variant="unnudged"))
+        for kind in (NUDGED, STEADY) if draws.steady_period(b.assignment, case) else (NUDGED,):
+            draw = b.draw(case, stream, altered=kind)
+            b.add(Run(0, case, "generic", draw, fill=test_fill(b.run_key), probe=kind, variant=kind))
 
 
-def nudged_run(plan: "Plan", test: Run) -> Run | None:
-    """The nudged rerun of a test's inputs, if the plan has one."""
-    return next((r for r in plan.runs if r.probe == NUDGED and _base(r.draw) == _base(test.draw)), None)
+def altered_run(plan: "Plan", test: Run, kind: str) -> Run | None:
+    """The rerun of a test's inputs altered as ``kind`` says ("": the generic run of the
+    same inputs a nudged rerun is compared with), if the plan has one."""
+    if not kind:
+        same = plan.test_run(test.case.name, "generic")
+        if same is not None and same.draw == test.draw:
+            return same
+    return next((r for r in plan.runs if r.probe in (kind, NUDGED) and r.draw.altered == kind
+                 and _base(r.draw) == _base(test.draw)), None)
 
 
 def _base(d: Draw) -> tuple:
@@ -397,7 +414,7 @@ def merged(plans: list[Plan], redrawn: Callable[[Run], bool]) -> tuple[Plan, lis
     maps: list[dict[Run, Run]] = []
 
     def draw(d: Draw) -> Draw:
-        key = (d.case, d.entropy, d.stream, d.abstract, d.nudged)
+        key = (d.case, d.entropy, d.stream, d.abstract, d.altered)
         if key not in draws:
             sig = signatures.setdefault((d.case.dims, d.case.dtype, d.case.params, d.abstract), len(signatures))
             draws[key] = replace(d, index=len(draws), signature=sig)

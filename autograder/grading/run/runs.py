@@ -40,8 +40,9 @@ class Draw:
     stream: int
     signature: int                      # draws with one signature share one trace
     abstract: bool = False              # shapes only (the production size): never data
-    # The same draw with one input element changed (``draws.nudge``): which outputs move.
-    nudged: bool = False
+    # The same draw altered to explain a wrong result (``draws.ALTERED``): "nudged" (one
+    # element changed: which outputs move), "steady" (every block of the reduction alike).
+    altered: str = ""
 
     @property
     def seed(self) -> list[int]:

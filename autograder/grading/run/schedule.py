@@ -19,7 +19,7 @@ In-order reruns (every grid axis 'arbitrary') are the exception: they exist to
 explain a hang in TPU interpret mode, so they run only for a case whose own run
 hung there, and until one of them hangs too. So are a test's fill reruns
 (``plan.UNWRITTEN``): they explain a wrong output, so they run only for a test
-whose output was wrong, and so is a visible test's nudged rerun (``plan.NUDGED``).
+whose output was wrong, and so are a visible test's altered reruns (``plan.NUDGED``, ``plan.STEADY``).
 """
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ from dataclasses import replace
 from typing import Callable
 
 from ...isolation.outcome import Outcome
-from .plan import NUDGED, UNWRITTEN, Plan, Run, unwritten_tests
+from .plan import NUDGED, STEADY, UNWRITTEN, Plan, Run, unwritten_tests
 
 MAX_HUNG = 2   # hung correctness runs on a rung, none finished, before the rest is not tried
 
@@ -54,7 +54,7 @@ class Schedule:
             if run.in_order and run not in self.outcomes and not self._hung_on_its_case(run):
                 self.outcomes[run] = Outcome("settled", reason="not needed: the case's own run in TPU "
                                              "interpret mode did not hang (or was not run)")
-            if run.probe in (UNWRITTEN, NUDGED) and run not in self.outcomes and not self._a_test_failed(run):
+            if run.probe in (UNWRITTEN, NUDGED, STEADY) and run not in self.outcomes and not self._a_test_failed(run):
                 self.outcomes[run] = Outcome("settled", reason="not needed: the tests on these inputs "
                                              "passed (or produced no output)")
             if run not in self.outcomes:
