@@ -67,3 +67,19 @@ def test_a_prefetch_into_the_slot_in_use_is_one_race_problem_at_the_copys_start(
     assert "Problem 1, Data race [data-race], explained under test 1.2; seen here as depends on uninitialized " \
         "memory [uninitialized-memory]" in fills
     assert "accumulator" not in fills and "program_id" not in fills
+
+
+def test_a_prefetch_started_in_the_slot_in_use_and_waited_for_in_the_other_is_fixed_at_its_start(grade_cli):
+    # The copy of chunk c + 1 goes into slot c % 2 (still being read) and is waited for in slot
+    # (c + 1) % 2: TPU interpret mode hangs, the generic interpreter reads the overwritten chunk.
+    # One problem, at the copy's start, with the slots in the student's names; the generic test
+    # that explains it says what it saw itself.
+    doc, out = grade_cli(corpus("dma_scale") / "prefetch_waited_in_other_slot.py", "dma_scale", "--run-key", "5")
+    assert doc["score"] == 6.0 and all(t for t in tags(doc))
+    first = " ".join(_test(doc, "1.1")["output"].split())
+    assert "At prefetch_waited_in_other_slot.py:29: ``` copy(c + 1, slot).start() ```" in first
+    assert ("Fix: start each copy into the slot its wait names: the copy of x_hbm[64:128] is started into buf[0] at "
+            "prefetch_waited_in_other_slot.py:29, but the .wait() at prefetch_waited_in_other_slot.py:30 waits for it "
+            "in buf[1], where it was never started; start it into buf[1]") in first
+    assert "Seen on this test as wrong result [wrong-result]: 49152 of 49152 outputs are wrong" in first
+    assert "Problems found: 1 " in " ".join(out.split())

@@ -80,6 +80,32 @@ def test_no_fact_without_a_start_of_the_same_copy_or_with_one_on_the_waits_semap
     assert dmas.mismatches(_found(_start(0, 0, 0), _start(0, 0, 1), _wait(0, 0, 2))) == ()
 
 
+def test_a_copy_started_into_another_slot_than_its_wait_names_is_a_slot_mismatch():
+    # The prefetch of chunk 1 goes into slot 0 (still being read); its wait names slot 1.
+    found = _found(_start(0, 0, 0, src=0), _start(1, 0, 0, src=1), _wait(0, 0, 0, src=2), _wait(1, 1, 1, src=3))
+    (m,) = dmas.mismatches(found)
+    assert (m.kind, m.wait.at, m.start.at) == ("slot", 3, 1)
+    assert [dmas.written(r, NAMES) for r in (m.start.dst, m.wait.dst, m.wait.src)] == \
+        ["buf[0]", "buf[1]", "x_hbm[64:128]"]
+    # Started into both slots, or never started at all: which one it meant is not the grader's guess.
+    assert dmas.mismatches(_found(_start(1, 0, 0), _start(1, 1, 0), _wait(1, 2, 1))) == ()
+    assert dmas.mismatches(_found(_start(0, 0, 0), _wait(1, 1, 1))) == ()
+
+
+def test_the_slot_mismatch_is_fixed_at_the_copys_start_in_the_students_names():
+    where = sources.Sources((sources.KernelSource(
+        "k.py:30", "dma_scale", "_kernel", "k.py:11-24",
+        sem_mismatches=(sources.SemMismatch(sources.Place("k.py:23", "dma(c, slot).wait()"),
+                                            sources.Place("k.py:22", "dma(c + 1, slot).start()"), "sem[1]",
+                                            "sem[0]", "buf[1]", "slot", "buf[0]", "x_hbm[64:128]"),)),))
+    found = evidence.fault(_hang(), where)
+    assert (found.what, found.place.where) == ("the copy's start", "k.py:22")
+    assert evidence.fix(_hang(), where) == (
+        "start each copy into the slot its wait names: the copy of x_hbm[64:128] is started into buf[0] at k.py:22, "
+        "but the .wait() at k.py:23 waits for it in buf[1], where it was never started; start it into buf[1] (the "
+        "slot the wait and the reads after it use, not the one still being read)")
+
+
 def test_a_dynamic_index_a_remote_copy_a_nested_dma_or_a_malformed_one_reads_as_no_copies():
     assert _found(_start(0, 0, 0, dynamic=True), _wait(0, 0, 1)) is None
     assert _found(_start(0, 0, 0, remote=_ref(3, [{"leaf": 4}], [2])), _wait(0, 0, 1)) is None

@@ -233,7 +233,21 @@ def _placement(t: TestResult, problems: dict, ctx: Context, maps: dict) -> dict[
                            for first, f in here if not first],
         "also": [_problem_line(p) for first, p in pointers if not first],
         "notes": notes if main_here else [],
+        "own": _own_symptom(t, ctx) if main_here else "",
     }
+
+
+def _own_symptom(t: TestResult, ctx: Context) -> str:
+    """What a correctness test saw itself, where the problem it explains was found by
+    another run (a probe's, another case's): "wrong result [wrong-result]: ...", else ""."""
+    f = t.finding
+    if t.probe is not None or f is None or (f.check == "correctness" and f.case == t.case.name):
+        return ""
+    own = next((o for o in t.others if o.check == "correctness" and o.case == t.case.name and o.rung == t.rung
+                and o.id != f.id), None)
+    if own is None:
+        return ""
+    return f"{own.kind.title.lower()} [{own.id}]: {_finding_view(own, _shows(own, ctx.assignment), ctx)['message']}"
 
 
 def _note(f: Finding, ctx: Context) -> str:

@@ -283,12 +283,18 @@ _KINDS = (
                         "after its data has been read",
             "read-early": "a buffer is read before its copy is waited on (right only when the copy completes "
                           "early): call .wait() on the copy before reading its destination",
-            "hang": "a .wait() that no .start() satisfies: start every copy before waiting on it, and wait on "
-                    "each copy once",
+            "hang": "a .wait() that no .start() satisfies: each wait must name the very copy a .start() before "
+                    "it began (the same source, the same destination slot and the same semaphore: a wait that "
+                    "names another slot or semaphore than its start waits forever), and each copy is waited on "
+                    "once",
             "never-waited": "a copy is started and never waited on: wait on every copy you start before the "
                             "kernel ends",
             "wrong-semaphore": "wait on the semaphore the copy was started with: the .wait() waits on {waits_on} "
                                "for the copy into {copy}, which was started on {started_on} at {start}",
+            "wrong-slot": "start each copy into the slot its wait names: the copy of {source} is started into "
+                          "{started_into} at {start}, but the .wait() at {wait} waits for it in {waits_in}, where "
+                          "it was never started; start it into {waits_in} (the slot the wait and the reads after "
+                          "it use, not the one still being read)",
         },
         explains=("generic", "tpu-interpret"),
         # Data read before its copy lands, or through a semaphore two copies share, is what

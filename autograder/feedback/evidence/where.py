@@ -168,7 +168,8 @@ def _kernel_fault(f: Finding, k: KernelSource, related: Iterable[Finding], sourc
             return Fault("the store", k.stores[0])
         return None
     if f.id == "dma-protocol" and k.sem_mismatches:
-        return Fault("the wait", k.sem_mismatches[0].wait)
+        m = k.sem_mismatches[0]     # (a copy started into the wrong slot: its start is the odd one out)
+        return Fault("the copy's start", m.start) if m.kind == "slot" else Fault("the wait", m.wait)
     if f.id == "dma-protocol" and f.problem == "mode-dependent":
         race = next((r for r in related if r.id == "data-race" and r.case == f.case), None)
         found = _race(race, sources) if race is not None else None

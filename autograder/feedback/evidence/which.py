@@ -55,6 +55,9 @@ def _wrong_semaphore(sources: Sources | None) -> tuple[str, dict] | None:
     if len(kernels) != 1 or not kernels[0].sem_mismatches:
         return None
     m = kernels[0].sem_mismatches[0]
+    if m.kind == "slot":
+        return "wrong-slot", {"source": m.source, "started_into": m.started_into, "start": m.start.where,
+                              "waits_in": m.copy, "wait": m.wait.where}
     return "wrong-semaphore", {"waits_on": m.waits_on, "copy": m.copy, "started_on": m.started_on,
                                "start": m.start.where}
 

@@ -35,7 +35,10 @@ class SemMismatch:
     start: Place         # the .start() of the same copy (source and destination, static indices)
     waits_on: str        # the semaphore as written: "sem[1]"
     started_on: str      # "sem[0]"
-    copy: str            # the copy's destination: "buf[0]"
+    copy: str            # the copy's destination as the wait names it: "buf[0]"
+    kind: str = "semaphore"   # or "slot": the copy was started into another slot (``started_into``)
+    started_into: str = ""    # the start's destination ("slot": "buf[1]")
+    source: str = ""          # what the copy reads: "x_hbm[64:128]"
 
 
 @dataclass(frozen=True)
@@ -398,7 +401,8 @@ class _Reader:
         return self.place(found[0], found[1]) if found is not None else None
 
     def mismatches(self, jaxpr: dict | None, names: list[str]) -> tuple[SemMismatch, ...]:
-        """The kernel's waits on a semaphore their copy was not started with, the first at each line."""
+        """The kernel's waits on a semaphore their copy was not started with, or for a copy
+        started into another slot (``dmas.mismatches``), the first at each line."""
         found = dmas.copies(jaxpr) if jaxpr is not None else None
         if not found:
             return ()
@@ -410,7 +414,8 @@ class _Reader:
             wait, start = (self.place(s[0], s[1]) if s is not None else None for s in (wait, start))
             if wait is not None and start is not None and wait.where not in out:
                 out[wait.where] = SemMismatch(wait, start, dmas.written(m.wait.sem, named),
-                                              dmas.written(m.start.sem, named), dmas.written(m.wait.dst, named))
+                                              dmas.written(m.start.sem, named), dmas.written(m.wait.dst, named),
+                                              m.kind, dmas.written(m.start.dst, named), dmas.written(m.wait.src, named))
         return tuple(out.values())
 
 

@@ -121,8 +121,9 @@ def _hang(r: ProbeResults) -> Finding | None:
                          variant="in-order", problem="hang", limit_s=on_wait.limit_s, interpret_params={},
                          right_in_order=bool(right))
     return r.finding("dma-protocol", f"TPU interpret mode hung with dma_execution_mode='on_wait'{within}: "
-                     "a DMA wait that nothing satisfies (waited before it was started, or more waits "
-                     "than starts)", mode="on_wait", problem="hang", limit_s=on_wait.limit_s)
+                     "a DMA wait that nothing satisfies (waited before it was started, on another slot or "
+                     "semaphore than its start, or more waits than starts)", mode="on_wait", problem="hang",
+                     limit_s=on_wait.limit_s)
 
 
 def _modes(r: ProbeResults) -> Finding | None:

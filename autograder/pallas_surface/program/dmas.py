@@ -47,9 +47,12 @@ class Copy:
 
 @dataclass(frozen=True)
 class Mismatch:
-    """A wait on ``wait.sem`` for the copy ``start`` signalled ``start.sem`` with."""
+    """A wait on ``wait.sem`` for the copy ``start`` signalled ``start.sem`` with
+    ("semaphore"), or a wait for a copy of ``start``'s source into another slot of
+    the same buffer than the one ``start`` copied it into ("slot")."""
     wait: Copy
     start: Copy
+    kind: str = "semaphore"
 
 
 def _params(eqn: dict) -> dict:
@@ -167,7 +170,9 @@ def copies(jaxpr: Any) -> tuple[Copy, ...] | None:
 
 
 def mismatches(found: tuple[Copy, ...]) -> tuple[Mismatch, ...]:
-    """Each wait whose copy was started, and only ever on one other semaphore."""
+    """Each wait whose copy was started, and only ever on one other semaphore; and each
+    wait for a copy never started whose source was copied, only ever, into one other
+    slot of the same buffer (a prefetch into the slot in use, waited for where it belongs)."""
     out = []
     starts = [c for c in found if c.started]
     for w in (c for c in found if not c.started):
@@ -175,6 +180,10 @@ def mismatches(found: tuple[Copy, ...]) -> tuple[Mismatch, ...]:
         sems = {s.sem for s in same}
         if len(sems) == 1 and w.sem not in sems:
             out.append(Mismatch(w, same[0]))
+        elif not same:
+            moved = [s for s in starts if s.src == w.src and s.dst.var == w.dst.var]
+            if len({(s.dst, s.sem) for s in moved}) == 1:
+                out.append(Mismatch(w, moved[0], "slot"))
     return tuple(out)
 
 
