@@ -87,6 +87,29 @@ def test_a_block_narrower_than_a_row_and_a_map_that_follows_the_wrong_axis():
         ("map-misses", [1, 0], [1, 0], [[2, 0]])
 
 
+def test_a_map_stuck_at_block_0_where_the_grid_walks_the_output_should_follow_the_output():
+    # add, 8 x 128 blocks on a grid (3, 2): y's map (i, 0) never moves along dimension 1,
+    # which the grid walks the output's blocks along: not a block to widen, a map to fix.
+    x, y = (np.random.default_rng(s).standard_normal((24, 256)) for s in (3, 4))
+    xin, yin = _op("input 0", (24, 256), (8, 128), 0), _op("input 1", (24, 256), (8, 128), 1)
+    out = _op("output 0", (24, 256), (8, 128), is_output=True)
+    grid = [(i, j) for i in range(3) for j in range(2)]
+    call = CallMap((3, 2), ("parallel", "parallel"), (xin, yin, out), (), True,
+                   (_reads("output 0", "input 0", {b: [b] for b in grid}),
+                    _reads("output 0", "input 1", {(i, j): [(i, 0)] for i, j in grid})))
+    wrong = np.zeros((24, 256), bool)
+    wrong[:, 128:] = True
+    got = _evidence(call, [x, y], np.add, wrong)
+    assert (got["kind"], got["input"], got["output_block"], got["input_block"], got["dim"]) == \
+        ("map-fixed", "input 1", [0, 1], [0, 1], 1)
+    got["name"], got["also"] = "y", []
+    f = Finding.make("wrong-result", "generic", "wrong", case="small", unread_needed=got)
+    assert evidence.reads_fix(f) == (
+        "output block (0, 1) depends on block (0, 1) of y, which no step reads: y's index map never moves along "
+        "dimension 1, while the grid walks the output's blocks along it: make y's index map follow the output's "
+        "there (the same grid axis in the same place as in the output's index map)")
+
+
 def test_too_many_blocks_or_no_returned_call_say_nothing():
     rng = np.random.default_rng(3)
     x, y = rng.standard_normal((256, 384)), rng.standard_normal((384, 256))

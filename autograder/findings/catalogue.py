@@ -86,6 +86,10 @@ _KINDS = (
               "map-misses": "output block {output_block} depends on block {input_block} of {name}, but the steps "
                             "that write it read only {read}{also}: make {name}'s index map give those steps every "
                             "block their output block needs (e.g. follow the reduction axis's step)",
+              "map-fixed": "output block {output_block} depends on block {input_block} of {name}, which no "
+                           "step reads: {name}'s index map never moves along dimension {dim}, while the grid "
+                           "walks the output's blocks along it{also}: make {name}'s index map follow the output's "
+                           "there (the same grid axis in the same place as in the output's index map)",
               # Every wrong row the right row times one number (``compare.scaled_rows``).
               "scaled-rows": "every wrong output row is the right row times one number ({low} to {high}; {rows} of "
                              "{of} rows): what each row is made of is right, only its scale is wrong{divided}",

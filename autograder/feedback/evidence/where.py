@@ -103,7 +103,7 @@ def _never_stored(x: dict) -> bool:
 
 
 # How a wrong output block's unread input block lies (``grading.judge.reads``).
-READS = ("grid-short", "block-narrow", "map-misses")
+READS = ("grid-short", "block-narrow", "map-misses", "map-fixed")
 
 
 def unread(f: Finding, related: Iterable[Finding] = ()) -> dict | None:

@@ -13,7 +13,10 @@ says where the fault is:
 - ``block-narrow``: no step reads it, and the index map never moves along that
   dimension (a block narrower than what each output block needs, e.g. part of a row);
 - ``map-misses``: other steps read it, not those writing this output block (an index
-  map that follows the wrong grid axis).
+  map that follows the wrong grid axis);
+- ``map-fixed``: a ``block-narrow`` whose needed block sits at the output block's own
+  index along a dimension the grid walks the output in blocks (an index map that
+  stays at block 0 where it should follow the output, e.g. ``(i, 0)`` for ``(i, j)``).
 
 Cost: one reference call per input block, at the case's own (small) size, capped at
 ``MAX_CALLS``; only for a visible case's wrong result, once per case.
@@ -129,6 +132,12 @@ def missing(call: CallMap, deps: dict[str, dict[tuple, set]], wrong: list[tuple]
              "also_args": [ops[f[0].input].arg for f in firsts[1:]], "block_shape": list(op.block_shape),
              "array_shape": list(op.array_shape)}
     facts.update(_kind(op, ib, _everything_read(rs)))
+    out = ops[rs.output]
+    if facts["kind"] == "block-narrow" and len(ib) == len(ob) and ib[facts["dim"]] == ob[facts["dim"]] \
+            and len(out.array_shape) == len(ob) and out.array_shape[facts["dim"]] > out.block_shape[facts["dim"]]:
+        # The block it needs sits where the output block does, along a dimension the grid walks
+        # the output: the map should follow the output there, not the block widen.
+        facts["kind"] = "map-fixed"
     return facts
 
 
