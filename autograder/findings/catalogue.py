@@ -121,6 +121,10 @@ _KINDS = (
                      "say: `diagnosis.overflows`); numerics probe (stress inputs)"),
         fix="accumulate in float32 and keep intermediates in a stable range",
         fix_at="body",
+        # A 16-bit scratch ref on the bfloat16 cases (``KernelSource.narrow_scratch``), no 16-bit product.
+        seen={"narrow-scratch": "the scratch {names} declared at {line} is 16-bit on the bfloat16 cases: a sum kept "
+                                "in 16 bits loses its low bits at every step; declare it float32 (pltpu.VMEM(shape, "
+                                "jnp.float32), not the inputs' dtype) and cast once when writing the output"},
         symptom=True,
         hidden="the output has a numerical (precision or overflow) problem",
         chip=("the chip rounds as the interpreters do or worse (its exp, log and tanh were measured less exact than "

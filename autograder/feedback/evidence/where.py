@@ -154,6 +154,8 @@ def _kernel_fault(f: Finding, k: KernelSource, related: Iterable[Finding], sourc
         return Fault("the grid", k.grid_at) if k.grid_at is not None else None
     if f.id == "grid-order-dependence" and f.problem != "hang":
         return Fault("the dimension semantics", k.semantics) if k.semantics is not None else None
+    if f.id == "numerics" and narrow_scratch(x, k):
+        return Fault("the scratch's dtype", k.scratch)
     if (f.id == "compile-reject" and x.get("rule_id") == "matmul-accumulator"
             or f.id == "numerics" and not x.get("nonfinite")) and len(k.narrow_dots) == 1:
         # The one product with a 16-bit result: what the compiler refuses, and the
@@ -182,6 +184,12 @@ def _kernel_fault(f: Finding, k: KernelSource, related: Iterable[Finding], sourc
         if which is not None and which[0] == "input" and which[1] < len(k.in_maps) and k.in_maps[which[1]]:
             return Fault(f"the block spec of input {which[1]}", k.in_maps[which[1]])
     return None
+
+
+def narrow_scratch(x: dict, k: KernelSource) -> bool:
+    """A precision problem (no NaN or Inf) in a kernel whose scratch is 16-bit on some case
+    and whose products are not: the accumulator's dtype is the fault."""
+    return not x.get("nonfinite") and bool(k.narrow_scratch) and not k.narrow_dots and k.scratch is not None
 
 
 def padded_reads(x: dict) -> list[tuple[dict, int]]:

@@ -9,7 +9,7 @@ from typing import Iterable
 from ...findings import CATALOGUE, Finding
 from ...grading.identity.sources import Sources
 from .formula import formula_fix
-from .where import _never_stored, _wrong_dimension, crossed, padded_reads, reset_axis, unread
+from .where import _never_stored, _wrong_dimension, crossed, narrow_scratch, padded_reads, reset_axis, unread
 
 
 def _range(access: dict) -> str:
@@ -156,6 +156,11 @@ def seen(f: Finding, sources: Sources | None = None, related: Iterable[Finding] 
         return length
     if (found := formula_fix(f, sources)) is not None:
         return found
+    if f.id == "numerics" and len(kernels) == 1 and narrow_scratch(x, kernels[0]):
+        k = kernels[0]
+        names = sources.scratch_names(k)
+        named = [names[i] for i in k.narrow_scratch if i < len(names)]
+        return "narrow-scratch", {"names": " and ".join(named) or "ref", "line": k.scratch.where}
     if f.id == "uninitialized-memory":
         found = _uninitialized(f, x)
         gridless = len(kernels) == 1 and not kernels[0].grid

@@ -66,6 +66,7 @@ class KernelSource:
     # The kernel's reductions (max, sum, ...): (axes, the reduced value's rank, line), in order.
     reductions: tuple[tuple[tuple[int, ...], int, Place], ...] = ()
     scratch_refs: tuple[str, ...] = ()       # the kernel's scratch refs' names (what it carries across steps)
+    narrow_scratch: tuple[int, ...] = ()     # scratch refs (their place among them) of a 16-bit dtype
 
 
 @dataclass(frozen=True)
@@ -291,6 +292,18 @@ def _reduction(e: dict) -> tuple[tuple[int, ...], int] | None:
     return (tuple(axes), rank) if all(0 <= a < rank for a in axes) and rank <= 8 else None
 
 
+def _narrow_scratch(jaxpr: dict | None, first: int) -> tuple[int, ...]:
+    """The scratch refs (by place among the scratch) whose dtype is 16-bit, as the document says."""
+    out = []
+    for i, v in enumerate((jaxpr or {}).get("invars", [])[first:]):
+        ref = v.get("aval", {}).get("ref") if isinstance(v, dict) and isinstance(v.get("aval"), dict) else None
+        sa = ref[0].get("sa") if isinstance(ref, list) and ref and isinstance(ref[0], dict) else None
+        dt = sa[1].get("dt") if isinstance(sa, list) and len(sa) > 1 and isinstance(sa[1], dict) else None
+        if dt in NARROW:
+            out.append(i)
+    return tuple(out)
+
+
 def _writes(jaxpr: dict, refs: set, found: list) -> None:
     """Equations that store into ``refs`` (var ids), following them into nested
     jaxprs by position (a cond's branches, a loop's body: their trailing operands)."""
@@ -394,7 +407,7 @@ class _Reader:
             tuple((axis, p) for axis, src in resets.resets(jaxpr) if (p := self._at(src)) is not None),
             resets.semantics(_params(eqn).get("compiler_params")),
             tuple((*r, p) for e in _eqns(eqn["params"]) if (r := _reduction(e)) and (p := self._at(e.get("src")))),
-            tuple(names[nio + nin + nout:]))
+            tuple(names[nio + nin + nout:]), _narrow_scratch(jaxpr, nio + nin + nout))
 
     def _at(self, src: Any) -> Place | None:
         found = self.source(src)
@@ -420,17 +433,18 @@ class _Reader:
 
 
 def with_narrow_dots(found: Sources, others: list[Sources]) -> Sources:
-    """``found`` with the 16-bit products other signatures' programs of the same one
-    kernel have (a bfloat16 case's ``jnp.dot`` is 16-bit, a float32 case's is not)."""
+    """``found`` with the 16-bit products and scratch other signatures' programs of the
+    same one kernel have (a bfloat16 case's ``jnp.dot`` is 16-bit, a float32 case's is
+    not; a scratch of ``x.dtype`` too)."""
     if len(found.kernels) != 1:
         return found
     k = found.kernels[0]
-    dots = dict.fromkeys(k.narrow_dots)
+    dots, scratch = dict.fromkeys(k.narrow_dots), dict.fromkeys(k.narrow_scratch)
     for o in others:
         if len(o.kernels) == 1 and o.kernels[0].call == k.call:
             dots.update(dict.fromkeys(o.kernels[0].narrow_dots))
-    return replace(found, kernels=(replace(k, narrow_dots=tuple(dots)),)) if len(dots) > len(k.narrow_dots) \
-        else found
+            scratch.update(dict.fromkeys(o.kernels[0].narrow_scratch))
+    return replace(found, kernels=(replace(k, narrow_dots=tuple(dots), narrow_scratch=tuple(sorted(scratch))),))
 
 
 def of_program(doc: dict, where: Callable[[str, int], str], text: str = "", file: str = "",
