@@ -360,10 +360,13 @@ def _snippet(t: TestResult, run: Run | None, plan) -> str | None:
         return None
     if t.finding.id == "compile-reject":
         return repro.lowering_snippet(plan.assignment, run.draw.case, run.draw.seed)
-    params = t.finding.facts().get("interpret_params") or run.params_dict
+    facts = t.finding.facts()
+    params = facts.get("interpret_params") or run.params_dict
     rung = run.rung if run.rung in ("generic", "tpu-interpret") else "tpu-interpret"
+    hung = facts.get("limit_s") if t.finding.problem in ("hang", "timeout") and facts.get("phase") != "trace" \
+        and isinstance(facts.get("limit_s"), (int, float)) else None
     return repro.snippet(plan.assignment, run.draw.case, rung, params, run.draw.seed,
-                         run.stress.tolerance if run.stress is not None else None)
+                         run.stress.tolerance if run.stress is not None else None, hung)
 
 
 def problem_fix(p: Problem, findings, ctx: Context) -> fixes.Fix:

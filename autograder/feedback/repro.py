@@ -124,8 +124,9 @@ def _atol(assignment: Assignment, case: Case, tol=None) -> float:
 
 
 def snippet(assignment: Assignment, case: Case, rung: str, params: dict | None = None,
-            seed: list[int] | None = None, tolerance=None) -> str:
-    """``tolerance``: the one the grader used, when not the case dtype's (a stress input's own)."""
+            seed: list[int] | None = None, tolerance=None, hung_s: float | None = None) -> str:
+    """``tolerance``: the one the grader used, when not the case dtype's (a stress input's own);
+    ``hung_s``: the grader's limit this run hung past (the snippet says to expect it)."""
     tol = tolerance or assignment.tolerance(case)
     module = assignment.entry_file[:-3]
     fn = assignment.entry_function
@@ -141,6 +142,9 @@ def snippet(assignment: Assignment, case: Case, rung: str, params: dict | None =
         "",
     ]
     call = f"{fn}({', '.join(names)})"
+    if hung_s is not None:
+        lines += [f"# In the grader this run hung (no result within {hung_s:g} s): expect it to hang here",
+                  "# too, and stop it with Ctrl-C."]
     if rung == "generic":
         lines += ["# The generic interpreter: keep interpret=True in your pallas_call.",
                   f"out = np.asarray({call}, dtype=np.float64)"]

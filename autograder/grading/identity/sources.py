@@ -387,6 +387,7 @@ class _Reader:
         if body:
             (file, name), _n = Counter((s[0], s[2]) for s in body).most_common(1)[0]
             span = _span(self.where, file, sorted({s[1] for s in body if (s[0], s[2]) == (file, name)}))
+            name = name.rpartition(".")[2]     # (a nested function's qualname: 'f.<locals>.step' -> 'step')
         nio, nin, nout = _counts(eqn)
         invars = [v.get("v") for v in (jaxpr or {}).get("invars", []) if isinstance(v, dict)]
         written: list = []
