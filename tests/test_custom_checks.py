@@ -169,7 +169,8 @@ def test_failed_subtests_are_read_typed_and_a_repeated_one_is_said_once():
     # No graded test ran signature 0 here: the repeat names the first failure by its label.
     assert said_once(check.failures, (), ()) == (
         Said("subTest (rung='generic') failed", "Not equal"),
-        Said("subTest (rung='tpu-interpret') failed", None, "subTest (rung='generic') failed", False),
+        Said("subTest (rung='tpu-interpret') failed", None, "subTest (rung='generic') failed", False,
+             "subTest (rung='generic')"),
         Said("subTest (i=2) failed", "other"))
 
 
@@ -274,14 +275,15 @@ def test_checks_run_against_the_rebuilt_kernel_and_merge_into_results(with_check
     assert "Instructor checks: 0 of 1 passed (cost 2 points in C1)." in flat
     assert "[FAIL] C1 ones plus twos, on both interpreters (0/2)" in out
     # Issue 45: one bug, said once. The check's assertion prints once (the other rung's
-    # failure, word for word the same, names the first's test), and the grader's own
+    # failure, word for word the same, names the first and its test), and the grader's own
     # problem on that test's case and rung is named beside it, the check's points untouched.
     for text in (out, c1["output"]):
         assert text.count("Mismatched elements: 4096 / 4096 (100%)") == 1
         flat = " ".join(text.replace("\\", "").split())
         assert ("Likely another view of problem 1, Wrong result [wrong-result] (see test 1.1); this check's points "
                 "stand as the instructor's rubric scores them.") in flat
-        assert "subTest (rung='tpu-interpret') failed: the same failure as on test 1.1, above." in flat
+        assert ("subTest (rung='tpu-interpret') failed: the same failure as subTest (rung='generic') above, on the "
+                "kernel of test 1.1.") in flat
     assert "subTest (rung='generic') failed:\n\n    Not equal to tolerance rtol=1e-07, atol=0\n" in out
     assert wrong["score"] == 0 and c1["max_score"] == 2
     # The TA site links both references in the check's Markdown, as it does a test's.
@@ -290,8 +292,8 @@ def test_checks_run_against_the_rebuilt_kernel_and_merge_into_results(with_check
     # On the page, each test it names is a link to that test.
     proc = run_cli("grade", str(corpus("add") / "wrong_formula.py"), "-a", "add", "--assignments",
                    str(with_checks), "--format", "html")
-    assert ('<p>subTest (rung=&#39;tpu-interpret&#39;) failed: the same failure as on '
-            '<a href="#test-1.1">test 1.1</a>, above.</p>') in proc.stdout
+    assert ('<p>subTest (rung=&#39;tpu-interpret&#39;) failed: the same failure as subTest (rung=&#39;generic&#39;) '
+            'above, on the kernel of <a href="#test-1.1">test 1.1</a>.</p>') in proc.stdout
     assert '(see <a href="#test-1.1">test 1.1</a>)' in proc.stdout
 
 

@@ -20,6 +20,7 @@ class Said:
     message: str | None                 # None: word for word an earlier failure's
     same_as: str = ""                   # that failure's test number (``same_as_test``), else its label
     same_as_test: bool = False
+    first: str = ""                     # the earlier failure's own label ("subTest (rung='generic') failed")
     problem: Problem | None = None      # the grader's problem charged on the test whose kernel it ran
     test: str = ""                      # that test's number
 
@@ -28,14 +29,14 @@ def said_once(failures: tuple[SubFailure, ...], tests: tuple[TestResult, ...],
               problems: tuple[Problem, ...]) -> tuple[Said, ...]:
     keyed = {p.key: p for p in problems}
     out: list[Said] = []
-    first: dict[str, tuple[str, bool]] = {}
+    first: dict[str, tuple[str, bool, str]] = {}
     for f in failures:
         test = _test_of(f, tests)
         if f.message in first:
-            same, is_test = first[f.message]
-            out.append(Said(f.label, None, same, is_test))
+            same, is_test, label = first[f.message]
+            out.append(Said(f.label, None, same, is_test, label.removesuffix(" failed")))
             continue
-        first[f.message] = (test.number, True) if test is not None else (f.label, False)
+        first[f.message] = (test.number, True, f.label) if test is not None else (f.label, False, f.label)
         p = keyed.get(key_of(test.finding)) if test is not None and test.charges else None
         out.append(Said(f.label, f.message.strip("\n"), problem=p, test=test.number if p else ""))
     return tuple(out)
