@@ -69,6 +69,7 @@ def test_a_prefetch_into_the_slot_in_use_is_one_race_problem_at_the_copys_start(
     assert "accumulator" not in fills and "program_id" not in fills
 
 
+@pytest.mark.releases
 def test_a_prefetch_started_in_the_slot_in_use_and_waited_for_in_the_other_is_fixed_at_its_start(grade_cli):
     # The copy of chunk c + 1 goes into slot c % 2 (still being read) and is waited for in slot
     # (c + 1) % 2: TPU interpret mode hangs, the generic interpreter reads the overwritten chunk.

@@ -123,6 +123,7 @@ def test_the_nudge_changes_one_element_of_the_first_float_array_exactly_in_its_d
 
 
 @pytest.mark.grading
+@pytest.mark.releases
 def test_a_row_max_down_the_block_is_placed_at_its_line_through_the_cli(grade_cli):
     doc, out = grade_cli(corpus("softmax") / "row_max_over_block.py", "softmax", "--run-key", "5")
     assert tags(doc) == [["wrong-result"]] * 12 and doc["score"] == 7.0      # the score is the comparison's

@@ -79,6 +79,7 @@ def test_the_fix_names_every_carried_update_and_one_update_holds_the_fault():
 
 
 @pytest.mark.grading
+@pytest.mark.releases
 def test_an_accumulator_not_rescaled_names_what_the_steps_carry_through_the_cli(grade_cli):
     doc, out = grade_cli(CORPUS / "acc_not_rescaled.py", "flash_attention", "--run-key", "5")
     assert tags(doc) == [["wrong-result"]] * 10 and doc["score"] == 8.0      # the score is the comparison's
