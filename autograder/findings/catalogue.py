@@ -125,6 +125,10 @@ _KINDS = (
         seen={"narrow-scratch": "the scratch {names} declared at {line} is 16-bit on the bfloat16 cases: a sum kept "
                                 "in 16 bits loses its low bits at every step; declare it float32 (pltpu.VMEM(shape, "
                                 "jnp.float32), not the inputs' dtype) and cast once when writing the output"},
+        chip_seen={"narrow-scratch": "a real v5e kept the corpus's bfloat16 scratch accumulator (flash attention) "
+                                     "within the tolerance at the graded inputs where the interpreters did not: "
+                                     "what a 16-bit sum loses depends on its length and the chip's rounding "
+                                     "(latent: the charge stands)"},
         symptom=True,
         hidden="the output has a numerical (precision or overflow) problem",
         chip=("the chip rounds as the interpreters do or worse (its exp, log and tanh were measured less exact than "
