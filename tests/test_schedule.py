@@ -77,6 +77,16 @@ def test_a_reduction_assignment_also_reruns_a_visible_test_with_every_reduction_
     assert all(r.draw.altered == "steady" and r.rung == "generic" for r in steady)
     assert {r.draw.signature for r in steady} <= {t.draw.signature for t in plan.correctness()}   # no new trace
     assert not [r for r in planning.build(a, a.cases, a.rungs, 7).runs if r.probe]     # (no probes: none)
+    # Last in the plan (they never hold up a run that scores), and once: the first failing case's.
+    assert plan.runs[-len(steady) - len([r for r in plan.runs if r.probe == planning.NUDGED]):] == tuple(
+        r for r in plan.runs if r.probe in (planning.NUDGED, planning.STEADY))
+    failing = {c.name for c in a.cases if c.visible}
+    s = Schedule(plan, child_inputs=lambda r: [], expected_shape=lambda r: None,
+                 test_failed=lambda run, o: run.case.name in failing)
+    ran = [r for r in _drain(s, lambda r: Outcome("ok", output=np.zeros(1)))
+           if r.probe in (planning.NUDGED, planning.STEADY)]
+    first = next(c for c in a.cases if c.visible)
+    assert {r.case for r in ran} == {first} and {r.probe for r in ran} == {planning.NUDGED, planning.STEADY}
 
 
 def test_an_in_order_rerun_follows_a_hang_on_its_case_only():

@@ -222,9 +222,10 @@ def build(assignment: Assignment, cases: tuple[Case, ...], rungs: tuple[str, ...
                       races=on, capture=on))
     if with_probes:
         _unwritten(b, cases, rungs)
-        _altered(b, cases, rungs)
     for probe, case, v in [p for p in planned if p[2].rung != "static"]:
         _add_variant(b, probe, case, v)
+    if with_probes:     # (last: words for a fix never hold up a run that scores)
+        _altered(b, cases, rungs)
     checks = _checks(b, rungs) if with_probes and assignment.checks and not replay else None
     whole = _planned(assignment, assignment.cases, planners, run_key) if with_probes and replay else []
     return Plan(assignment, run_key, tuple(cases), tuple(rungs),

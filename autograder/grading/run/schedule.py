@@ -57,6 +57,9 @@ class Schedule:
             if run.probe in (UNWRITTEN, NUDGED, STEADY) and run not in self.outcomes and not self._a_test_failed(run):
                 self.outcomes[run] = Outcome("settled", reason="not needed: the tests on these inputs "
                                              "passed (or produced no output)")
+            if run.probe in (NUDGED, STEADY) and run not in self.outcomes and self._said_before(run):
+                self.outcomes[run] = Outcome("settled", reason="not needed: an earlier case's rerun of this kind "
+                                             "already gave the fix its evidence")
             if run not in self.outcomes:
                 return run
             self._queue.pop(0)
@@ -68,6 +71,12 @@ class Schedule:
             return False
         return any(t in self.outcomes and self.outcomes[t].output is not None
                    and self._test_failed(t, self.outcomes[t]) for t in unwritten_tests(self.plan, run))
+
+    def _said_before(self, run: Run) -> bool:
+        """An altered rerun of the same kind already ran on an earlier case (a problem's
+        fix is said once, from the first case it is explained on: one case's evidence)."""
+        return any(r.probe == run.probe and r.case != run.case and r in self.outcomes and self.outcomes[r].ran
+                   for r in self.plan.runs)
 
     def _hung_on_its_case(self, run: Run) -> bool:
         """The case's correctness run on the same rung hung (correctness runs go first)."""
