@@ -145,7 +145,10 @@ def test_a_replay_of_a_test_tied_to_another_cases_evidence_shows_the_same_proble
     # The same test number, the same problem explained under the same test, the same fix.
     assert "[FAIL] 3.1 logits-f32-b2-s384-d64 · generic interpreter (0/1): problem 1, see 1.1" in flat
     assert "Depends on uninitialized memory [uninitialized-memory], problem 1:" in flat and f"Fix: {fix}." in flat
-    assert "1. Depends on uninitialized memory [uninitialized-memory]: cost" in flat and "[wrong-result]" not in flat
+    assert "1. Depends on uninitialized memory [uninitialized-memory]: cost" in flat and "Problems found: 1 " in flat
+    # (The test that explains it says what it saw itself, as the whole grading's does: no problem of its own.)
+    assert "Wrong result [wrong-result], problem" not in flat and "2. Wrong result" not in flat
+    assert flat.count("[wrong-result]") == " ".join(tests["1.1"]["output"].split()).count("[wrong-result]")
     # A replay's score counts only what it ran: the tests of both cases, named as such.
     assert "A replay of tests 1.1, 1.2, 3.1, 3.2 only" in flat and "This replay is not your grade." in flat
 
