@@ -426,10 +426,10 @@ def _with_altered(plan: Plan, run: Run, f: Finding, outcome: Outcome, outcomes, 
     reference's stayed put (``compare.mixed_axes``: the axis the kernel mixes), and a
     right answer when every block of the reduction is alike (what carries between steps)."""
     # (The nudged rerun against the generic run of the same inputs, whichever rung the test ran on.)
-    reruns = {kind: o.output for kind in ("", planning.NUDGED, planning.STEADY)
-              if (r := planning.altered_run(plan, run, kind)) is not None
-              and (o := outcomes.get(r)) is not None and o.output is not None}
-    runs = {kind: planning.altered_run(plan, run, kind) for kind in reruns}
+    runs = {kind: r for kind in ("", planning.NUDGED, planning.STEADY)
+            if (r := planning.altered_run(plan, run, kind)) is not None
+            and (o := outcomes.get(r)) is not None and o.output is not None}
+    reruns = {kind: outcomes[r].output for kind, r in runs.items()}
     try:
         if "" in reruns and planning.NUDGED in reruns:
             mixed = mixed_axes(reruns[""], reruns[planning.NUDGED], store[run.draw], store[runs[planning.NUDGED].draw])

@@ -127,7 +127,7 @@ class Sources:
         """Every store into one of ``names`` (scratch refs) outside a block that runs at a
         first step only (a function under ``pl.when(... == 0)``: the reset): what a step
         hands the next, as (ref, line), in line order. From the text alone."""
-        tree, joined = _module(self.text)
+        tree, _joined = _module(self.text)
         if tree is None:
             return ()
         resets = [range(n.lineno, (n.end_lineno or n.lineno) + 1) for n in ast.walk(tree)

@@ -7,6 +7,7 @@ numpy reference, here in the parent, from exactly the values the kernel gets.
 from __future__ import annotations
 
 import importlib.util
+import math
 from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
@@ -90,10 +91,14 @@ class DrawStore(Mapping):
         self._refs: dict[Draw, np.ndarray] = {}
 
     def nudged_input(self, draw: Draw) -> tuple[str, list[int]] | None:
-        """The input a nudged draw changes and the element's index, else None."""
-        made = inputs.make(self.assignment, draw.case, draw.seed)
-        i = _nudged_at(made)
-        return None if i is None else (made[i].name, [0] * made[i].array.ndim)
+        """The input a nudged draw changes (``nudge``'s rule, read from the spec: nothing is
+        drawn again) and the element's index, else None."""
+        a = self.assignment
+        for spec in a.inputs:
+            shape = a.shape(spec.shape, draw.case) if spec.kind == "array" else ()
+            if spec.kind == "array" and a.dtype_of(spec.dtype, draw.case) != "int32" and math.prod(shape):
+                return spec.name, [0] * len(shape)
+        return None
 
     def _make(self, draw: Draw):
         made = inputs.make(self.assignment, draw.case, draw.seed)
