@@ -1098,3 +1098,58 @@ def test_dma_start_and_wait_carry_src_dst_and_the_semaphore_they_signal_in_their
         (m,) = k.sem_mismatches      # both waits are at one line: the first is shown
         assert (m.waits_on, m.started_on, m.copy) == ("sem[1]", "sem[0]", "buf[0]")
         assert m.wait.where.startswith("test_canaries.py:") and m.start.where.startswith("test_canaries.py:")
+
+
+def _loop_waits_on(other_slot: bool):
+    """Three chunks double-buffered in a fori_loop, each index a traced value (``c % 2``,
+    ``1 - slot``, a ``pl.when`` around the prefetch); each wait on its slot's semaphore or the other's."""
+    def kernel(x_hbm, o_ref, buf, sem):
+        def copy(c, slot, s):
+            return pltpu.make_async_copy(x_hbm.at[pl.ds(c * 8, 8)], buf.at[slot], sem.at[s])
+        copy(0, 0, 0).start()
+
+        def step(c, carry):
+            slot = c % 2
+
+            @pl.when(c + 1 < 3)
+            def _():
+                copy(c + 1, 1 - slot, 1 - slot).start()
+            copy(c, slot, 1 - slot if other_slot else slot).wait()
+            o_ref[pl.ds(pl.multiple_of(c * 8, 8), 8), :] = buf[slot]
+            return carry
+        jax.lax.fori_loop(0, 3, step, 0)
+
+    def f(x):
+        return pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),
+                              in_specs=[pl.BlockSpec(memory_space=pl.ANY)],
+                              out_specs=pl.BlockSpec(x.shape, lambda: (0, 0)),
+                              scratch_shapes=[pltpu.VMEM((2, 8, 128), jnp.float32),
+                                              pltpu.SemaphoreType.DMA((2,))])(x)
+    return f
+
+
+def test_a_fori_loops_dmas_are_read_step_by_step_from_its_scan_jit_and_cond():
+    """pallas_surface/program/unroll.py evaluates a kernel's integer arithmetic: a fori_loop's
+    scan (its ``length``, the carry as the body's outputs, or 0.10.2's ``num_carry``), ``jnp``'s
+    ``%`` as a jit of ``rem`` with 0-d array literals, and ``pl.when`` as a cond on a converted
+    bool. Every copy of the loop is read with numbers for indices; the wait on the next slot's
+    semaphore is caught at its line, and none in the right kernel."""
+    import json
+
+    from autograder.grading.identity import sources
+    from autograder.pallas_surface.program import dmas, schema, serial, unroll
+    x = jnp.zeros((24, 128), jnp.float32)
+    for other_slot in (False, True):
+        traced = rung.trace(_loop_waits_on(other_slot), [x])
+        doc = schema.loads(json.dumps(serial.encode(traced, {__file__})).encode())
+        call = next(e for e in sources._eqns(doc["program"]) if e["p"] == "pallas_call")
+        kernel = unroll._jaxpr_of(dict(p for p in call["params"] if p[0] == "jaxpr")["jaxpr"])
+        found = dmas.copies(kernel)
+        assert found is not None and [c.started for c in found] == [True, True, False, True, False, False]
+        (k,) = sources.of_program(doc, lambda f, line: f"{f.rsplit('/', 1)[-1]}:{line}").kernels
+        if not other_slot:
+            assert k.sem_mismatches == ()
+            continue
+        (m,) = k.sem_mismatches
+        assert (m.waits_on, m.started_on, m.copy) == ("sem[1]", "sem[0]", "buf[0]")
+        assert m.wait.where.startswith("test_canaries.py:")

@@ -84,3 +84,17 @@ def test_a_prefetch_started_in_the_slot_in_use_and_waited_for_in_the_other_is_fi
             "in buf[1], where it was never started; start it into buf[1]") in first
     assert "Seen on this test as wrong result [wrong-result]: 49152 of 49152 outputs are wrong" in first
     assert "Problems found: 1 " in " ".join(out.split())
+
+
+@pytest.mark.releases
+def test_a_loops_wait_on_the_next_slots_semaphore_is_fixed_at_its_wait(grade_cli):
+    # A fori_loop's indices are traced values (c % 2, 1 - slot): the grader evaluates the loop's
+    # integer arithmetic step by step to see the wait name sems[1] for the copy started on sems[0].
+    doc, out = grade_cli(corpus("dma_scale") / "fori_wait_on_next_slot_semaphore.py", "dma_scale", "--run-key", "5")
+    assert doc["score"] == 11.0 and tags(doc) == [[], ["dma-protocol"]] * 4
+    first = " ".join(_test(doc, "1.2")["output"].split())
+    assert "At fori_wait_on_next_slot_semaphore.py:38: ``` fetch(c, slot, sems.at[next_slot]).wait() ```" in first
+    assert ("Fix: wait on the semaphore the copy was started with: the .wait() waits on sems[1] for the copy into "
+            "buf[0], which was started on sems[0] at fori_wait_on_next_slot_semaphore.py:28.") in first
+    assert "start every copy before waiting" not in first
+    assert "Problems found: 1 " in " ".join(out.split())

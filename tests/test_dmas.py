@@ -11,7 +11,7 @@ from autograder.feedback import evidence, fixes
 from autograder.findings import Finding
 from autograder.grading import assignments
 from autograder.grading.identity import sources
-from autograder.pallas_surface.program import dmas
+from autograder.pallas_surface.program import dmas, unroll
 
 DOCUMENTS = Path(__file__).resolve().parent / "documents"
 CORPUS = Path(__file__).resolve().parent.parent / "assignments" / "dma_scale" / "corpus"
@@ -110,8 +110,13 @@ def test_a_dynamic_index_a_remote_copy_a_nested_dma_or_a_malformed_one_reads_as_
     assert _found(_start(0, 0, 0, dynamic=True), _wait(0, 0, 1)) is None
     assert _found(_start(0, 0, 0, remote=_ref(3, [{"leaf": 4}], [2])), _wait(0, 0, 1)) is None
     assert _found(_start(0, 0, 0), _wait(0, 0, 1, is_wait_send=True)) is None
+    # A loop whose form is not a loop's (no length, no body's invars) is not guessed at.
     loop = {"p": "scan", "in": [], "out": [], "params": [["jaxpr", {"jx": {"eqns": [_start(0, 0, 0)]}}]]}
     assert _found(loop, _wait(0, 0, 1)) is None
+    # A DMA under an equation the reader does not enter, or a branch chosen by a value read from memory.
+    other = {"p": "custom_thing", "in": [], "out": [], "params": [["jaxpr", {"jx": {"eqns": [_start(0, 0, 0)]}}]]}
+    assert _found(other, _wait(0, 0, 1)) is None
+    assert _found(_cond({"v": 77}, [_start(0, 0, 0)]), _wait(0, 0, 1)) is None
     broken = _wait(0, 0, 1)
     broken["params"][-1][1]["tree"][1]["t"] = [None] * 5
     assert _found(_start(0, 0, 0), broken) is None
@@ -186,3 +191,126 @@ def test_the_solutions_document_with_one_wait_moved_to_the_other_semaphore_is_ca
     (m,) = where.kernels[0].sem_mismatches
     assert (m.waits_on, m.started_on, m.copy) == ("sem[1]", "sem[0]", "buf[0]")
     assert m.wait.where == "dma_scale.py:{}".format(doc["sources"][waits[0]["src"]][1])
+
+
+# ---- loops, branches and the grid, evaluated on integers (pallas_surface/program/unroll.py) -------
+
+C, SLOT, NEXT, PRED = 30, 31, 32, 33     # a loop body's counter and the values computed from it
+
+
+def _eq(p, ins, out, src=None, **params):
+    return {"p": p, "in": ins, "out": [{"v": out}] if out is not None else [],
+            "params": [[k, v] for k, v in params.items()], "src": src}
+
+
+def _v(n):
+    return {"v": n}
+
+
+def _body_dma(p, chunk_var, slot_var, sem_var, src):
+    """x_hbm.at[chunk*64:+64] -> buf.at[slot] on sem.at[sem], every index a variable."""
+    e = _dma(p, 0, 0, 0, src=src, **({"add": False} if p == "dma_start" else {"is_wait_send": False}))
+    tree = e["params"][-1][1]["tree"][1]["t"]
+    tree[0]["dc"][1][1][1]["t"][0]["dc"][1][0][1]["t"][0] = _slice({"leaf": 5}, 64)
+    e["in"] = [_v(X), _v(BUF), _v(slot_var), _v(SEM), _v(sem_var), _v(chunk_var)]
+    return e
+
+
+def _cond(index, eqns, operands=()):
+    branch = {"cjx": {"jaxpr": {"invars": list(operands), "eqns": eqns, "outvars": []}, "consts": []}}
+    return {"p": "cond", "in": [index, *operands], "out": [], "params": [["branches", {"t": [
+        {"cjx": {"jaxpr": {"invars": list(operands), "eqns": [], "outvars": []}, "consts": []}}, branch]}]]}
+
+
+def _rem2(src_var, out):
+    """``c % 2`` as jnp writes it: a jit whose inner jaxpr holds the rem (a literal as a 0-d array)."""
+    two = {"lit": {"a": ["int32", [], "AgAAAA=="]}}
+    inner = {"invars": [{"v": 90}], "eqns": [_eq("rem", [_v(90), two], 91)], "outvars": [_v(91)]}
+    return _eq("jit", [_v(src_var)], out, jaxpr={"cjx": {"jaxpr": inner, "consts": []}})
+
+
+def _loop(n, wait_sem_var):
+    """fori_loop(0, n): start chunk c + 1 into the other slot (on its semaphore) when c + 1 < n,
+    then wait for chunk c in its slot on ``wait_sem_var``; after a first start of chunk 0."""
+    start = _body_dma("dma_start", 40, NEXT, NEXT, src=1)
+    body = {"invars": [_v(X), _v(BUF), _v(SEM), _v(C)], "outvars": [_v(39)], "eqns": [
+        _eq("add", [_v(C), _lit(1)], 39),
+        _rem2(C, SLOT),
+        _eq("sub", [_lit(1), _v(SLOT)], NEXT),
+        _eq("lt", [_v(39), _lit(n)], PRED),
+        _eq("convert_element_type", [_v(PRED)], 34, new_dtype={"dt": "int32"}),
+        _eq("mul", [_v(39), _lit(64)], 40),
+        _cond(_v(34), [start], [_v(X), _v(BUF), _v(SEM), _v(40), _v(NEXT)]),
+        _eq("mul", [_v(C), _lit(64)], 41),
+        _body_dma("dma_wait", 41, SLOT, wait_sem_var, src=2)]}
+    return [_start(0, 0, 0, src=0),
+            {"p": "scan", "in": [_v(X), _v(BUF), _v(SEM), _lit(0)], "out": [{"v": 50}],
+             "params": [["jaxpr", {"cjx": {"jaxpr": body, "consts": []}}], ["length", n], ["reverse", False]]}]
+
+
+def test_a_loops_waits_are_read_step_by_step_and_a_wait_on_the_next_slots_semaphore_is_caught():
+    kernel = {"invars": [_v(X), _v(BUF), _v(SEM)], "eqns": _loop(3, NEXT)}
+    found = dmas.copies(kernel)
+    assert [(c.started, c.src.index[0][0][0], c.dst.index[0][0], c.sem.index[0][0]) for c in found] == [
+        (True, 0, 0, 0), (True, 64, 1, 1), (False, 0, 0, 1), (True, 128, 0, 0), (False, 64, 1, 0),
+        (False, 128, 0, 1)]
+    first = dmas.mismatches(found)[0]
+    assert (first.kind, first.wait.at, first.start.at) == ("semaphore", 2, 0)
+    assert [dmas.written(r, NAMES) for r in (first.wait.sem, first.start.sem, first.wait.dst)] == \
+        ["sem[1]", "sem[0]", "buf[0]"]
+    # The same loop waiting on its own slot's semaphore: every copy read, no mismatch.
+    right = dmas.copies({"invars": [_v(X), _v(BUF), _v(SEM)], "eqns": _loop(3, SLOT)})
+    assert len(right) == 6 and dmas.mismatches(right) == ()
+
+
+def test_the_grid_a_while_loop_and_the_budget():
+    # program_id on a (2,) grid: one start and one wait per grid point, in order.
+    kernel = {"invars": [_v(X), _v(BUF), _v(SEM)], "eqns": [
+        _eq("program_id", [], C, axis=0), _eq("mul", [_v(C), _lit(64)], 40), _eq("rem", [_v(C), _lit(2)], SLOT),
+        _body_dma("dma_start", 40, SLOT, SLOT, src=0), _body_dma("dma_wait", 40, SLOT, SLOT, src=1)]}
+    found = dmas.copies(kernel, (2,))
+    assert [(c.started, c.src.index[0][0][0], c.sem.index[0][0]) for c in found] == \
+        [(True, 0, 0), (False, 0, 0), (True, 64, 1), (False, 64, 1)]
+    assert dmas.copies(kernel, ()) is None              # no grid: program_id is unknown, so is the index
+    assert dmas.copies(kernel, (unroll.POINTS + 1,)) is None
+    # A while loop counting to 2 around a start and its wait.
+    cond = {"invars": [_v(60)], "eqns": [_eq("lt", [_v(60), _lit(2)], 61)], "outvars": [_v(61)]}
+    body = {"invars": [_v(X), _v(BUF), _v(SEM), _v(C)], "outvars": [_v(39)], "eqns": [
+        _eq("add", [_v(C), _lit(1)], 39), _eq("mul", [_v(C), _lit(64)], 40),
+        _body_dma("dma_start", 40, C, C, src=0), _body_dma("dma_wait", 40, C, C, src=1)]}
+    loop = {"p": "while", "in": [_v(X), _v(BUF), _v(SEM), _lit(0)], "out": [{"v": 70}], "params": [
+        ["cond_jaxpr", {"cjx": {"jaxpr": cond, "consts": []}}], ["body_jaxpr", {"cjx": {"jaxpr": body, "consts": []}}],
+        ["cond_nconsts", 0], ["body_nconsts", 3]]}
+    assert len(dmas.copies({"invars": [_v(X), _v(BUF), _v(SEM)], "eqns": [loop]})) == 4
+    # A loop that never ends (or runs past the budget) reads as no fact, quickly.
+    endless = copy.deepcopy(loop)
+    endless["params"][0][1]["cjx"]["jaxpr"]["eqns"][0] = _eq("ge", [_v(60), _lit(0)], 61)
+    assert dmas.copies({"invars": [_v(X), _v(BUF), _v(SEM)], "eqns": [endless]}) is None
+    long = {"invars": [_v(X), _v(BUF), _v(SEM)], "eqns": _loop(unroll.STEPS, SLOT)}
+    assert dmas.copies(long) is None
+    # A counter squared every step stays a bounded number (unknown past 2**40), never a huge int.
+    assert unroll._bounded(2 ** 41) is None and unroll._bounded(-5) == -5
+
+
+def test_a_stand_in_wait_says_nothing_of_slots():
+    """A wait needs only its semaphore and its copy's size: one naming chunk 0 for every slot
+    (a loop's stand-in), or the last chunk in another slot after its own wait, is no slot fact."""
+    stand_in = _found(_start(0, 0, 0), _start(1, 1, 1), _wait(0, 0, 0, src=5), _wait(0, 1, 1, src=5))
+    assert dmas.mismatches(stand_in) == ()
+    balanced = _found(_start(0, 0, 0), _start(1, 1, 1), _wait(0, 0, 0), _wait(1, 1, 1), _start(2, 0, 0),
+                      _wait(2, 0, 0), _start(3, 1, 1), _wait(2, 1, 1, src=9))
+    assert dmas.mismatches(balanced) == ()
+
+
+def test_the_traced_loop_kernel_is_fixed_at_its_wait():
+    """The fifth read's kernel (a fori_loop; corpus fori_wait_on_next_slot_semaphore.py), as the
+    tracer wrote it: the wait at line 38 on sems[1] for buf[0], started on sems[0] at line 28."""
+    where = _sources("dma_scale-fori_wait_on_next_slot_semaphore.json", "fori_wait_on_next_slot_semaphore.py")
+    (m,) = where.kernels[0].sem_mismatches
+    assert (m.wait.where, m.start.where, m.waits_on, m.started_on, m.copy) == \
+        ("fori_wait_on_next_slot_semaphore.py:38", "fori_wait_on_next_slot_semaphore.py:28", "sems[1]",
+         "sems[0]", "buf[0]")
+    assert m.wait.text == "fetch(c, slot, sems.at[next_slot]).wait()"
+    assert evidence.fix(_hang(), where) == (
+        "wait on the semaphore the copy was started with: the .wait() waits on sems[1] for the copy into buf[0], "
+        "which was started on sems[0] at fori_wait_on_next_slot_semaphore.py:28")

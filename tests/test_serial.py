@@ -19,7 +19,7 @@ REPO = Path(__file__).resolve().parent.parent
 # Kernels that cannot be traced or run in a test process: they hang, exit or hog memory.
 # (chunks_from_wrong_axis.py slices past its array at the first case: JAX refuses it while tracing.)
 UNRUNNABLE = {"infinite_loop.py", "dma_wait_before_start.py", "dma_wrong_semaphore.py", "memory_hog.py",
-              "prefetch_waited_in_other_slot.py",
+              "prefetch_waited_in_other_slot.py", "fori_wait_on_next_slot_semaphore.py",
               "chunks_from_wrong_axis.py",
               "os_exit_in_call.py", "exits_at_import.py", "raises_in_kernel.py", "wrong_arity.py", "import_error.py",
               "syntax_error.py", "missing_function.py"}

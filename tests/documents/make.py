@@ -23,6 +23,7 @@ KERNELS = (
     ("dma_scale", "solutions/dma_scale.py", 0),
     ("dma_scale", "assignments/dma_scale/corpus/kernel_two_cores.py", 0),
     ("dma_scale", "assignments/dma_scale/corpus/dma_wrong_semaphore.py", 0),     # a wait on another semaphore
+    ("dma_scale", "assignments/dma_scale/corpus/fori_wait_on_next_slot_semaphore.py", 0),   # the same in a loop
     ("add", "assignments/add/corpus/scalar_prefetch_order.py", 0),
     ("matmul", "assignments/matmul/corpus/emit_pipeline_k.py", 0),
     ("add", "assignments/add/corpus/fori_loop_rows.py", 0),

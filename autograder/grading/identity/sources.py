@@ -403,7 +403,7 @@ class _Reader:
             tuple(at(n) for n in lines.out_maps) if lines else (), at(lines.scratch) if lines else None,
             self.places(written), self.places(e.get("src") for e in _eqns(eqn["params"]) if e["p"] == "dma_start"),
             tuple(names[nio:nio + nin + nout]) if len(names) >= nio + nin + nout else (), nin, _cores(eqn),
-            _grid(eqn), self.mismatches(jaxpr, names),
+            _grid(eqn), self.mismatches(jaxpr, names, _grid(eqn)),
             self.places(e.get("src") for e in _eqns(eqn["params"]) if _narrow_dot(e)),
             tuple((axis, p) for axis, src in resets.resets(jaxpr) if (p := self._at(src)) is not None),
             resets.semantics(_params(eqn).get("compiler_params")),
@@ -414,10 +414,10 @@ class _Reader:
         found = self.source(src)
         return self.place(found[0], found[1]) if found is not None else None
 
-    def mismatches(self, jaxpr: dict | None, names: list[str]) -> tuple[SemMismatch, ...]:
+    def mismatches(self, jaxpr: dict | None, names: list[str], grid: tuple[int, ...]) -> tuple[SemMismatch, ...]:
         """The kernel's waits on a semaphore their copy was not started with, or for a copy
         started into another slot (``dmas.mismatches``), the first at each line."""
-        found = dmas.copies(jaxpr) if jaxpr is not None else None
+        found = dmas.copies(jaxpr, grid) if jaxpr is not None else None
         if not found:
             return ()
         invars = [v.get("v") for v in jaxpr.get("invars", []) if isinstance(v, dict)]

@@ -10,17 +10,20 @@ when the index is static). A local copy's wait waits on ``dst_sem``, the same
 slot its start signals (0.12's ``is_wait_send`` and 0.10.2's
 ``insert_dummy_device`` mark the remote, swapped form, left out here).
 
-A wait whose copy (the same source and destination, at the same static indices)
-was started only on another semaphore is a fact: ``mismatches``. Anything else (a
-dynamic index, a remote copy, a DMA in a nested jaxpr, a field of another form)
-gives no fact. The document is the tracer's claim: every read checks its form
-and a malformed one reads as nothing, never as an exception.
+A wait whose copy (the same source and destination, at the same indices) was
+started only on another semaphore is a fact: ``mismatches``. The indices are numbers:
+a loop's or the grid's are evaluated step by step (``unroll``). Anything else (an
+index read from memory, a remote copy, a branch on data, a field of another form)
+gives no fact. The document is the tracer's claim: every read checks its form and a
+malformed one reads as nothing, never as an exception.
 """
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
 from typing import Any
+
+from . import unroll
 
 DMA = ("dma_start", "dma_wait")
 NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,40}")
@@ -134,54 +137,40 @@ def copy_of(eqn: dict) -> Copy | None:
     return Copy(eqn["p"] == "dma_start", *refs, eqn.get("src"))
 
 
-def _nested(eqn: dict) -> bool:
-    """Whether a DMA primitive is anywhere under ``eqn``'s parameters."""
-    stack = [eqn.get("params")]
-    while stack:
-        v = stack.pop()
-        if isinstance(v, dict):
-            if v.get("p") in DMA:
-                return True
-            stack.extend(v.values())
-        elif isinstance(v, list):
-            stack.extend(v)
-    return False
-
-
-def copies(jaxpr: Any) -> tuple[Copy, ...] | None:
-    """The DMAs of a kernel's jaxpr, in order; None when one cannot be read (a
-    dynamic index, a remote copy) or sits in a nested jaxpr (a loop, a cond): a
-    partial view could miss the start that matches a wait."""
-    eqns = jaxpr.get("eqns") if isinstance(jaxpr, dict) else None
-    if not isinstance(eqns, list):
+def copies(jaxpr: Any, grid: tuple[int, ...] = ()) -> tuple[Copy, ...] | None:
+    """The DMAs a kernel issues, in order over its grid and loops, every index a number
+    (``unroll.dma_eqns``); None when one cannot be read (an index read from memory, a
+    remote copy, a branch on data): a partial view could miss the start that matches a wait."""
+    eqns = unroll.dma_eqns(jaxpr, grid)
+    if eqns is None:
         return None
-    found = []
-    for e in eqns:
-        if not isinstance(e, dict):
-            return None
-        if e.get("p") in DMA:
-            c = copy_of(e)
-            if c is None:
-                return None
-            found.append(c)
-        elif _nested(e):
-            return None
-    return tuple(found)
+    found = [copy_of(e) for e in eqns]
+    return None if None in found else tuple(found)
 
 
 def mismatches(found: tuple[Copy, ...]) -> tuple[Mismatch, ...]:
     """Each wait whose copy was started, and only ever on one other semaphore; and each
     wait for a copy never started whose source was copied, only ever, into one other
-    slot of the same buffer (a prefetch into the slot in use, waited for where it belongs)."""
+    slot of the same buffer (a prefetch into the slot in use, waited for where it belongs).
+    A wait that names one source for every slot it waits on, or a copy another wait
+    waits for where it was started (a stand-in of the same size: the semaphore counts
+    bytes, not sources), says nothing of slots."""
     out = []
     starts = [c for c in found if c.started]
-    for w in (c for c in found if not c.started):
+    waits = [c for c in found if not c.started]
+    waited = {(w.src, w.dst) for w in waits}
+    sources: dict[Any, set] = {}
+    slots: dict[Any, set] = {}
+    for w in waits:
+        sources.setdefault(w.at, set()).add(w.src)
+        slots.setdefault(w.at, set()).add(w.dst)
+    for w in waits:
         same = [s for s in starts if (s.src, s.dst) == (w.src, w.dst)]
         sems = {s.sem for s in same}
         if len(sems) == 1 and w.sem not in sems:
             out.append(Mismatch(w, same[0]))
-        elif not same:
-            moved = [s for s in starts if s.src == w.src and s.dst.var == w.dst.var]
+        elif not same and not (len(sources[w.at]) == 1 and len(slots[w.at]) > 1):
+            moved = [s for s in starts if s.src == w.src and s.dst.var == w.dst.var and (s.src, s.dst) not in waited]
             if len({(s.dst, s.sem) for s in moved}) == 1:
                 out.append(Mismatch(w, moved[0], "slot"))
     return tuple(out)
