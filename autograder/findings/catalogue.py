@@ -90,6 +90,11 @@ _KINDS = (
                            "step reads: {name}'s index map never moves along dimension {dim}, while the grid "
                            "walks the output's blocks along it{also}: make {name}'s index map follow the output's "
                            "there (the same grid axis in the same place as in the output's index map)",
+              # A number made from another size than the reference's (``compare.constant_fit``).
+              "wrong-constant": "the kernel computes with {value} at line {line}, which is {form} ({dim} = {size} "
+                                "on this case), where the formula has {meant} ({meant_value} here): the reference "
+                                "computed with {value} in its place gives your kernel's output. Make the number "
+                                "from {meant_dim}, not {dim}",
               # Every wrong row the right row times one number (``compare.scaled_rows``).
               "scaled-rows": "every wrong output row is the right row times one number ({low} to {high}; {rows} of "
                              "{of} rows): what each row is made of is right, only its scale is wrong{divided}",

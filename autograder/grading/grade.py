@@ -26,7 +26,7 @@ from ..speed import grade as speed_grade
 from . import probes
 from .identity import sources
 from .judge import causes, diagnosis, faces, reads, scoring, secrecy, unconfirmed
-from .judge.compare import compare, mismatches, mixed_axes, scaled_rows
+from .judge.compare import compare, constant_fit, mismatches, mixed_axes, scaled_rows
 from .probes import unwritten
 from .probes.static import uncovered, unread_inputs
 from .report import Report
@@ -358,7 +358,8 @@ def _diagnose(plan: Plan, ex: execution.Execution, store: DrawStore, loc: submis
         reference = store[run.draw] if outcome.output is not None else None
         f = diagnosis.from_outcome(plan.assignment, run, outcome, reference, loc, scans.get(run.case.name))
         if f is not None and f.id == "wrong-result" and f.check == "correctness" and run.case.visible:
-            f = _with_reads(plan.assignment, run, f, outcome, store, scans.get(run.case.name), unread)
+            one = found.kernels[0] if found is not None and len(found.kernels) == 1 else None
+            f = _with_reads(plan.assignment, run, f, outcome, store, scans.get(run.case.name), unread, one)
             f = _with_altered(plan, run, f, outcome, ex.outcomes, store)
         if f is not None:
             findings.append(f)
@@ -393,7 +394,7 @@ def _diagnose(plan: Plan, ex: execution.Execution, store: DrawStore, loc: submis
 
 
 def _with_reads(a: Assignment, run: Run, f: Finding, outcome: Outcome, store: DrawStore, scan,
-                cache: dict[str, dict | None]) -> Finding:
+                cache: dict[str, dict | None], kernel: sources.KernelSource | None) -> Finding:
     """A visible case's wrong result, with the input block a wrong output block needed and
     its steps never read (``judge.reads``: where the fault is, not a charge), once per case."""
     if outcome.output is None:
@@ -413,10 +414,17 @@ def _with_reads(a: Assignment, run: Run, f: Finding, outcome: Outcome, store: Dr
             found["also"] = [names[j] for j in found.pop("also_args")]
     found = cache[run.case.name]
     f = f.with_facts(unread_needed=found) if found is not None else f
+    tol, length = a.tolerance(run.case), a.reduction_length(run.case)
     try:     # every wrong row the right row times one number: its scale is the fault
-        scaled = scaled_rows(outcome.output, store[run.draw], a.tolerance(run.case), a.reduction_length(run.case))
+        scaled = scaled_rows(outcome.output, store[run.draw], tol, length)
+        # A number made from the wrong size of the case (1/√S for 1/√D): the fault's line.
+        numbers = [c for c, _p in kernel.constants] if kernel is not None else []
+        args, arrays = store.arguments(run.draw) if numbers else ([], [])
+        made = constant_fit(outcome.output, store.reference_fn, args, arrays, tol, length, numbers,
+                            run.case.dim_map, [a.inputs[i].name for i in arrays]) if numbers else None
     except Exception:   # noqa: BLE001 (evidence for a fix, never a charge)
-        scaled = None
+        scaled = made = None
+    f = f.with_facts(constant=made) if made is not None else f
     return f.with_facts(scaled_rows=scaled) if scaled is not None else f
 
 

@@ -1,7 +1,9 @@
 """A wrong result's formula error, placed from what the comparison saw: rows that are
 the right rows times one number (``judge.compare.scaled_rows``: the store's divisor);
 outputs that moved with one input element the reference keeps them apart from
-(``judge.compare.mixed_axes``: the one reduction along that axis).
+(``judge.compare.mixed_axes``: the one reduction along that axis); a number the kernel
+computes with, made from another size of the case than the reference's
+(``judge.compare.constant_fit``: 1/√S for 1/√D, at the line that uses it).
 
 A reduction's axes count in its own value, whose rank may not be the output's (a
 block with a squeezed leading dimension): they are matched from the end, as a
@@ -44,6 +46,8 @@ def formula_fault(f: Finding, k: KernelSource, sources: Sources | None = None) -
     x = f.facts()
     if f.id != "wrong-result":
         return None
+    if (made := _constant(x.get("constant"), k)) is not None:
+        return "the number it computes with", made
     if isinstance(x.get("scaled_rows"), dict) and len(k.stores) == 1:
         return "the store (what it scales the rows by)", k.stores[0]
     if (found := _mixing(x.get("mixed"), k)):
@@ -75,6 +79,8 @@ def formula_fix(f: Finding, sources: Sources | None) -> tuple[str, dict] | None:
     x = f.facts()
     kernels = sources.kernels if sources is not None else ()
     kernel = kernels[0] if len(kernels) == 1 else None
+    if f.id == "wrong-result" and (made := _constant(x.get("constant"), kernel)) is not None:
+        return _made(x["constant"], made)
     if f.id == "wrong-result" and isinstance(x.get("scaled_rows"), dict):
         return _scaled(x["scaled_rows"], kernel, sources)
     if f.id == "wrong-result" and isinstance(x.get("mixed"), dict) and (found := _mixed(x["mixed"], kernel)):
@@ -124,6 +130,23 @@ def _mixed(m: dict, k: KernelSource | None) -> tuple[str, dict] | None:
     return "mixed-axis", {**values, "line": ", ".join(str(_line(r[2])) for r in found),
                           **dict(zip(("lines", "runs", "es", "its"), words)),
                           "raxis": " and ".join(str(a) for a in sorted(raxes)) or str(axis)}
+
+
+def _constant(c, k: KernelSource | None) -> Place | None:
+    """The line of the kernel's number the comparison found made from the wrong size."""
+    value = c.get("value") if isinstance(c, dict) else None
+    return next((p for v, p in (k.constants if k is not None else ()) if v == value), None)
+
+
+def _made(c: dict, place: Place) -> tuple[str, dict] | None:
+    """The fix a number made from the wrong size calls for, in the case's own numbers."""
+    try:
+        values = {"value": f"{float(c['value']):.4g}", "form": str(c["form"]), "dim": str(c["dim"]),
+                  "size": int(c["size"]), "meant": str(c["meant"]), "meant_value": f"{float(c['meant_value']):.4g}",
+                  "meant_dim": str(c["meant_dim"]), "line": _line(place)}
+    except (KeyError, TypeError, ValueError):
+        return None
+    return "wrong-constant", values
 
 
 def _indices(lo: int, hi: int) -> str:

@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import ast
 import functools
+import math
 import re
 from collections import Counter
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Iterator
 
 from ...pallas_surface.program import dmas
-from . import calls, resets
+from . import calls, literals, resets
 
 MAX_QUOTED = 160        # characters of a quoted line (a longer one is cut, saying so)
 
@@ -67,6 +68,7 @@ class KernelSource:
     reductions: tuple[tuple[tuple[int, ...], int, Place], ...] = ()
     scratch_refs: tuple[str, ...] = ()       # the kernel's scratch refs' names (what it carries across steps)
     narrow_scratch: tuple[int, ...] = ()     # scratch refs (their place among them) of a 16-bit dtype
+    constants: tuple[tuple[float, Place], ...] = ()   # the float numbers it computes with (a scale), first line each
 
 
 @dataclass(frozen=True)
@@ -304,6 +306,25 @@ def _narrow_scratch(jaxpr: dict | None, first: int) -> tuple[int, ...]:
     return tuple(out)
 
 
+# Numbers every kernel computes with (a mean's half, a square's two): no scale to check.
+PLAIN = frozenset({0.0, 1.0, -1.0, 0.5, -0.5, 2.0, -2.0})
+
+
+def _constants(node: Any, most: int = 8) -> list[tuple[float, Any]]:
+    """The float scalar literals of a kernel's equations, each value once with its first
+    equation's source (``literals._scalar``: the document's own literal forms)."""
+    found: dict[float, Any] = {}
+    for e in _eqns(node):
+        for atom in e.get("in") if isinstance(e.get("in"), list) else ():
+            try:
+                value = literals._scalar(atom) if isinstance(atom, dict) and "lit" in atom else None
+            except (ValueError, TypeError):     # (a literal the grammar let through, not read)
+                value = None
+            if type(value) is float and math.isfinite(value) and value not in PLAIN and len(found) < most:
+                found.setdefault(value, e.get("src"))
+    return list(found.items())
+
+
 def _writes(jaxpr: dict, refs: set, found: list) -> None:
     """Equations that store into ``refs`` (var ids), following them into nested
     jaxprs by position (a cond's branches, a loop's body: their trailing operands)."""
@@ -408,7 +429,8 @@ class _Reader:
             tuple((axis, p) for axis, src in resets.resets(jaxpr) if (p := self._at(src)) is not None),
             resets.semantics(_params(eqn).get("compiler_params")),
             tuple((*r, p) for e in _eqns(eqn["params"]) if (r := _reduction(e)) and (p := self._at(e.get("src")))),
-            tuple(names[nio + nin + nout:]), _narrow_scratch(jaxpr, nio + nin + nout))
+            tuple(names[nio + nin + nout:]), _narrow_scratch(jaxpr, nio + nin + nout),
+            tuple((c, p) for c, src in _constants(eqn["params"]) if (p := self._at(src)) is not None))
 
     def _at(self, src: Any) -> Place | None:
         found = self.source(src)

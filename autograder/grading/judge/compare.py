@@ -155,3 +155,34 @@ def mixed_axes(out: np.ndarray, nudged_out: np.ndarray, ref: np.ndarray, nudged_
 def _moved(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     with np.errstate(invalid="ignore"):
         return ~((a == b) | (np.isnan(a) & np.isnan(b)))
+
+
+# How a kernel's number may be made from a size of the case: (written as, from the size).
+FORMS = (("1/√{}", lambda n: n ** -0.5), ("√{}", lambda n: n ** 0.5), ("1/{}", lambda n: 1.0 / n))
+
+
+def constant_fit(out: np.ndarray, reference_fn, args: list, arrays: list[int], tol: Tolerance,
+                 reduction_length: int, constants, dims: dict[str, int], names: list[str]) -> dict | None:
+    """A number the kernel computes with that is made from one size of the case (0.051 =
+    1/√S, S = 384) where the reference makes it from another: the reference, given one
+    input scaled by the ratio of the two, reproduces the kernel's output within the
+    comparison's tolerance. {value, form, dim, size, meant,
+    meant_value, meant_dim, input}, else
+    None. Evidence for a fix, never a charge."""
+    if out is None or not np.isfinite(np.asarray(out, dtype=np.float64)).all():
+        return None
+    for value in constants:
+        for form, fn in FORMS:
+            made = [d for d, n in dims.items() if n > 0 and abs(fn(n) - value) <= 1e-6 * abs(value)]
+            for dim, other in ((d, o) for d in made for o, n in dims.items() if o != d and n > 0
+                               and abs(fn(n) - value) > 1e-3 * abs(value)):
+                ratio = value / fn(dims[other])
+                for k, i in enumerate(arrays):
+                    scaled = list(args)
+                    scaled[i] = np.asarray(args[i], dtype=np.float64) * ratio
+                    ref = np.asarray(reference_fn(*scaled), dtype=np.float64)
+                    if ref.shape == out.shape and not mismatches(out, ref, tol, reduction_length).any():
+                        return {"value": value, "form": form.format(dim), "dim": dim, "size": dims[dim],
+                                "meant": form.format(other), "meant_value": fn(dims[other]),
+                                "meant_dim": other, "input": names[k]}
+    return None

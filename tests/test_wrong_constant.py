@@ -1,0 +1,106 @@
+"""A number the kernel computes with, made from another size of the case than the
+reference's (1/√S where the formula has 1/√D): ``judge.compare.constant_fit`` finds
+the reference computed with that number gives the kernel's output, and the fix is
+placed at the line that uses it (``KernelSource.constants``, read from the traced
+kernel's literals). Pure logic without JAX (numpy references, a real document), then
+one flash kernel through the real CLI."""
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+from conftest import corpus, tags
+
+from autograder.feedback import evidence, fixes
+from autograder.findings import Finding
+from autograder.grading import assignments
+from autograder.grading.identity import sources
+from autograder.grading.identity.sources import KernelSource, Place, Sources
+from autograder.grading.judge.compare import constant_fit
+from autograder.spec.model import Tolerance
+
+FLASH = assignments.find("flash_attention")
+DOCUMENTS = Path(__file__).resolve().parent / "documents"
+
+
+def _attention(q, k, v, scale=None):
+    s = q @ k.transpose(0, 2, 1) * (1 / np.sqrt(q.shape[-1]) if scale is None else scale)
+    p = np.exp(s - s.max(-1, keepdims=True))
+    return (p / p.sum(-1, keepdims=True)) @ v
+
+
+def _qkv(b=2, s=256, d=64):
+    rng = np.random.default_rng(0)
+    return [rng.standard_normal((b, s, d)) for _ in range(3)]
+
+
+TOL = Tolerance(rtol=1e-4, atol=1e-5)
+DIMS = {"B": 2, "S": 256, "D": 64}
+
+
+def test_a_scale_made_from_the_wrong_size_is_found_with_the_size_the_formula_names():
+    args = _qkv()
+    out = _attention(*args, scale=1 / math.sqrt(256)).astype(np.float32)
+    found = constant_fit(out, _attention, args, [0, 1, 2], TOL, 256, [1 / math.sqrt(256), 0.3], DIMS, ["q", "k", "v"])
+    assert found == {"value": 1 / math.sqrt(256), "form": "1/√S", "dim": "S", "size": 256, "meant": "1/√D",
+                     "meant_value": 0.125, "meant_dim": "D", "input": "q"}
+
+
+def test_no_fit_for_the_right_scale_another_bug_a_number_of_no_size_or_a_nan():
+    args = _qkv()
+    right = _attention(*args).astype(np.float32)
+    wrong = right.copy()
+    wrong[:, :, 0] += 1.0            # another bug: the scale is the right one
+    for out, numbers in ((wrong, [0.125]), (wrong, [1 / math.sqrt(256)]), (right * 2, [0.3])):
+        assert constant_fit(out, _attention, args, [0, 1, 2], TOL, 256, numbers, DIMS, ["q", "k", "v"]) is None
+    nan = _attention(*args, scale=1 / 16).astype(np.float32)
+    nan[0, 0, 0] = np.nan
+    assert constant_fit(nan, _attention, args, [0, 1, 2], TOL, 256, [1 / 16], DIMS, ["q", "k", "v"]) is None
+
+
+def test_the_kernels_numbers_are_read_from_its_literals_with_their_lines():
+    doc = json.loads((DOCUMENTS / "flash_attention-flash_attention.json").read_text())
+    (k,) = sources.of_program(doc, lambda f, line: f"{f}:{line}").kernels
+    assert [(c, p.where) for c, p in k.constants] == [(0.125, "flash_attention.py:40")]
+    # Plain numbers (a half, a two) are no scale to check.
+    half = {"lit": 0.5, "aval": {"sa": [[], {"dt": "float32"}, True]}}
+    assert sources._constants({"eqns": [{"p": "mul", "in": [half], "params": []}]}) == []
+
+
+def _finding(**facts) -> Finding:
+    return Finding.make("wrong-result", "generic", "49152 of 49152 outputs are wrong", case="f32-b2-s384-d64",
+                        check="correctness", first_mismatches=[[0, 0, 0]], **facts)
+
+
+def test_the_fix_names_the_number_its_line_and_the_size_the_formula_names():
+    use = Place("k.py:27", "s = jnp.dot(q_ref[0], k_ref[0].T) * scale")
+    where = Sources((KernelSource("k.py:45", "flash_attention", "kernel", "k.py:18-40",
+                                  constants=((0.05103103630798288, use),)),), file="k.py")
+    fact = {"value": 0.05103103630798288, "form": "1/√S", "dim": "S", "size": 384, "meant": "1/√D",
+            "meant_value": 0.125, "meant_dim": "D", "input": "q"}
+    f = _finding(constant=fact)
+    found = evidence.fault(f, where)
+    assert (found.what, found.place) == ("the number it computes with", use)
+    said = fixes.fix(f, FLASH, sources=where)
+    assert said.what == ("the kernel computes with 0.05103 at line 27, which is 1/√S (S = 384 on this case), where "
+                         "the formula has 1/√D (0.125 here): the reference computed with 0.05103 in its place gives "
+                         "your kernel's output. Make the number from D, not S")
+    # A number the kernel does not hold (another signature's), or no fact: a general fix.
+    other = Sources((KernelSource("k.py:45", "flash_attention", "kernel", "k.py:18-40"),), file="k.py")
+    assert "computes with" not in fixes.fix(f, FLASH, sources=other).what
+    assert evidence.fault(f, other) is None
+    assert fixes.fix(_finding(), FLASH, sources=where).what.startswith("check the kernel's formula")
+
+
+@pytest.mark.jax
+@pytest.mark.grading
+def test_a_scale_from_the_sequence_length_is_fixed_at_the_line_that_uses_it(grade_cli):
+    doc, out = grade_cli(corpus("flash_attention") / "scale_from_sequence_length.py", "flash_attention",
+                         "--run-key", "5")
+    assert all(t == ["wrong-result"] for t in tags(doc))
+    first = " ".join(doc["tests"][0]["output"].split())
+    assert "At scale_from_sequence_length.py:27: ``` s = jnp.dot(q_ref[0], k_ref[0].T, " in first
+    assert ("Fix: the kernel computes with 0.05103 at line 27, which is 1/√S (S = 384 on this case), where the "
+            "formula has 1/√D (0.125 here)") in first
+    assert "Problems found: 1 " in " ".join(out.split())
