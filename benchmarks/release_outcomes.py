@@ -3,6 +3,10 @@ the score and the finding IDs each test got, side by side, and where they differ
 
     python benchmarks/release_outcomes.py [-o docs/release-outcomes.md] [--run-key 1]
         [--python 0.12.0.1=.venv/bin/python --python 0.10.2=.venv-jax-0.10.2/bin/python]
+        [--add-missing]
+
+``--add-missing`` grades only the kernels the output file has no row for and writes
+the table with the old rows kept (a corpus that grew since the last whole run).
 
 Each grading goes through the real CLI of that release's venv (``grade FILE -a SLUG
 --results``), one at a time, with one run key for every release (the draws, fills and
@@ -59,31 +63,44 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("-o", "--output", type=Path, default=None, help="Markdown file to write")
     ap.add_argument("--run-key", type=int, default=1)
     ap.add_argument("--python", action="append", default=[], metavar="RELEASE=PATH")
+    ap.add_argument("--add-missing", action="store_true", help="grade only kernels the output has no row for")
     args = ap.parse_args(argv)
     pythons = dict(DEFAULT_PYTHONS)
     for item in args.python:
         release, _, path = item.partition("=")
         pythons[release] = Path(path)
     releases = sorted(pythons)
-    rows, differ, start = [], 0, time.monotonic()
+    old = _rows(args.output) if args.add_missing and args.output and args.output.is_file() else {}
+    rows, differ, added, start = [], 0, [], time.monotonic()
     for slug, path in kernels():
+        name = str(path.relative_to(REPO))
+        if name in old:
+            rows.append(old[name])
+            differ += old[name].endswith("| **differs** |")
+            continue
         got = {r: outcome(pythons[r], slug, path, args.run_key) for r in releases}
         same = len(set(got.values())) == 1
         differ += not same
-        name = path.relative_to(REPO)
+        added.append(name)
         verdict = "same" if same else "**differs**"
         rows.append(f"| `{name}` | " + " | ".join(got[r] for r in releases) + f" | {verdict} |")
         print(rows[-1], flush=True)
+    took = f"{time.monotonic() - start:.0f} s" + (f" for the {len(added)} kernels added" if old else "")
     head = [f"Every bundled solution and corpus kernel on each release (run key {args.run_key}; "
-            f"`python benchmarks/release_outcomes.py`, {time.monotonic() - start:.0f} s). A cell is "
+            f"`python benchmarks/release_outcomes.py{' --add-missing' if old else ''}`, {took}). A cell is "
             "score/most, then each failed test's number and finding ID.", "",
             "| kernel | " + " | ".join(f"jax {r}" for r in releases) + " | |",
             "|---|" + "---|" * len(releases) + "---|"]
     text = "\n".join(head + rows) + f"\n\n{len(rows)} kernels, {differ} differ.\n"
     if args.output:
         args.output.write_text(text, encoding="utf-8")
-    print(f"{len(rows)} kernels, {differ} differ", file=sys.stderr)
+    print(f"{len(rows)} kernels, {differ} differ; added: {', '.join(added) or 'none'}", file=sys.stderr)
     return 1 if differ else 0
+
+
+def _rows(path: Path) -> dict[str, str]:
+    """The table rows a previous run wrote, by kernel path."""
+    return {m[1]: m[0] for m in re.finditer(r"^\| `([^`]+)` \|.*\|$", path.read_text(encoding="utf-8"), re.M)}
 
 
 if __name__ == "__main__":

@@ -74,6 +74,9 @@ class Expect:
     # size) or a bundled assignment ("matmul", "dma_scale"), graded as its entry file
     assignment: str = "add"
     test_says: tuple[tuple[str, str], ...] = ()   # (test number, text its output must contain)
+    # What may stand in for ``problems`` on a loaded machine (another limit reached first;
+    # the checks after the grading, no file and no process left, are the containment).
+    instead: tuple[str, ...] = ()
 
 
 EXPECT = {
@@ -86,7 +89,8 @@ EXPECT = {
     # The bomb leaves the child's session: the grader kills whatever of the student
     # user leaves it, every half second, so the honest kernel is graded in full.
     "fork_bomb.py": Expect(FULL, root_only=True),
-    "disk_fill.py": Expect(0.0, ("disk-limit",), root_only=True),
+    # 1 GB written within the 15 s import limit: under load the limit can come first.
+    "disk_fill.py": Expect(0.0, ("disk-limit",), root_only=True, instead=("import-timeout",)),
     "stdout_flood.py": Expect(FULL, says="earlier bytes of output cut"),
     "kill_parent.py": Expect(FULL, root_only=True),
     # A host callback: the traced program is refused, nothing of it runs.
@@ -375,7 +379,8 @@ def test_attack_is_contained(name, gradescope_install, tmp_path):
         proc.stderr[-3000:]
     assert doc["score"] == pytest.approx(expect.score), \
         (doc["score"], _problems(doc), [(t["name"], t["score"], t.get("tags")) for t in doc["tests"]])
-    assert set(expect.problems) <= _problems(doc), _problems(doc)
+    assert set(expect.problems) <= _problems(doc) or expect.instead and set(expect.instead) <= _problems(doc), \
+        _problems(doc)
     assert expect.says in doc["output"]
     for text in expect.never:
         assert text not in doc["output"] and all(text not in t["output"] for t in doc["tests"]), text

@@ -83,34 +83,38 @@ def prepared(tmp_path_factory) -> Path:
     return work
 
 
-def _host(prepared: Path, tmp_path: Path) -> tuple[Path, dict, Path]:
+@pytest.fixture(scope="module")
+def installed(prepared, tmp_path_factory) -> tuple[Path, dict, Path]:
     """The TPU host: a folder holding only the four things the TPU guide names, a fresh Python
-    with JAX on PYTHONPATH, and the grader installed from the wheels as the TPU guide says."""
-    host = tmp_path / "host"
+    with JAX on PYTHONPATH, and the grader installed from the wheels as the TPU guide says
+    (one test does both parts of the route: a second would build all of this again on
+    another worker)."""
+    root = tmp_path_factory.mktemp("tpu-host")
+    host = root / "host"
     host.mkdir()
     for name in ("review-site", "export.zip", "wheels"):
         (shutil.copytree if (prepared / name).is_dir() else shutil.copy)(prepared / name, host / name)
     shutil.copytree(REPO / "assignments", host / "assignments", ignore=shutil.ignore_patterns("__pycache__"))
     assert sorted(p.name for p in host.iterdir()) == ["assignments", "export.zip", "review-site", "wheels"]
-    venv.create(tmp_path / "py", with_pip=True)
-    bindir = tmp_path / "py" / "bin"
+    venv.create(root / "py", with_pip=True)
+    bindir = root / "py" / "bin"
     env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PYTHONPATH", "PYTHONHOME",
                                                              "PALLAS_AUTOGRADER_ASSIGNMENTS")}
-    env.update(PATH=f"{bindir}{os.pathsep}{env.get('PATH', '')}", PYTHONPATH=str(_host_packages(tmp_path / "jax")),
+    env.update(PATH=f"{bindir}{os.pathsep}{env.get('PATH', '')}", PYTHONPATH=str(_host_packages(root / "jax")),
                NO_COLOR="1")
     install, _speed = _readme_route()
     # A virtual environment has no user site: the guide's --user is for the host's own Python.
     _run(["bash", "-c", install.replace("--user ", "")], cwd=host, env=env)
     where = _run([str(bindir / "python3"), "-c", "import autograder, jax; print(autograder.__file__)"],
                  cwd=host, env=env)
-    assert str(tmp_path / "py") in where.stdout, where.stdout
+    assert str(root / "py") in where.stdout, where.stdout
     return host, env, bindir
 
 
 @pytest.mark.jax
 @pytest.mark.grading
-def test_the_readme_route_times_a_class_from_the_four_things_it_names(prepared, tmp_path):
-    host, env, _bindir = _host(prepared, tmp_path)
+def test_the_readme_route_times_a_class_from_the_four_things_it_names_and_names_what_is_missing(prepared, installed):
+    host, env, _bindir = installed
     _install, speed = _readme_route()
     speed = speed.replace("-a matmul", "-a add")
     # On a machine with no TPU the guide's command reaches the chip and stops there: every grading,
@@ -135,14 +139,10 @@ def test_the_readme_route_times_a_class_from_the_four_things_it_names(prepared, 
     # Nothing was graded on the host: the site's store is what the CPU machine left.
     assert sorted(p.name for p in (host / "review-site" / ".review-cache").iterdir()) == \
         sorted(p.name for p in (prepared / "review-site" / ".review-cache").iterdir())
+    _names_what_is_missing_and_where(host, env, speed)
 
 
-@pytest.mark.jax
-@pytest.mark.grading
-def test_the_route_names_what_is_missing_and_where(prepared, tmp_path):
-    host, env, _bindir = _host(prepared, tmp_path)
-    _install, speed = _readme_route()
-    speed = speed.replace("-a matmul", "-a add")
+def _names_what_is_missing_and_where(host: Path, env: dict, speed: str) -> None:
     # The site's solution edited after its grading: it is not the file that was graded.
     copy = host / "review-site" / ".solution" / "add" / "add.py"
     copy.write_text(copy.read_text() + "\n# edited after the grading\n")
