@@ -1058,6 +1058,17 @@ def test_a_debug_check_lowers_for_a_tpu_with_pallas_checks_on_and_off():
             _lower(_checked_add, [x, y])
 
 
+def _double_buffered(kernel):
+    """A kernel over x in HBM (8-row chunks) with two VMEM slots and two DMA semaphores."""
+    def f(x):
+        return pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),
+                              in_specs=[pl.BlockSpec(memory_space=pl.ANY)],
+                              out_specs=pl.BlockSpec(x.shape, lambda: (0, 0)),
+                              scratch_shapes=[pltpu.VMEM((2, 8, 128), jnp.float32),
+                                              pltpu.SemaphoreType.DMA((2,))])(x)
+    return f
+
+
 def _waits_on(other_slot: bool):
     """Two chunks double-buffered; each wait on its own slot's semaphore, or the other's."""
     def kernel(x_hbm, o_ref, buf, sem):
@@ -1068,14 +1079,7 @@ def _waits_on(other_slot: bool):
         for c in range(2):
             copy(c, c, 1 - c if other_slot else c).wait()
             o_ref[pl.ds(c * 8, 8), :] = buf[c]
-
-    def f(x):
-        return pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),
-                              in_specs=[pl.BlockSpec(memory_space=pl.ANY)],
-                              out_specs=pl.BlockSpec(x.shape, lambda: (0, 0)),
-                              scratch_shapes=[pltpu.VMEM((2, 8, 128), jnp.float32),
-                                              pltpu.SemaphoreType.DMA((2,))])(x)
-    return f
+    return _double_buffered(kernel)
 
 
 def test_dma_start_and_wait_carry_src_dst_and_the_semaphore_they_signal_in_their_tree():
@@ -1118,14 +1122,7 @@ def _loop_waits_on(other_slot: bool):
             o_ref[pl.ds(pl.multiple_of(c * 8, 8), 8), :] = buf[slot]
             return carry
         jax.lax.fori_loop(0, 3, step, 0)
-
-    def f(x):
-        return pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),
-                              in_specs=[pl.BlockSpec(memory_space=pl.ANY)],
-                              out_specs=pl.BlockSpec(x.shape, lambda: (0, 0)),
-                              scratch_shapes=[pltpu.VMEM((2, 8, 128), jnp.float32),
-                                              pltpu.SemaphoreType.DMA((2,))])(x)
-    return f
+    return _double_buffered(kernel)
 
 
 def test_a_fori_loops_dmas_are_read_step_by_step_from_its_scan_jit_and_cond():
