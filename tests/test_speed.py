@@ -33,7 +33,7 @@ CHIPS = {
 
 def _facts(steps: int, mxu: dict, moves: tuple[int, int, int], block: int, array: int, chip: str = "v5e",
            vector: float = 0.0, transcendental: float = 0.0, semantics=("arbitrary",), problem: str = "",
-           copy_bytes: int = 0):
+           copy_bytes: int = 0, loop_dots: float = 0.0):
     """One call over a 1-D grid: two inputs and an output of square blocks, moved as ``moves`` says."""
     side = int((array // 2) ** 0.5)
     ops = [{"operand": f"input {i}", "is_output": False, "pipelined": True, "block": [block, block],
@@ -43,7 +43,7 @@ def _facts(steps: int, mxu: dict, moves: tuple[int, int, int], block: int, array
                 "block_bytes": block * block * 2, "moves": moves[2], "array_bytes": array, "shape": [side, side]})
     per_step = (sum(moves) - 3) * block * block * 2 / max(steps, 1)
     work = {"steps": steps, "mxu_flops": mxu, "vector": vector, "transcendental": transcendental,
-            "dma_bytes": 0.0, "block_bytes": per_step}
+            "dma_bytes": 0.0, "block_bytes": per_step, "loop_dots": loop_dots}
     return decode("speed", {"chip": CHIPS[chip], "pallas_calls": 1, "calls": [
         {"grid": [steps], "steps": steps, "operands": ops, "dtype": "bfloat16", "step_classes": [work],
          "dimension_semantics": list(semantics), "data_dependent": False, "copy_bytes": copy_bytes,
@@ -120,6 +120,10 @@ def test_the_advice_always_addresses_the_bound_it_names():
          "matrix unit (bf16)"),
         (dict(steps=8, mxu={"bf16": 1.0}, moves=(1, 1, 1), block=128, array=1 << 15, copy_bytes=1 << 31),
          "memory", "donate"),
+        # A loop of small products inside the kernel: the waits between them, not the matrix unit
+        # (the sixth read: "compute-bound at the matrix unit (wait)").
+        (dict(steps=8, mxu={"bf16": 1e6}, moves=(1, 1, 1), block=256, array=1 << 17, loop_dots=4096),
+         "compute", "waits for its matrix product's result"),
     ]
     for kw, bound, words in cases:
         e = speed.estimate(_facts(**kw))

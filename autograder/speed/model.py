@@ -435,6 +435,11 @@ def _compute_advice(parts: list[_Part], units: dict[str, float], steps: int) -> 
     if unit == "transcendental":
         return ("compute-bound on the EUP (exp, log, reciprocal, divide): fewer of them per element, e.g. one "
                 "reciprocal multiplied in rather than a divide per element, one exp per score")
+    if unit in ("dot wait", "reduction wait"):
+        what = "matrix product" if unit == "dot wait" else "reduction"
+        return (f"compute-bound by waits inside a loop of the kernel: each iteration waits for its {what}'s result "
+                "before the next one starts, so the units stand idle between them: fewer, larger iterations "
+                "(one product over the whole block rather than a loop of small ones)")
     return (f"compute-bound at the matrix unit ({unit[4:]}): the limit a matmul should have; only less work "
             "helps (skip blocks that do not contribute with pl.when)")
 
