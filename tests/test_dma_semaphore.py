@@ -98,3 +98,16 @@ def test_a_loops_wait_on_the_next_slots_semaphore_is_fixed_at_its_wait(grade_cli
             "buf[0], which was started on sems[0] at fori_wait_on_next_slot_semaphore.py:28.") in first
     assert "start every copy before waiting" not in first
     assert "Problems found: 1 " in " ".join(out.split())
+
+
+def test_the_last_copy_never_waited_on_is_named_at_its_start(grade_cli):
+    # The wait is indented under the prefetch's `if`: the last chunk's copy is started and never
+    # waited on (the sixth read's kernel). Right with 'eager', wrong with 'on_wait': one problem
+    # whose fix names that copy at its start, not the general "wait before reading".
+    doc, out = grade_cli(corpus("dma_scale") / "last_copy_never_waited.py", "dma_scale", "--run-key", "5")
+    assert doc["score"] == 11.0 and tags(doc) == [[], ["dma-protocol"]] * 4
+    first = " ".join(_test(doc, "1.2")["output"].split())
+    assert "At last_copy_never_waited.py:30: ``` dma(c + 1, nxt).start() ```" in first
+    assert ("Fix: wait on every copy you start, once, before its destination is read: the copy of x_hbm[128:192] "
+            "into bufs[0] started at last_copy_never_waited.py:30 is never waited on.") in first
+    assert "Problems found: 1 " in " ".join(out.split())

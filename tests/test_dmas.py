@@ -57,6 +57,11 @@ def _found(*eqns):
 NAMES = {X: "x_hbm", BUF: "buf", SEM: "sem"}
 
 
+def _amiss(found):
+    """The waits amiss (a semaphore or a slot), not the copies a partial sequence leaves unwaited."""
+    return tuple(m for m in dmas.mismatches(found) if m.kind != "unwaited")
+
+
 def test_a_wait_on_the_other_slots_semaphore_is_a_mismatch_with_both_semaphores():
     found = _found(_start(0, 0, 0, src=0), _start(1, 1, 1, src=1), _wait(0, 0, 1, src=2))
     (m,) = dmas.mismatches(found)
@@ -73,23 +78,23 @@ def test_a_wait_on_its_copys_own_semaphore_is_no_mismatch():
 
 def test_no_fact_without_a_start_of_the_same_copy_or_with_one_on_the_waits_semaphore():
     # A wait through a descriptor of another chunk (the same size: the semaphore counts bytes).
-    assert dmas.mismatches(_found(_start(0, 0, 0), _wait(1, 0, 1))) == ()
+    assert _amiss(_found(_start(0, 0, 0), _wait(1, 0, 1))) == ()
     # The same copy started on both semaphores: the wait's own start exists.
-    assert dmas.mismatches(_found(_start(0, 0, 0), _start(0, 0, 1), _wait(0, 0, 1))) == ()
+    assert _amiss(_found(_start(0, 0, 0), _start(0, 0, 1), _wait(0, 0, 1))) == ()
     # Started on two other semaphores: which one it meant is not the grader's guess.
-    assert dmas.mismatches(_found(_start(0, 0, 0), _start(0, 0, 1), _wait(0, 0, 2))) == ()
+    assert _amiss(_found(_start(0, 0, 0), _start(0, 0, 1), _wait(0, 0, 2))) == ()
 
 
 def test_a_copy_started_into_another_slot_than_its_wait_names_is_a_slot_mismatch():
     # The prefetch of chunk 1 goes into slot 0 (still being read); its wait names slot 1.
     found = _found(_start(0, 0, 0, src=0), _start(1, 0, 0, src=1), _wait(0, 0, 0, src=2), _wait(1, 1, 1, src=3))
-    (m,) = dmas.mismatches(found)
+    (m,) = _amiss(found)
     assert (m.kind, m.wait.at, m.start.at) == ("slot", 3, 1)
     assert [dmas.written(r, NAMES) for r in (m.start.dst, m.wait.dst, m.wait.src)] == \
         ["buf[0]", "buf[1]", "x_hbm[64:128]"]
     # Started into both slots, or never started at all: which one it meant is not the grader's guess.
-    assert dmas.mismatches(_found(_start(1, 0, 0), _start(1, 1, 0), _wait(1, 2, 1))) == ()
-    assert dmas.mismatches(_found(_start(0, 0, 0), _wait(1, 1, 1))) == ()
+    assert _amiss(_found(_start(1, 0, 0), _start(1, 1, 0), _wait(1, 2, 1))) == ()
+    assert _amiss(_found(_start(0, 0, 0), _wait(1, 1, 1))) == ()
 
 
 def test_the_slot_mismatch_is_fixed_at_the_copys_start_in_the_students_names():
@@ -314,3 +319,33 @@ def test_the_traced_loop_kernel_is_fixed_at_its_wait():
     assert evidence.fix(_hang(), where) == (
         "wait on the semaphore the copy was started with: the .wait() waits on sems[1] for the copy into buf[0], "
         "which was started on sems[0] at fori_wait_on_next_slot_semaphore.py:28")
+
+
+def test_a_copy_started_and_never_waited_on_is_named_only_where_no_wait_is_amiss():
+    # Chunk 2 into slot 0 is started after the last wait: nothing waits for it.
+    found = _found(_start(0, 0, 0, src=0), _start(1, 1, 1, src=1), _wait(0, 0, 0, src=2), _start(2, 0, 0, src=3),
+                   _wait(1, 1, 1, src=2))
+    assert [c.at for c in dmas.unwaited(found)] == [3]
+    (m,) = dmas.mismatches(found)
+    assert (m.kind, m.wait.at, m.start.at) == ("unwaited", 3, 3)
+    assert [dmas.written(r, NAMES) for r in (m.start.src, m.start.dst)] == ["x_hbm[128:192]", "buf[0]"]
+    # A wait before any start (its own bug: a hang) leaves the leftovers unnamed.
+    assert dmas.unwaited(_found(_wait(0, 0, 0), _start(0, 0, 0))) == ()
+    # Every copy waited on: nothing left over.
+    assert dmas.unwaited(_found(_start(0, 0, 0), _wait(0, 0, 0))) == ()
+
+
+def test_the_never_waited_copy_is_the_fix_of_a_mode_dependent_result_not_of_a_hang():
+    start = sources.Place("k.py:24", "dma(c + 1, nxt).start()")
+    where = sources.Sources((sources.KernelSource(
+        "k.py:30", "dma_scale", "_kernel", "k.py:11-26",
+        sem_mismatches=(sources.SemMismatch(start, start, "sems[0]", "sems[0]", "bufs[0]", "unwaited", "bufs[0]",
+                                            "x_hbm[128:192]"),)),))
+    found = evidence.fault(_mode_dependent(), where)
+    assert (found.what, found.place) == ("the copy never waited on", start)
+    assert evidence.fix(_mode_dependent(), where) == (
+        "wait on every copy you start, once, before its destination is read: the copy of x_hbm[128:192] into "
+        "bufs[0] started at k.py:24 is never waited on")
+    # A hang is a wait nothing satisfies: the copy left over is not what stopped it.
+    assert evidence.fix(_hang(), where).startswith("a .wait() that no .start() satisfies")
+    assert evidence.fault(_hang(), where) is None or evidence.fault(_hang(), where).what != "the copy never waited on"

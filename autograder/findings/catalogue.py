@@ -308,6 +308,8 @@ _KINDS = (
                             "kernel ends",
             "wrong-semaphore": "wait on the semaphore the copy was started with: the .wait() waits on {waits_on} "
                                "for the copy into {copy}, which was started on {started_on} at {start}",
+            "never-waited-copy": "wait on every copy you start, once, before its destination is read: the "
+                                 "copy of {source} into {copy} started at {start} is never waited on",
             "wrong-slot": "start each copy into the slot its wait names: the copy of {source} is started into "
                           "{started_into} at {start}, but the .wait() at {wait} waits for it in {waits_in}, where "
                           "it was never started; start it into {waits_in} (the slot the wait and the reads after "

@@ -169,8 +169,11 @@ def _kernel_fault(f: Finding, k: KernelSource, related: Iterable[Finding], sourc
         if _never_stored(x) and len(k.stores) == 1:
             return Fault("the store", k.stores[0])
         return None
-    if f.id == "dma-protocol" and k.sem_mismatches:
+    if f.id == "dma-protocol" and k.sem_mismatches and not (k.sem_mismatches[0].kind == "unwaited"
+                                                           and f.problem == "hang"):
         m = k.sem_mismatches[0]     # (a copy started into the wrong slot: its start is the odd one out)
+        if m.kind == "unwaited":
+            return Fault("the copy never waited on", m.start)
         return Fault("the copy's start", m.start) if m.kind == "slot" else Fault("the wait", m.wait)
     if f.id == "dma-protocol" and f.problem == "mode-dependent":
         race = next((r for r in related if r.id == "data-race" and r.case == f.case), None)

@@ -48,13 +48,17 @@ def _uninitialized(f: Finding, x: dict) -> tuple[str, dict] | None:
     return "read-first", {}
 
 
-def _wrong_semaphore(sources: Sources | None) -> tuple[str, dict] | None:
+def _wrong_semaphore(f: Finding, sources: Sources | None) -> tuple[str, dict] | None:
     """A wait on another semaphore than its copy's start (read from the traced kernel):
     whatever the run showed (a hang, a result that depends on the DMA mode), that is the fix."""
     kernels = sources.kernels if sources is not None else ()
     if len(kernels) != 1 or not kernels[0].sem_mismatches:
         return None
     m = kernels[0].sem_mismatches[0]
+    if m.kind == "unwaited":
+        # (A hang is a wait nothing satisfies: a copy left over is not what stopped it.)
+        return None if f.problem == "hang" else ("never-waited-copy", {"source": m.source, "copy": m.copy,
+                                                                       "start": m.start.where})
     if m.kind == "slot":
         return "wrong-slot", {"source": m.source, "started_into": m.started_into, "start": m.start.where,
                               "waits_in": m.copy, "wait": m.wait.where}
@@ -168,7 +172,7 @@ def seen(f: Finding, sources: Sources | None = None, related: Iterable[Finding] 
     if f.id == "data-race":
         return _race_fix(x, sources)
     if f.id == "dma-protocol":
-        return _wrong_semaphore(sources) or _dma(f, x)
+        return _wrong_semaphore(f, sources) or _dma(f, x)
     if f.id == "out-of-bounds" and isinstance(x.get("slice"), dict):    # a ref slice refused while tracing
         s = {"end": x["slice"]["dim"] - 1, "stride": 1, **x["slice"]}
         runs_out = "size" in s and s["start"] < s["dim"]

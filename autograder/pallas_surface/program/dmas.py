@@ -51,8 +51,9 @@ class Copy:
 @dataclass(frozen=True)
 class Mismatch:
     """A wait on ``wait.sem`` for the copy ``start`` signalled ``start.sem`` with
-    ("semaphore"), or a wait for a copy of ``start``'s source into another slot of
-    the same buffer than the one ``start`` copied it into ("slot")."""
+    ("semaphore"), a wait for a copy of ``start``'s source into another slot of
+    the same buffer than the one ``start`` copied it into ("slot"), or a copy started
+    and never waited on ("unwaited": ``wait`` is its start)."""
     wait: Copy
     start: Copy
     kind: str = "semaphore"
@@ -154,7 +155,8 @@ def mismatches(found: tuple[Copy, ...]) -> tuple[Mismatch, ...]:
     slot of the same buffer (a prefetch into the slot in use, waited for where it belongs).
     A wait that names one source for every slot it waits on, or a copy another wait
     waits for where it was started (a stand-in of the same size: the semaphore counts
-    bytes, not sources), says nothing of slots."""
+    bytes, not sources), says nothing of slots. Where no wait is amiss, each copy started
+    and never waited on (``unwaited``)."""
     out = []
     starts = [c for c in found if c.started]
     waits = [c for c in found if not c.started]
@@ -173,7 +175,23 @@ def mismatches(found: tuple[Copy, ...]) -> tuple[Mismatch, ...]:
             moved = [s for s in starts if s.src == w.src and s.dst.var == w.dst.var and (s.src, s.dst) not in waited]
             if len({(s.dst, s.sem) for s in moved}) == 1:
                 out.append(Mismatch(w, moved[0], "slot"))
-    return tuple(out)
+    return tuple(out) or tuple(Mismatch(s, s, "unwaited") for s in unwaited(found))
+
+
+def unwaited(found: tuple[Copy, ...]) -> tuple[Copy, ...]:
+    """The starts no wait consumes by the kernel's end: each wait takes the earliest start
+    still pending on its semaphore (a DMA semaphore counts what landed, not which copy).
+    Nothing where a wait finds nothing pending (waited before its start: another bug)."""
+    pending: dict[Ref, list[Copy]] = {}
+    for c in found:
+        queue = pending.setdefault(c.sem, [])
+        if c.started:
+            queue.append(c)
+        elif not queue:
+            return ()
+        else:
+            queue.pop(0)
+    return tuple(sorted((c for q in pending.values() for c in q), key=found.index))
 
 
 def written(ref: Ref, names: dict[int, str]) -> str:
