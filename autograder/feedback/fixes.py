@@ -134,7 +134,8 @@ def _specific(f: Finding, dims: dict) -> str | None:
                     f"over the {x['limit_bytes'] / mib:.0f} MiB of a {x['chip']}: use fixed block sizes "
                     "(e.g. 128-512 per dimension) and tile the large dimensions with the grid")
         if f.id == "wrong-result" and x.get("first_mismatches") and f.case and not x.get("scaled_rows") \
-                and not x.get("mixed") and not x.get("steady") and not x.get("constant"):
+                and not x.get("mixed") and not x.get("steady") and not x.get("constant") \
+                and not x.get("unused_input"):
             # (Rows that are the right rows scaled, outputs mixed along an axis: the evidence says more.)
             first = ", ".join(str(i) for i in x["first_mismatches"][0])
             return (f"check the kernel's formula and index maps against the reference on case {f.case}; "

@@ -90,6 +90,8 @@ _KINDS = (
                            "step reads: {name}'s index map never moves along dimension {dim}, while the grid "
                            "walks the output's blocks along it{also}: make {name}'s index map follow the output's "
                            "there (the same grid axis in the same place as in the output's index map)",
+              # An input whose value reaches no write of the kernel (``identity.dataflow``).
+              "unused-input": "{what}{store}: the formula needs {ref}; use it where the output is computed",
               # A number made from another size than the reference's (``compare.constant_fit``).
               "wrong-constant": "the kernel computes with {value} at line {line}, which is {form} ({dim} = {size} "
                                 "on this case), where the formula has {meant} ({meant_value} here): the reference "

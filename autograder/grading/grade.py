@@ -425,6 +425,7 @@ def _with_reads(a: Assignment, run: Run, f: Finding, outcome: Outcome, store: Dr
     except Exception:   # noqa: BLE001 (evidence for a fix, never a charge)
         scaled = made = None
     f = f.with_facts(constant=made) if made is not None else f
+    f = f.with_facts(unused_input=kernel.unused_inputs[0][0]) if kernel is not None and kernel.unused_inputs else f
     return f.with_facts(scaled_rows=scaled) if scaled is not None else f
 
 

@@ -3,7 +3,8 @@ the right rows times one number (``judge.compare.scaled_rows``: the store's divi
 outputs that moved with one input element the reference keeps them apart from
 (``judge.compare.mixed_axes``: the one reduction along that axis); a number the kernel
 computes with, made from another size of the case than the reference's
-(``judge.compare.constant_fit``: 1/√S for 1/√D, at the line that uses it).
+(``judge.compare.constant_fit``: 1/√S for 1/√D, at the line that uses it); an input
+whose value reaches nothing the kernel writes (``identity.dataflow``).
 
 A reduction's axes count in its own value, whose rank may not be the output's (a
 block with a squeezed leading dimension): they are matched from the end, as a
@@ -48,6 +49,9 @@ def formula_fault(f: Finding, k: KernelSource, sources: Sources | None = None) -
         return None
     if (made := _constant(x.get("constant"), k)) is not None:
         return "the number it computes with", made
+    if x.get("unused_input") and k.unused_inputs and (k.unused_inputs[0][1] is not None or len(k.stores) == 1):
+        read = k.unused_inputs[0][1]
+        return ("the read whose value is never used", read) if read is not None else ("the store", k.stores[0])
     if isinstance(x.get("scaled_rows"), dict) and len(k.stores) == 1:
         return "the store (what it scales the rows by)", k.stores[0]
     if (found := _mixing(x.get("mixed"), k)):
@@ -81,6 +85,8 @@ def formula_fix(f: Finding, sources: Sources | None) -> tuple[str, dict] | None:
     kernel = kernels[0] if len(kernels) == 1 else None
     if f.id == "wrong-result" and (made := _constant(x.get("constant"), kernel)) is not None:
         return _made(x["constant"], made)
+    if f.id == "wrong-result" and x.get("unused_input") and kernel is not None and kernel.unused_inputs:
+        return _unused(kernel)
     if f.id == "wrong-result" and isinstance(x.get("scaled_rows"), dict):
         return _scaled(x["scaled_rows"], kernel, sources)
     if f.id == "wrong-result" and isinstance(x.get("mixed"), dict) and (found := _mixed(x["mixed"], kernel)):
@@ -147,6 +153,15 @@ def _made(c: dict, place: Place) -> tuple[str, dict] | None:
     except (KeyError, TypeError, ValueError):
         return None
     return "wrong-constant", values
+
+
+def _unused(k: KernelSource) -> tuple[str, dict]:
+    """The fix an input whose value reaches no write calls for, with the store that goes without it."""
+    ref, read = k.unused_inputs[0]
+    store = f" (the store at line {_line(k.stores[0])} computes without it)" if len(k.stores) == 1 else ""
+    what = (f"the kernel reads {ref} at line {_line(read)}, but nothing it writes depends on that value"
+            if read is not None else f"nothing the kernel writes depends on {ref}")
+    return "unused-input", {"ref": ref, "what": what, "store": store}
 
 
 def _indices(lo: int, hi: int) -> str:

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Iterator
 
 from ...pallas_surface.program import dmas
-from . import calls, literals, resets
+from . import calls, dataflow, literals, resets
 
 MAX_QUOTED = 160        # characters of a quoted line (a longer one is cut, saying so)
 
@@ -69,6 +69,7 @@ class KernelSource:
     scratch_refs: tuple[str, ...] = ()       # the kernel's scratch refs' names (what it carries across steps)
     narrow_scratch: tuple[int, ...] = ()     # scratch refs (their place among them) of a 16-bit dtype
     constants: tuple[tuple[float, Place], ...] = ()   # the float numbers it computes with (a scale), first line each
+    unused_inputs: tuple[tuple[str, Place | None], ...] = ()   # inputs whose value reaches no write: (ref, its read)
 
 
 @dataclass(frozen=True)
@@ -430,7 +431,10 @@ class _Reader:
             resets.semantics(_params(eqn).get("compiler_params")),
             tuple((*r, p) for e in _eqns(eqn["params"]) if (r := _reduction(e)) and (p := self._at(e.get("src")))),
             tuple(names[nio + nin + nout:]), _narrow_scratch(jaxpr, nio + nin + nout),
-            tuple((c, p) for c, src in _constants(eqn["params"]) if (p := self._at(src)) is not None))
+            tuple((c, p) for c, src in _constants(eqn["params"]) if (p := self._at(src)) is not None),
+            tuple((names[nio + k] if len(names) > nio + k else f"input {k}", next(filter(None, map(self._at, srcs)),
+                                                                                  None))
+                  for k, srcs in dataflow.unused_inputs(jaxpr, nio, nin)))
 
     def _at(self, src: Any) -> Place | None:
         found = self.source(src)
