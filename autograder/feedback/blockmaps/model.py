@@ -163,7 +163,8 @@ def _plane(f: Field) -> _Plane:
     if len(f.shape) == 1:
         marked = {(0, k[0]): b for k, b in f.marked.items()}
         return _Plane((1, f.shape[0]), (1, f.block[0]), marked, (), (1, unit[0]))
-    lead = max(f.marked, key=lambda k: (MARKS[f.marked[k].mark].rank, f.marked[k].count), default=None)
+    # The first leading slice with a block of the highest mark: where "the first wrong output" is.
+    lead = max(f.marked, key=lambda k: (MARKS[f.marked[k].mark].rank, tuple(-i for i in k[:lead_n])), default=None)
     lead = lead[:lead_n] if lead is not None else (0,) * lead_n
     marked = {k[lead_n:]: b for k, b in f.marked.items() if k[:lead_n] == lead}
     notes: tuple[str, ...] = ()
