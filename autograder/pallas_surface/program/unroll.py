@@ -146,6 +146,13 @@ def _size(grid: tuple[int, ...]) -> int:
 class _Walk:
     def __init__(self, grid: tuple[int, ...]):
         self.grid, self.point, self.steps, self.found = grid, (), 0, []
+        self.holds: dict[int, bool] = {}     # has_dma of an equation's parameters, once each (by identity)
+
+    def has_dma(self, eqn: dict) -> bool:
+        key = id(eqn)
+        if key not in self.holds:
+            self.holds[key] = has_dma(eqn.get("params"))
+        return self.holds[key]
 
     def jaxpr(self, j: Any, args: list, depth: int) -> list:
         if depth > DEPTH or not isinstance(j, dict) or not isinstance(j.get("eqns"), list):
@@ -194,7 +201,7 @@ class _Walk:
     def higher(self, eqn: dict, p: Any, params: dict, ins: list, depth: int) -> list:
         """Calls (``jnp``'s ``%`` is one) and branches chosen by a number are entered; loops
         only where they hold a DMA (else their results are unknown)."""
-        dma = has_dma(eqn.get("params"))
+        dma = self.has_dma(eqn)
         if p in CALLS:
             inner = next((j for k in ("jaxpr", "call_jaxpr", "fun_jaxpr") if (j := _jaxpr_of(params.get(k)))), None)
             return self.jaxpr(inner, ins, depth + 1) if inner is not None or dma else []
