@@ -84,13 +84,15 @@ def test_an_overflow_without_the_running_max_is_one_numerics_problem_with_the_hi
     hint = assignments.find("flash_attention").numerics_hint.rstrip(".")
     assert "overflows at this case's input scale (q scaled by 40)" in text
     assert "**Inputs**: q: float32[2, 384, 64] scaled by 40, k: float32[2, 384, 64]" in text
-    assert f"Fix: {hint} (in flash_attention_kernel, no_running_max.py:14-29)." in text
+    # The one exp of the kernel is where the inf comes from: the line shown, the hint its fix.
+    assert "At no_running_max.py:24: ``` p = jnp.exp(s) # no running max: exp overflows for large logits ```" in text
+    assert f"Fix: {hint}." in text
     assert "Where to look: the index maps" not in text and "smallest case" not in out
     stress = _probe(doc, "Numerics: stress")
     assert stress["score"] == stress["max_score"] and stress["output"].startswith("Same bug, not charged again")
     last = " ".join(" ".join(out.splitlines()[-24:]).split())
     assert "Problems found: 1" in last and "1. Numerical problem [numerics]: cost 2 points in tests 3.1, 3.2. " \
-        f"Fix: {hint} (in flash_attention_kernel, no_running_max.py:14-29). Explained under test 3.1." in last
+        f"Fix: {hint} (at no_running_max.py:24). Explained under test 3.1." in last
 
 
 def test_unzeroed_accumulator_is_uninitialized_memory_not_numerics(grade_cli):

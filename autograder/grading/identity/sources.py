@@ -70,6 +70,7 @@ class KernelSource:
     narrow_scratch: tuple[int, ...] = ()     # scratch refs (their place among them) of a 16-bit dtype
     constants: tuple[tuple[float, Place], ...] = ()   # the float numbers it computes with (a scale), first line each
     unused_inputs: tuple[tuple[str, Place | None], ...] = ()   # inputs whose value reaches no write: (ref, its read)
+    exps: tuple[Place, ...] = ()             # its exponentials (what overflows first in a softmax)
 
 
 @dataclass(frozen=True)
@@ -434,7 +435,8 @@ class _Reader:
             tuple((c, p) for c, src in _constants(eqn["params"]) if (p := self._at(src)) is not None),
             tuple((names[nio + k] if len(names) > nio + k else f"input {k}", next(filter(None, map(self._at, srcs)),
                                                                                   None))
-                  for k, srcs in dataflow.unused_inputs(jaxpr, nio, nin)))
+                  for k, srcs in dataflow.unused_inputs(jaxpr, nio, nin)),
+            self.places(e.get("src") for e in _eqns(eqn["params"]) if e["p"] in ("exp", "exp2")))
 
     def _at(self, src: Any) -> Place | None:
         found = self.source(src)
