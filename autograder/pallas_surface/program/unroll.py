@@ -1,7 +1,7 @@
 """The DMAs a kernel issues, in order, with every index a number: the kernel's jaxpr
 evaluated on integers only (pure data; no JAX).
 
-A double-buffered kernel indexes its copies with its loop counter (``slot = c % 2``,
+A double-buffered kernel indexes its copies with its loop counter (the slot ``c % 2``,
 ``sem.at[1 - slot]``) and its grid position, so the equations alone give a wait's
 semaphore as a variable, not a slot. What those indices are, though, is plain integer
 arithmetic on numbers the document states: a ``fori_loop``'s bounds (a scan's
