@@ -15,11 +15,12 @@ import pytest
 REPO = Path(__file__).resolve().parent.parent
 
 
-# The longest tests (`--durations`: the guides' commands in a fresh clone, the round trip
+# The longest tests (`--durations`: the TPU guide's route, the guides' commands in a fresh clone, the round trip
 # of every kernel, the Gradescope install, gradings under load, the corpus), first: with
 # xdist's worksteal (pyproject's addopts) the other workers share everything else while
 # these run, so no worker ends the run alone on one of them.
 LONGEST_FIRST = (
+    "tests/test_tpu_route.py",
     "tests/test_guide_commands.py::test_every_",
     "tests/test_serial.py::test_every_corpus_kernel",
     "tests/test_coverage.py::test_every_public_call",
