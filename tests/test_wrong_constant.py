@@ -98,7 +98,7 @@ def test_the_fix_names_the_number_its_line_and_the_size_the_formula_names():
 def test_a_scale_from_the_sequence_length_is_fixed_at_the_line_that_uses_it(grade_cli):
     doc, out = grade_cli(corpus("flash_attention") / "scale_from_sequence_length.py", "flash_attention",
                          "--run-key", "5")
-    assert all(t == ["wrong-result"] for t in tags(doc))
+    assert doc["score"] == 9.0 and tags(doc) == [["wrong-result"]] * 10
     first = " ".join(doc["tests"][0]["output"].split())
     assert "At scale_from_sequence_length.py:27: ``` s = jnp.dot(q_ref[0], k_ref[0].T, " in first
     assert ("Fix: the kernel computes with 0.05103 at line 27, which is 1/√S (S = 384 on this case), where the "

@@ -396,36 +396,37 @@ def _diagnose(plan: Plan, ex: execution.Execution, store: DrawStore, loc: submis
 def _with_reads(a: Assignment, run: Run, f: Finding, outcome: Outcome, store: DrawStore, scan,
                 cache: dict[str, dict | None], kernel: sources.KernelSource | None) -> Finding:
     """A visible case's wrong result, with the input block a wrong output block needed and
-    its steps never read (``judge.reads``: where the fault is, not a charge), once per case."""
+    its steps never read (``judge.reads``: where the fault is, not a charge), and a number made
+    from the wrong size (``compare.constant_fit``), once per case."""
     if outcome.output is None:
         return f        # (a failed pl.debug_check: no output to place)
+    tol, length, made = a.tolerance(run.case), a.reduction_length(run.case), f"{run.case.name}/constant"
     if run.case.name not in cache:
+        cache[made] = None
         try:
             ref = store[run.draw]
-            wrong = mismatches(outcome.output, ref, a.tolerance(run.case), a.reduction_length(run.case))
+            wrong = mismatches(outcome.output, ref, tol, length)
             args, arrays = store.arguments(run.draw)
+            names = [a.inputs[i].name for i in arrays]
+            # A number made from the wrong size of the case (1/√S for 1/√D): the fault's line.
+            numbers = [c for c, _p in kernel.constants] if kernel is not None else []
+            cache[made] = constant_fit(outcome.output, store.reference_fn, args, arrays, tol, length, numbers,
+                                       run.case.dim_map, names) if numbers else None
             cache[run.case.name] = reads.evidence(scan, wrong, args, arrays, store.reference_fn, ref)
         except Exception:   # noqa: BLE001 (evidence for a fix, never a charge: losing it costs nothing)
             cache[run.case.name] = None
         found = cache[run.case.name]
         if found is not None:     # the handout's names of the inputs, not the kernel's operands
-            names = [a.inputs[i].name for i in arrays]
             found["name"] = names[found["arg"]]
             found["also"] = [names[j] for j in found.pop("also_args")]
     found = cache[run.case.name]
     f = f.with_facts(unread_needed=found) if found is not None else f
-    tol, length = a.tolerance(run.case), a.reduction_length(run.case)
+    f = f.with_facts(constant=cache[made]) if cache[made] is not None else f
+    f = f.with_facts(unused_input=kernel.unused_inputs[0][0]) if kernel is not None and kernel.unused_inputs else f
     try:     # every wrong row the right row times one number: its scale is the fault
         scaled = scaled_rows(outcome.output, store[run.draw], tol, length)
-        # A number made from the wrong size of the case (1/√S for 1/√D): the fault's line.
-        numbers = [c for c, _p in kernel.constants] if kernel is not None else []
-        args, arrays = store.arguments(run.draw) if numbers else ([], [])
-        made = constant_fit(outcome.output, store.reference_fn, args, arrays, tol, length, numbers,
-                            run.case.dim_map, [a.inputs[i].name for i in arrays]) if numbers else None
     except Exception:   # noqa: BLE001 (evidence for a fix, never a charge)
-        scaled = made = None
-    f = f.with_facts(constant=made) if made is not None else f
-    f = f.with_facts(unused_input=kernel.unused_inputs[0][0]) if kernel is not None and kernel.unused_inputs else f
+        scaled = None
     return f.with_facts(scaled_rows=scaled) if scaled is not None else f
 
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Iterable
 
 from ...findings import Finding
-from ...grading.identity.sources import KernelSource, Place, Sources
+from ...grading.identity.sources import KernelSource, Place, SemMismatch, Sources
 from ...grading.judge.regions import crossed_axes
 from .formula import _line, formula_fault
 
@@ -171,9 +171,8 @@ def _kernel_fault(f: Finding, k: KernelSource, related: Iterable[Finding], sourc
         if _never_stored(x) and len(k.stores) == 1:
             return Fault("the store", k.stores[0])
         return None
-    if f.id == "dma-protocol" and k.sem_mismatches and not (k.sem_mismatches[0].kind == "unwaited"
-                                                           and f.problem == "hang"):
-        m = k.sem_mismatches[0]     # (a copy started into the wrong slot: its start is the odd one out)
+    if f.id == "dma-protocol" and (m := dma_fact(f, k)) is not None:
+        # (a copy started into the wrong slot: its start is the odd one out)
         if m.kind == "unwaited":
             return Fault("the copy never waited on", m.start)
         return Fault("the copy's start", m.start) if m.kind == "slot" else Fault("the wait", m.wait)
@@ -189,6 +188,13 @@ def _kernel_fault(f: Finding, k: KernelSource, related: Iterable[Finding], sourc
         if which is not None and which[0] == "input" and which[1] < len(k.in_maps) and k.in_maps[which[1]]:
             return Fault(f"the block spec of input {which[1]}", k.in_maps[which[1]])
     return None
+
+
+def dma_fact(f: Finding, k: KernelSource) -> SemMismatch | None:
+    """The traced kernel's DMA fact that speaks to ``f``: its first wait amiss, or a copy never
+    waited on, though not for a hang (a wait nothing satisfies: a copy left over did not stop it)."""
+    m = k.sem_mismatches[0] if k.sem_mismatches else None
+    return None if m is None or m.kind == "unwaited" and f.problem == "hang" else m
 
 
 def narrow_scratch(x: dict, k: KernelSource) -> bool:

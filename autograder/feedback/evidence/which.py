@@ -9,7 +9,7 @@ from typing import Iterable
 from ...findings import CATALOGUE, Finding
 from ...grading.identity.sources import Sources
 from .formula import formula_fix
-from .where import _never_stored, _wrong_dimension, crossed, narrow_scratch, padded_reads, reset_axis, unread
+from .where import _never_stored, _wrong_dimension, crossed, dma_fact, narrow_scratch, padded_reads, reset_axis, unread
 
 
 def _range(access: dict) -> str:
@@ -52,13 +52,11 @@ def _wrong_semaphore(f: Finding, sources: Sources | None) -> tuple[str, dict] | 
     """A wait on another semaphore than its copy's start (read from the traced kernel):
     whatever the run showed (a hang, a result that depends on the DMA mode), that is the fix."""
     kernels = sources.kernels if sources is not None else ()
-    if len(kernels) != 1 or not kernels[0].sem_mismatches:
+    m = dma_fact(f, kernels[0]) if len(kernels) == 1 else None
+    if m is None:
         return None
-    m = kernels[0].sem_mismatches[0]
     if m.kind == "unwaited":
-        # (A hang is a wait nothing satisfies: a copy left over is not what stopped it.)
-        return None if f.problem == "hang" else ("never-waited-copy", {"source": m.source, "copy": m.copy,
-                                                                       "start": m.start.where})
+        return "never-waited-copy", {"source": m.source, "copy": m.copy, "start": m.start.where}
     if m.kind == "slot":
         return "wrong-slot", {"source": m.source, "started_into": m.started_into, "start": m.start.where,
                               "waits_in": m.copy, "wait": m.wait.where}
