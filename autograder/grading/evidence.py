@@ -1,0 +1,85 @@
+"""A visible case's wrong result, with where its fault is: evidence for the fix, never
+a charge (losing any of it costs the student nothing).
+
+From the case's own run: the input block a wrong output block needed and its steps
+never read (``judge.reads``), a number made from the wrong size (``compare.constant_fit``)
+and rows that are the right rows times one number (``compare.scaled_rows``). From its
+altered reruns: the axis the kernel mixes (``compare.mixed_axes``) and a right answer
+when every block of the reduction is alike (what carries between steps).
+"""
+from __future__ import annotations
+
+from ..findings import Finding
+from ..isolation.outcome import Outcome
+from ..spec import Assignment
+from .identity import sources
+from .judge import reads
+from .judge.compare import compare, constant_fit, mismatches, mixed_axes, scaled_rows
+from .run import draws, plan as planning
+from .run.draws import DrawStore
+from .run.plan import Plan, Run
+
+
+def with_reads(a: Assignment, run: Run, f: Finding, outcome: Outcome, store: DrawStore, scan,
+                cache: dict[str, dict | None], kernel: sources.KernelSource | None) -> Finding:
+    """A visible case's wrong result, with the input block a wrong output block needed and
+    its steps never read (``judge.reads``: where the fault is, not a charge), and a number made
+    from the wrong size (``compare.constant_fit``), once per case."""
+    if outcome.output is None:
+        return f        # (a failed pl.debug_check: no output to place)
+    tol, length, made = a.tolerance(run.case), a.reduction_length(run.case), f"{run.case.name}/constant"
+    if run.case.name not in cache:
+        cache[made] = None
+        try:
+            ref = store[run.draw]
+            wrong = mismatches(outcome.output, ref, tol, length)
+            args, arrays = store.arguments(run.draw)
+            names = [a.inputs[i].name for i in arrays]
+            # A number made from the wrong size of the case (1/√S for 1/√D): the fault's line.
+            numbers = [c for c, _p in kernel.constants] if kernel is not None else []
+            cache[made] = constant_fit(outcome.output, store.reference_fn, args, arrays, tol, length, numbers,
+                                       run.case.dim_map, names) if numbers else None
+            cache[run.case.name] = reads.evidence(scan, wrong, args, arrays, store.reference_fn, ref)
+        except Exception:   # noqa: BLE001 (evidence for a fix, never a charge: losing it costs nothing)
+            cache[run.case.name] = None
+        found = cache[run.case.name]
+        if found is not None:     # the handout's names of the inputs, not the kernel's operands
+            found["name"] = names[found["arg"]]
+            found["also"] = [names[j] for j in found.pop("also_args")]
+    found = cache[run.case.name]
+    f = f.with_facts(unread_needed=found) if found is not None else f
+    f = f.with_facts(constant=cache[made]) if cache[made] is not None else f
+    f = f.with_facts(unused_input=kernel.unused_inputs[0][0]) if kernel is not None and kernel.unused_inputs else f
+    try:     # every wrong row the right row times one number: its scale is the fault
+        scaled = scaled_rows(outcome.output, store[run.draw], tol, length)
+    except Exception:   # noqa: BLE001 (evidence for a fix, never a charge)
+        scaled = None
+    return f.with_facts(scaled_rows=scaled) if scaled is not None else f
+
+
+def with_altered(plan: Plan, run: Run, f: Finding, outcome: Outcome, outcomes, store: DrawStore) -> Finding:
+    """A visible case's wrong result, with what its altered reruns showed (where the fault
+    is, not a charge): the outputs that moved when one input element changed where the
+    reference's stayed put (``compare.mixed_axes``: the axis the kernel mixes), and a
+    right answer when every block of the reduction is alike (what carries between steps)."""
+    # (The nudged rerun against the generic run of the same inputs, whichever rung the test ran on.)
+    runs = {kind: r for kind in ("", planning.NUDGED, planning.STEADY)
+            if (r := planning.altered_run(plan, run, kind)) is not None
+            and (o := outcomes.get(r)) is not None and o.output is not None}
+    reruns = {kind: outcomes[r].output for kind, r in runs.items()}
+    try:
+        if "" in reruns and planning.NUDGED in reruns:
+            mixed = mixed_axes(reruns[""], reruns[planning.NUDGED], store[run.draw], store[runs[planning.NUDGED].draw])
+            which = store.nudged_input(runs[planning.NUDGED].draw)
+            if mixed is not None and which is not None:
+                f = f.with_facts(mixed={**mixed, "input": which[0], "at": which[1]})
+        if planning.STEADY in reruns:
+            a = plan.assignment
+            right = compare(reruns[planning.STEADY], store[runs[planning.STEADY].draw], a.tolerance(run.case),
+                            a.reduction_length(run.case), a.numerics_bound).ok
+            dim, period = draws.steady_period(a, run.case)
+            if right:
+                f = f.with_facts(steady={"dim": dim, "period": period, "size": run.case.dim_map[dim]})
+    except Exception:   # noqa: BLE001 (evidence for a fix, never a charge: losing it costs nothing)
+        return f
+    return f
