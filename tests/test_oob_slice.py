@@ -225,7 +225,7 @@ def test_a_test_tied_only_by_a_secret_cases_evidence_says_why_it_has_no_command(
 
 
 def test_the_divisor_of_a_store_and_every_line_that_writes_it():
-    from autograder.grading.identity.sources import divisor
+    from autograder.grading.identity.calls import divisor
     assert divisor("o_ref[0] = (acc_ref[...] / l_ref[...]).astype(o_ref.dtype)") == ("l_ref[...]", "l_ref")
     assert divisor("o_ref[...] = acc / denom") == ("denom", "denom")
     assert divisor("o_ref[...] = a / b / c") is None and divisor("o_ref[...] = a * b") is None

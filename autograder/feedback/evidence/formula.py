@@ -15,7 +15,8 @@ from __future__ import annotations
 import re
 
 from ...findings import Finding
-from ...grading.identity.sources import KernelSource, Place, Sources, divisor
+from ...grading.identity.calls import divisor
+from ...grading.identity.sources import KernelSource, Place, Sources
 
 
 def _line(p: Place) -> int:

@@ -168,3 +168,20 @@ def of_call(tree: ast.Module, line: int) -> CallLines | None:
     return CallLines(call.lineno, grid.lineno if grid is not None else None, _semantics_line(call, scope),
                      _maps(call, "in_specs", scope), _maps(call, "out_specs", scope),
                      scratch.lineno if scratch is not None else None)
+
+
+def divisor(statement: str) -> tuple[str, str] | None:
+    """The divisor of the one division in a quoted statement, as written, and the
+    name of the ref or variable it reads: ``o_ref[0] = (acc_ref[...] / l_ref[...])``
+    gives ("l_ref[...]", "l_ref"); None for none or several."""
+    tree = parse(statement.strip())
+    if tree is None:
+        return None
+    divs = [n for n in ast.walk(tree) if isinstance(n, ast.BinOp) and isinstance(n.op, ast.Div)]
+    if len(divs) != 1:
+        return None
+    right = divs[0].right
+    base = right.value if isinstance(right, ast.Subscript) else right
+    if not isinstance(base, ast.Name):
+        return None
+    return ast.get_source_segment(statement.strip(), right) or base.id, base.id

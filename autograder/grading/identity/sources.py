@@ -183,23 +183,6 @@ def _module(text: tuple[str, ...]) -> tuple[ast.Module | None, str]:
     return calls.parse(joined), joined
 
 
-def divisor(statement: str) -> tuple[str, str] | None:
-    """The divisor of the one division in a quoted statement, as written, and the
-    name of the ref or variable it reads: ``o_ref[0] = (acc_ref[...] / l_ref[...])``
-    gives ("l_ref[...]", "l_ref"); None for none or several."""
-    tree = calls.parse(statement.strip())
-    if tree is None:
-        return None
-    divs = [n for n in ast.walk(tree) if isinstance(n, ast.BinOp) and isinstance(n.op, ast.Div)]
-    if len(divs) != 1:
-        return None
-    right = divs[0].right
-    base = right.value if isinstance(right, ast.Subscript) else right
-    if not isinstance(base, ast.Name):
-        return None
-    return ast.get_source_segment(statement.strip(), right) or base.id, base.id
-
-
 _FRAME = re.compile(r'File "([^"]*)", line (\d+)')
 
 
