@@ -7,6 +7,7 @@ secret case's finding) or say too little, the catalogue's general line
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,8 +33,11 @@ class Fix:
 
     @property
     def text(self) -> str:
-        """The line with where to make it: the problem list's form."""
-        return f"{self.what} ({self.where})" if self.where else self.what
+        """The line with where to make it: the problem list's form (once: not again where
+        the line itself already names that line, "at line 28", "started at add.py:28")."""
+        n = self.where.rpartition(":")[2]
+        said = self.where.startswith("at ") and n.isdigit() and re.search(rf"(line |:){n}\b", self.what)
+        return f"{self.what} ({self.where})" if self.where and not said else self.what
 
 
 def fix(f: Finding, assignment=None, *, visible: bool = True, sources: Sources | None = None,
@@ -133,9 +137,8 @@ def _specific(f: Finding, dims: dict) -> str | None:
             return (f"the blocks and scratch need {x['bytes'] / mib:.1f} MiB of VMEM at the real problem size, "
                     f"over the {x['limit_bytes'] / mib:.0f} MiB of a {x['chip']}: use fixed block sizes "
                     "(e.g. 128-512 per dimension) and tile the large dimensions with the grid")
-        if f.id == "wrong-result" and x.get("first_mismatches") and f.case and not x.get("scaled_rows") \
-                and not x.get("mixed") and not x.get("steady") and not x.get("constant") \
-                and not x.get("unused_input"):
+        if f.id == "wrong-result" and x.get("first_mismatches") and f.case \
+                and not any(x.get(k) for k in evidence.FORMULA_FACTS):
             # (Rows that are the right rows scaled, outputs mixed along an axis: the evidence says more.)
             first = ", ".join(str(i) for i in x["first_mismatches"][0])
             return (f"check the kernel's formula and index maps against the reference on case {f.case}; "

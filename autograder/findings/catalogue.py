@@ -92,6 +92,9 @@ _KINDS = (
                            "there (the same grid axis in the same place as in the output's index map)",
               # An input whose value reaches no write of the kernel (``identity.dataflow``).
               "unused-input": "{what}{store}: the formula needs {ref}; use it where the output is computed",
+              # A mistake the instructor declared beside the reference (``compare.mistake_fit``).
+              "known-mistake": "your kernel's output is what the reference computes with {name}, within this "
+                               "case's tolerance{line}. {fix}",
               # A number made from another size than the reference's (``compare.constant_fit``).
               "wrong-constant": "the kernel computes with {value} at line {line}, which is {form} ({dim} = {size} "
                                 "on this case), where the formula has {meant} ({meant_value} here): the reference "

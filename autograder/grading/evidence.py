@@ -2,10 +2,11 @@
 a charge (losing any of it costs the student nothing).
 
 From the case's own run: the input block a wrong output block needed and its steps
-never read (``judge.reads``), a number made from the wrong size (``compare.constant_fit``)
-and rows that are the right rows times one number (``compare.scaled_rows``). From its
-altered reruns: the axis the kernel mixes (``compare.mixed_axes``) and a right answer
-when every block of the reduction is alike (what carries between steps).
+never read (``judge.reads``), a number made from the wrong size (``compare.constant_fit``),
+the instructor's declared mistake it computes (``compare.mistake_fit``) and rows that are
+the right rows times one number (``compare.scaled_rows``). From its altered reruns: the
+axis the kernel mixes (``compare.mixed_axes``) and a right answer when every block of the
+reduction is alike (what carries between steps).
 """
 from __future__ import annotations
 
@@ -14,47 +15,77 @@ from ..isolation.outcome import Outcome
 from ..spec import Assignment
 from .identity import sources
 from .judge import reads
-from .judge.compare import compare, constant_fit, mismatches, mixed_axes, scaled_rows
+from .judge.compare import compare, constant_fit, mismatches, mistake_fit, mixed_axes, scaled_rows
 from .run import draws, plan as planning
 from .run.draws import DrawStore
 from .run.plan import Plan, Run
 
 
 def with_reads(a: Assignment, run: Run, f: Finding, outcome: Outcome, store: DrawStore, scan,
-                cache: dict[str, dict | None], kernel: sources.KernelSource | None) -> Finding:
-    """A visible case's wrong result, with the input block a wrong output block needed and
-    its steps never read (``judge.reads``: where the fault is, not a charge), and a number made
-    from the wrong size (``compare.constant_fit``), once per case."""
+               cache: dict[str, dict], kernel: sources.KernelSource | None) -> Finding:
+    """A visible case's wrong result, with the evidence its own run gives (``_of_case``,
+    worked out once per case), the input the kernel computes without, and rows that are
+    the right rows times one number (``compare.scaled_rows``: its scale is the fault)."""
     if outcome.output is None:
         return f        # (a failed pl.debug_check: no output to place)
-    tol, length, made = a.tolerance(run.case), a.reduction_length(run.case), f"{run.case.name}/constant"
     if run.case.name not in cache:
-        cache[made] = None
-        try:
-            ref = store[run.draw]
-            wrong = mismatches(outcome.output, ref, tol, length)
-            args, arrays = store.arguments(run.draw)
-            names = [a.inputs[i].name for i in arrays]
-            # A number made from the wrong size of the case (1/√S for 1/√D): the fault's line.
-            numbers = [c for c, _p in kernel.constants] if kernel is not None else []
-            cache[made] = constant_fit(outcome.output, store.reference_fn, args, arrays, tol, length, numbers,
-                                       run.case.dim_map, names) if numbers else None
-            cache[run.case.name] = reads.evidence(scan, wrong, args, arrays, store.reference_fn, ref)
-        except Exception:   # noqa: BLE001 (evidence for a fix, never a charge: losing it costs nothing)
-            cache[run.case.name] = None
-        found = cache[run.case.name]
-        if found is not None:     # the handout's names of the inputs, not the kernel's operands
-            found["name"] = names[found["arg"]]
-            found["also"] = [names[j] for j in found.pop("also_args")]
-    found = cache[run.case.name]
-    f = f.with_facts(unread_needed=found) if found is not None else f
-    f = f.with_facts(constant=cache[made]) if cache[made] is not None else f
+        cache[run.case.name] = _of_case(a, run, outcome, store, scan, kernel)
+    f = f.with_facts(**cache[run.case.name])
     f = f.with_facts(unused_input=kernel.unused_inputs[0][0]) if kernel is not None and kernel.unused_inputs else f
-    try:     # every wrong row the right row times one number: its scale is the fault
-        scaled = scaled_rows(outcome.output, store[run.draw], tol, length)
+    try:
+        scaled = scaled_rows(outcome.output, store[run.draw], a.tolerance(run.case), a.reduction_length(run.case))
     except Exception:   # noqa: BLE001 (evidence for a fix, never a charge)
         scaled = None
     return f.with_facts(scaled_rows=scaled) if scaled is not None else f
+
+
+def _of_case(a: Assignment, run: Run, outcome: Outcome, store: DrawStore, scan,
+             kernel: sources.KernelSource | None) -> dict:
+    """A wrong result's facts from its case's run: the input block a wrong output block
+    needed and its steps never read (``judge.reads``), a number made from the wrong size
+    (``compare.constant_fit``) and the instructor's declared mistake it computes
+    (``compare.mistake_fit``). Each is lost alone when it fails: it costs nothing."""
+    tol, length, found = a.tolerance(run.case), a.reduction_length(run.case), {}
+    try:
+        ref = store[run.draw]
+        args, arrays = store.arguments(run.draw)
+    except Exception:   # noqa: BLE001 (evidence for a fix, never a charge)
+        return found
+    names = [a.inputs[i].name for i in arrays]
+    # A number made from the wrong size of the case (1/√S for 1/√D): the fault's line.
+    numbers = [c for c, _p in kernel.constants] if kernel is not None else []
+    steps = {"constant": lambda: constant_fit(outcome.output, store.reference_fn, args, arrays, tol, length,
+                                              numbers, run.case.dim_map, names) if numbers else None,
+             "mistake": lambda: mistake_fit(outcome.output, store.mistakes(), args, _blocks(scan, names), tol,
+                                            length, ref),
+             "unread_needed": lambda: _named(reads.evidence(scan, mismatches(outcome.output, ref, tol, length),
+                                                            args, arrays, store.reference_fn, ref), names)}
+    for key, step in steps.items():
+        try:
+            value = step()
+        except Exception:   # noqa: BLE001 (evidence for a fix, never a charge: losing it costs nothing)
+            value = None
+        if value is not None:
+            found[key] = value
+    return found
+
+
+def _named(found: dict | None, names: list[str]) -> dict | None:
+    """The reads evidence with the handout's names of the inputs, not the kernel's operands."""
+    if found is not None:
+        found["name"] = names[found["arg"]]
+        found["also"] = [names[j] for j in found.pop("also_args")]
+    return found
+
+
+def _blocks(scan, names: list[str]) -> dict[str, tuple[int, ...]]:
+    """Each input's block shape in the kernel's one pallas_call, by the spec's input name
+    (a declared mistake that depends on the tiling reads it); {} for several calls."""
+    calls = getattr(scan, "calls", ())
+    if len(calls) != 1:
+        return {}
+    return {names[op.arg]: tuple(op.block_shape) for op in calls[0].operands
+            if not op.is_output and op.arg is not None and 0 <= op.arg < len(names)}
 
 
 def with_altered(plan: Plan, run: Run, f: Finding, outcome: Outcome, outcomes, store: DrawStore) -> Finding:

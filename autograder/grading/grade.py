@@ -352,7 +352,7 @@ def _diagnose(plan: Plan, ex: execution.Execution, store: DrawStore, loc: submis
     probe_findings, notes = probes.judge(plan, ex.outcomes, store, kernels)
     findings += probe_findings
     scans = planning.scans(plan, ex.outcomes)
-    unread: dict[str, dict | None] = {}
+    unread: dict[str, dict] = {}
     for run in plan.correctness():
         outcome = ex.outcomes.get(run, Outcome("skipped", reason="budget"))
         reference = store[run.draw] if outcome.output is not None else None

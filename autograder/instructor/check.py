@@ -2,7 +2,8 @@
 
 Quick rows (what `build` also runs, no JAX): the spec and what it names
 resolve, the reference answers the first case with the output's shape, the
-solution defines the entry function and a starter can be made from it.
+mistakes declared beside it load and differ from it, the solution defines the
+entry function and a starter can be made from it.
 Full rows grade for real (the same code path as Gradescope): the solution is
 clean on every rung and probe; every case exposes what a tiling bug needs
 (on the solution's own grid: at least 2 blocks on each grid axis, at least 3
@@ -36,7 +37,7 @@ from ..grading.run.draws import load_reference
 from ..isolation import container
 from ..isolation.confinement import python_command
 from ..pallas_surface.static.facts import CallMap, IndexMaps
-from ..spec import Assignment, ProbeRubric
+from ..spec import Assignment, ProbeRubric, mistakes
 from . import starter
 
 # Gradescope's default container (0.5 CPU, 768 MB) against this machine's full
@@ -77,6 +78,32 @@ def _reference_row(a: Assignment) -> Row:
     ok = tuple(out.shape) == tuple(want)
     return Row("reference resolves", ok, f"{a.reference} gives {tuple(out.shape)} on case {case.name!r}"
                + ("" if ok else f"; the spec's output is {tuple(want)}"))
+
+
+def _mistakes_rows(a: Assignment) -> list[Row]:
+    """The mistakes declared beside the reference (``spec.mistakes``) load, and each one
+    that does not take the kernel's blocks computes something else than the reference on
+    the first case (one that does not would name every wrong kernel). None declared: no row."""
+    try:
+        found = mistakes.of(a)
+    except Exception as e:  # noqa: BLE001 - the instructor's declaration: say how it fails
+        return [Row("declared mistakes load", False, f"{type(e).__name__}: {e}")]
+    if not found:
+        return []
+    case = a.cases[0]
+    args = [x.array.astype(np.float64) if x.kind == "array" else x.value for x in inputs.make(a, case)]
+    said, bad = [], []
+    for m in found:
+        if m.tiled:
+            said.append(f"{m.name} (takes the kernel's blocks: tried when a kernel is graded)")
+            continue
+        try:
+            same = np.allclose(np.asarray(m(args, {}), dtype=np.float64), load_reference(a)(*args))
+        except Exception as e:  # noqa: BLE001 - the instructor's mistake raised: say how
+            bad.append(f"{m.name} raised {type(e).__name__}: {e}")
+            continue
+        (bad if same else said).append(f"{m.name} ({'is the reference' if same else 'differs'} on {case.name!r})")
+    return [Row("declared mistakes load and differ from the reference", not bad, "; ".join(bad + said))]
 
 
 def _solution_rows(a: Assignment) -> list[Row]:
@@ -120,7 +147,7 @@ def _checks_row(a: Assignment) -> list[Row]:
 def quick(a: Assignment) -> list[Row]:
     """What build runs before writing a zip: no grading."""
     return [Row("spec is valid", True, f"{len(a.cases)} cases, rungs {', '.join(a.rungs)}"),
-            _reference_row(a), *_solution_rows(a), *_checks_row(a)]
+            _reference_row(a), *_mistakes_rows(a), *_solution_rows(a), *_checks_row(a)]
 
 
 def _graded(a: Assignment, path: Path) -> Report:

@@ -18,8 +18,9 @@ that wait's fault and fix, whatever the run showed. None when the evidence does 
 say (the catalogue's general line stands). The wording is the catalogue's; this
 module only chooses.
 """
+from .formula import FORMULA_FACTS
 from .where import Fault, crossed, fault, grid_too_long, oob_axis, padded_reads, reset_axis, unread, with_grid
 from .which import SECRET_SAFE, fix, reads_fix, seen
 
-__all__ = ["SECRET_SAFE", "Fault", "crossed", "fault", "fix", "grid_too_long", "oob_axis", "padded_reads",
-           "reads_fix", "reset_axis", "seen", "unread", "with_grid"]
+__all__ = ["FORMULA_FACTS", "SECRET_SAFE", "Fault", "crossed", "fault", "fix", "grid_too_long", "oob_axis",
+           "padded_reads", "reads_fix", "reset_axis", "seen", "unread", "with_grid"]

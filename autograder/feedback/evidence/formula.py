@@ -4,7 +4,9 @@ outputs that moved with one input element the reference keeps them apart from
 (``judge.compare.mixed_axes``: the one reduction along that axis); a number the kernel
 computes with, made from another size of the case than the reference's
 (``judge.compare.constant_fit``: 1/√S for 1/√D, at the line that uses it); an input
-whose value reaches nothing the kernel writes (``identity.dataflow``).
+whose value reaches nothing the kernel writes (``identity.dataflow``); what a mistake the
+instructor declared beside the reference computes (``compare.mistake_fit``: the
+instructor's fix, at the line its ``at`` names).
 
 A reduction's axes count in its own value, whose rank may not be the output's (a
 block with a squeezed leading dimension): they are matched from the end, as a
@@ -17,6 +19,10 @@ import re
 from ...findings import Finding
 from ...grading.identity.calls import divisor
 from ...grading.identity.sources import KernelSource, Place, Sources
+from ...spec import mistakes
+
+# A wrong result's facts that place its formula error (each says more than the general fix).
+FORMULA_FACTS = ("constant", "mistake", "unused_input", "scaled_rows", "mixed", "steady")
 
 
 def _line(p: Place) -> int:
@@ -50,6 +56,8 @@ def formula_fault(f: Finding, k: KernelSource, sources: Sources | None = None) -
         return None
     if (made := _constant(x.get("constant"), k)) is not None:
         return "the number it computes with", made
+    if (seen := _mistake_line(x.get("mistake"), k)) is not None:
+        return seen
     if x.get("unused_input") and k.unused_inputs and (k.unused_inputs[0][1] is not None or len(k.stores) == 1):
         read = k.unused_inputs[0][1]
         return ("the read whose value is never used", read) if read is not None else ("the store", k.stores[0])
@@ -86,6 +94,8 @@ def formula_fix(f: Finding, sources: Sources | None) -> tuple[str, dict] | None:
     kernel = kernels[0] if len(kernels) == 1 else None
     if f.id == "wrong-result" and (made := _constant(x.get("constant"), kernel)) is not None:
         return _made(x["constant"], made)
+    if f.id == "wrong-result" and isinstance(x.get("mistake"), dict) and (seen := _mistake(x["mistake"], kernel)):
+        return seen
     if f.id == "wrong-result" and x.get("unused_input") and kernel is not None and kernel.unused_inputs:
         return _unused(kernel)
     if f.id == "wrong-result" and isinstance(x.get("scaled_rows"), dict):
@@ -167,3 +177,27 @@ def _unused(k: KernelSource) -> tuple[str, dict]:
 
 def _indices(lo: int, hi: int) -> str:
     return f"index {lo}" if lo == hi else f"indices {lo}-{hi}"
+
+
+# What a declared mistake's ``at`` calls the line it names (``spec.mistakes.AT``).
+AT_WORDS = {"where": "the jnp.where", "division": "the division", "exp": "the exponential", "store": "the store"}
+
+
+def _mistake_line(m, k: KernelSource | None) -> tuple[str, Place] | None:
+    """(what the line is, the line) a declared mistake's ``at`` names, when the kernel has
+    exactly one such line, else None."""
+    at = m.get("at") if isinstance(m, dict) else None
+    if k is None or at not in AT_WORDS:
+        return None
+    lines = k.stores if at == "store" else k.lines_of(*mistakes.AT[at])
+    return (AT_WORDS[at], lines[0]) if len(lines) == 1 else None
+
+
+def _mistake(m: dict, k: KernelSource | None) -> tuple[str, dict] | None:
+    """The fix a declared mistake calls for, in the instructor's words, at its line."""
+    if not isinstance(m.get("name"), str) or not isinstance(m.get("fix"), str):
+        return None
+    seen = _mistake_line(m, k)
+    line = f" ({seen[0]} at line {_line(seen[1])})" if seen is not None else ""
+    fix = m["fix"].strip().rstrip(".")      # (the catalogue's sentence ends it)
+    return "known-mistake", {"name": m["name"], "fix": fix[:1].upper() + fix[1:], "line": line}

@@ -156,8 +156,8 @@ def _kernel_fault(f: Finding, k: KernelSource, related: Iterable[Finding], sourc
         return Fault("the dimension semantics", k.semantics) if k.semantics is not None else None
     if f.id == "numerics" and narrow_scratch(x, k):
         return Fault("the scratch's dtype", k.scratch)
-    if f.id == "numerics" and x.get("nonfinite") and len(k.exps) == 1:
-        return Fault("the exponential", k.exps[0])     # (an inf from the one exp: its argument grew too large)
+    if f.id == "numerics" and x.get("nonfinite") and len(exps := k.lines_of("exp", "exp2")) == 1:
+        return Fault("the exponential", exps[0])     # (an inf from the one exp: its argument grew too large)
     if (f.id == "compile-reject" and x.get("rule_id") == "matmul-accumulator"
             or f.id == "numerics" and not x.get("nonfinite")) and len(k.narrow_dots) == 1:
         # The one product with a 16-bit result: what the compiler refuses, and the

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Iterator
 
 from ...pallas_surface.program import dmas
+from ...spec import mistakes
 from . import calls, dataflow, literals, resets
 
 MAX_QUOTED = 160        # characters of a quoted line (a longer one is cut, saying so)
@@ -70,7 +71,11 @@ class KernelSource:
     narrow_scratch: tuple[int, ...] = ()     # scratch refs (their place among them) of a 16-bit dtype
     constants: tuple[tuple[float, Place], ...] = ()   # the float numbers it computes with (a scale), first line each
     unused_inputs: tuple[tuple[str, Place | None], ...] = ()   # inputs whose value reaches no write: (ref, its read)
-    exps: tuple[Place, ...] = ()             # its exponentials (what overflows first in a softmax)
+    ops: tuple[tuple[str, Place], ...] = ()  # (primitive, line) of those a fix may name (OPS: exp, where, ...)
+
+    def lines_of(self, *prims: str) -> tuple[Place, ...]:
+        """The kernel's distinct lines that compute one of ``prims``, in order."""
+        return tuple(dict.fromkeys(p for q, p in self.ops if q in prims))
 
 
 @dataclass(frozen=True)
@@ -206,8 +211,23 @@ def _eqns(node: Any, skip_kernels: bool = False) -> Iterator[dict]:
             yield from _eqns(value, skip_kernels)
 
 
+def _sourced(node: Any, src: Any = None) -> Iterator[tuple[dict, Any]]:
+    """Every equation under ``node`` with its source line, or where it records none, its
+    nearest enclosing equation's (jnp.where's own jit records none for its select_n)."""
+    if isinstance(node, dict):
+        if "p" in node and "params" in node:
+            src = node.get("src") if node.get("src") is not None else src
+            yield node, src
+        for value in node.values():
+            yield from _sourced(value, src)
+    elif isinstance(node, list):
+        for value in node:
+            yield from _sourced(value, src)
+
+
 KERNEL_CALLS = ("pallas_call", "mpmd_map")
 STORES = ("swap", "masked_swap")
+OPS = frozenset(p for prims in mistakes.AT.values() for p in prims)   # (a mistake's ``at``; exp: overflow)
 
 
 def _span(where: Callable[[str, int], str], file: str, lines: list[int]) -> str:
@@ -419,7 +439,7 @@ class _Reader:
             tuple((names[nio + k] if len(names) > nio + k else f"input {k}", next(filter(None, map(self._at, srcs)),
                                                                                   None))
                   for k, srcs in dataflow.unused_inputs(jaxpr, nio, nin)),
-            self.places(e.get("src") for e in _eqns(eqn["params"]) if e["p"] in ("exp", "exp2")))
+            tuple((e["p"], p) for e, src in _sourced(eqn["params"]) if e["p"] in OPS and (p := self._at(src))))
 
     def _at(self, src: Any) -> Place | None:
         found = self.source(src)

@@ -186,3 +186,26 @@ def constant_fit(out: np.ndarray, reference_fn, args: list, arrays: list[int], t
                                 "meant": form.format(other), "meant_value": fn(dims[other]),
                                 "meant_dim": other, "input": names[k]}
     return None
+
+
+def mistake_fit(out: np.ndarray, mistakes, args: list, blocks: dict, tol: Tolerance,
+                reduction_length: int, ref: np.ndarray) -> dict | None:
+    """The first of the instructor's declared mistakes (``spec.mistakes``) whose result the
+    kernel's output is, within the comparison's tolerance: {name, fix, at}, else None. A
+    mistake that computes the reference itself on these inputs says nothing (it would name
+    any wrong kernel), nor does one that raises (a tiled one, say, given no block shapes).
+    Evidence for a fix, never a charge."""
+    if out is None or not np.isfinite(np.asarray(out, dtype=np.float64)).all():
+        return None
+    for m in mistakes:
+        try:
+            got = np.asarray(m([np.asarray(a, dtype=np.float64) if isinstance(a, np.ndarray) else a for a in args],
+                               blocks), dtype=np.float64)
+        except Exception:   # noqa: BLE001 (the instructor's mistake does not apply here)
+            continue
+        if got.shape != out.shape or not np.isfinite(got).all() \
+                or not mismatches(got, ref, tol, reduction_length).any():
+            continue        # (not this case's mistake, or no mistake on these inputs: it is the reference)
+        if not mismatches(out, got, tol, reduction_length).any():
+            return {"name": m.name, "fix": m.fix, "at": m.at or ""}
+    return None

@@ -6,7 +6,6 @@ numpy reference, here in the parent, from exactly the values the kernel gets.
 """
 from __future__ import annotations
 
-import importlib.util
 import math
 from collections.abc import Mapping
 from dataclasses import replace
@@ -15,19 +14,14 @@ from typing import Callable, Iterator
 
 import numpy as np
 
-from ...spec import Assignment, Case
+from ...spec import Assignment, Case, mistakes
 from . import inputs
 from .runs import Draw
 
 
 def load_reference(assignment: Assignment) -> Callable:
     """The instructor's float64 numpy reference (trusted code, run in the parent)."""
-    file, _, fn = assignment.reference.partition(":")
-    path = assignment.folder / file
-    spec = importlib.util.spec_from_file_location(f"_reference_{assignment.slug}", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return getattr(module, fn)
+    return getattr(mistakes.reference_module(assignment), assignment.reference.partition(":")[2])
 
 
 def nudge(made: list) -> list:
@@ -89,6 +83,17 @@ class DrawStore(Mapping):
         self.assignment, self.reference_fn, self.in_dir = assignment, reference_fn, in_dir
         self._files: dict[Draw, list[dict]] = {}
         self._refs: dict[Draw, np.ndarray] = {}
+        self._mistakes: tuple[mistakes.Mistake, ...] | None = None
+
+    def mistakes(self) -> tuple[mistakes.Mistake, ...]:
+        """The assignment's declared mistakes (``spec.mistakes``), loaded on first use; none
+        when they do not load (``check`` says why: they choose a fix's words, never a grade)."""
+        if self._mistakes is None:
+            try:
+                self._mistakes = mistakes.of(self.assignment)
+            except Exception:   # noqa: BLE001 (a broken declaration loses a fix's words, nothing else)
+                self._mistakes = ()
+        return self._mistakes
 
     def nudged_input(self, draw: Draw) -> tuple[str, list[int]] | None:
         """The input a nudged draw changes (``nudge``'s rule, read from the spec: nothing is
