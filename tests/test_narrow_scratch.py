@@ -61,13 +61,14 @@ def test_the_scratch_line_holds_the_fault_and_its_fix_wins_over_the_handouts_hin
 def test_an_overflow_is_placed_at_the_kernels_one_exponential_and_keeps_the_handouts_hint():
     softmax = assignments.find("softmax")
     exp = Place("softmax.py:12", "num = jnp.exp(x)")
-    one = Sources((KernelSource("softmax.py:20", "softmax", "kernel", "softmax.py:9-14", exps=(exp,)),),
+    one = Sources((KernelSource("softmax.py:20", "softmax", "kernel", "softmax.py:9-14", ops=(("exp", exp),)),),
                   file="softmax.py")
     nan = Finding.make("numerics", "generic", "883 outputs are NaN or Inf", case="logits100-37x128",
                        check="correctness", nonfinite=883)
     assert evidence.fault(nan, one).place == exp
     assert fixes.fix(nan, softmax, sources=one).what == softmax.numerics_hint.rstrip(".")
     # Two exponentials (an online softmax's), or a precision problem (no inf): no line.
-    two = Sources((replace(one.kernels[0], exps=(exp, Place("softmax.py:13", "e = jnp.exp(m)"))),), file="softmax.py")
+    other = Place("softmax.py:13", "e = jnp.exp(m)")
+    two = Sources((replace(one.kernels[0], ops=(("exp", exp), ("exp", other))),), file="softmax.py")
     small = Finding.make("numerics", "generic", "3 outputs off", case="logits100-37x128", check="correctness")
     assert evidence.fault(nan, two) is None and evidence.fault(small, one) is None
