@@ -91,3 +91,10 @@ def test_a_row_wrong_any_other_way_rules_the_pattern_out(spoil):
         ref[0, 3] = 0.0
         out[0, 3] = 1.0
     assert scaled_rows(out, ref, TOL, 1) is None
+
+
+def test_an_error_far_past_the_output_is_said_as_a_multiple_not_a_percentage():
+    from autograder.grading.judge.figures import of_output, pct
+    assert of_output(0.0047) == "0.47% of the output's magnitude"
+    assert of_output(2.4e29) == "2.4e+29 times the output's magnitude"     # (was "2.4e+31%")
+    assert pct(0.5) == "50%" and pct(9.9) == "990%" and pct(12) == "12 times"

@@ -26,7 +26,7 @@ from dataclasses import replace
 from ...findings import Finding
 from ..run.plan import Plan
 from .faces import Faces
-from .figures import num, pct
+from .figures import num, of_output
 
 
 def _plain(f: Finding, fid: str) -> bool:
@@ -68,8 +68,8 @@ def _as_wrong(f: Finding, far: Finding, shown: bool) -> Finding:
     x = f.facts()
     there = f"case {far.case}" if shown else "another case"
     message = (f"{x.get('mismatches')} of {x.get('total')} outputs are off by up to "
-               f"{num(x.get('max_abs_error', 0.0))} ({pct(x.get('relative_to_output', 0.0))} of the output's "
-               f"magnitude): small here, but the same kernel is wrong far beyond rounding on {there}, of the "
+               f"{num(x.get('max_abs_error', 0.0))} ({of_output(x.get('relative_to_output', 0.0))}): small here, "
+               f"but the same kernel is wrong far beyond rounding on {there}, of the "
                "same dtype, so this is that logic error, not a precision problem")
     return replace(f.with_facts(one_cause=True, far_case=far.case if shown else None), id="wrong-result",
                    message=message)

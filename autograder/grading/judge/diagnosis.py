@@ -21,7 +21,7 @@ from ..run.plan import Run
 from ..run.submission import Located
 from . import regions
 from .compare import compare, mismatches
-from .figures import num, pct
+from .figures import num, of_output
 
 
 @dataclass(frozen=True)
@@ -305,11 +305,11 @@ def _judge_output(assignment: Assignment, run: Run, outcome: Outcome, reference:
         msg = (f"{c.nonfinite} of {c.total} outputs are NaN or Inf where the reference is finite"
                if c.nonfinite else
                f"{c.mismatches} of {c.total} outputs are off by up to {num(c.max_abs_error)} "
-               f"({pct(c.relative_to_output)} of the output's magnitude): a precision problem")
+               f"({of_output(c.relative_to_output)}): a precision problem")
         return Finding.make("numerics", run.rung, msg, **where, **c.evidence())
     if c.nonfinite:
         msg = (f"{c.mismatches} of {c.total} outputs are wrong: {c.nonfinite} are NaN or Inf, and "
-               f"finite ones are off by up to {pct(c.finite_relative)} of the output's magnitude")
+               f"finite ones are off by up to {of_output(c.finite_relative)}")
     else:
         msg = f"{c.mismatches} of {c.total} outputs are wrong (max error {num(c.max_abs_error)})"
     return Finding.make("wrong-result", run.rung, msg, **where, **c.evidence())

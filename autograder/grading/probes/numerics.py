@@ -16,7 +16,7 @@ from ...findings import Finding
 from ...spec import DTYPES, ProbeTerms, SpecContext, Stress, TableReader, read_own_tolerance
 from ..judge import regions
 from ..judge.compare import compare, mismatches
-from ..judge.figures import pct
+from ..judge.figures import of_output
 from ..run.plan import Variant
 from .base import Exposes, Probe, ProbeResults
 
@@ -123,7 +123,7 @@ def judge_numerics(r: ProbeResults) -> list[Finding]:
             why = (f"{c.nonfinite} of {c.total} outputs are NaN or Inf where the float64 reference "
                    "is finite: an intermediate overflows (e.g. exp of a large value)"
                    if c.nonfinite else
-                   f"the error is {pct(c.relative_to_output)} of the output's magnitude (about "
+                   f"the error is {of_output(c.relative_to_output)} (about "
                    f"{bits:g} correct bits, where {case.dtype} inputs allow "
                    f"{MANTISSA_BITS.get(case.dtype, '?')}): precision is lost, e.g. by accumulating "
                    "in a low-precision dtype")
