@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import corpus, tags
+from conftest import corpus, run_cli, tags
 
 from autograder.feedback import evidence, fixes
 from autograder.findings import Finding
@@ -104,3 +104,36 @@ def test_a_scale_from_the_sequence_length_is_fixed_at_the_line_that_uses_it(grad
     assert ("Fix: the kernel computes with 0.05103 at line 27, which is 1/√S (S = 384 on this case), where the "
             "formula has 1/√D (0.125 here)") in first
     assert "Problems found: 1 " in " ".join(out.split())
+
+
+def test_a_scale_applied_twice_is_found_with_every_line_that_applies_it():
+    args = _qkv()
+    out = _attention(*args, scale=1 / 64).astype(np.float32)        # (1/√D)², D = 64
+    found = constant_fit(out, _attention, args, [0, 1, 2], TOL, 256, [0.125], DIMS, ["q", "k", "v"])
+    assert found == {"value": 0.125, "form": "1/√D", "dim": "D", "size": 64, "twice": True, "input": "q"}
+    # Applied once (the right output with another bug), or a number of no size: not twice.
+    wrong = _attention(*args).astype(np.float32)
+    wrong[:, :, 0] += 1.0
+    assert constant_fit(wrong, _attention, args, [0, 1, 2], TOL, 256, [0.125], DIMS, ["q", "k", "v"]) is None
+    q, s = Place("k.py:21", "q = q_ref[0] * scale"), Place("k.py:24", "s = jnp.dot(q, k.T) * scale")
+    where = Sources((KernelSource("k.py:45", "flash_attention", "kernel", "k.py:13-35",
+                                  constants=((0.125, q), (0.125, s))),), file="k.py")
+    f = _finding(constant=found)
+    said = fixes.fix(f, FLASH, sources=where)
+    assert said.what == ("the kernel computes with 0.125, which is 1/√D (D = 64 on this case), at lines 21 and 24: the "
+                         "reference computed with 0.125 applied twice gives your kernel's output, where the formula "
+                         "applies it once. Apply it in one place")
+    assert evidence.fault(f, where).place == q and said.text == said.what      # (the lines are said once)
+
+
+@pytest.mark.jax
+@pytest.mark.grading
+def test_a_scale_applied_twice_is_fixed_at_both_lines():
+    path = corpus("flash_attention") / "scale_applied_twice.py"
+    proc = run_cli("grade", str(path), "-a", "flash_attention", "--run-key", "5", "--case", "f32-b2-s384-d64",
+                   "--rung", "generic")
+    said = " ".join(proc.stdout.split())
+    lines = [n for n, line in enumerate(path.read_text().splitlines(), 1) if "* scale" in line and "``" not in line]
+    assert proc.returncode == 0 and "[FAIL] 1.1 f32-b2-s384-d64 · generic interpreter (0/1.5)" in said
+    assert (f"Fix: the kernel computes with 0.125, which is 1/√D (D = 64 on this case), at lines {lines[0]} and "
+            f"{lines[1]}: the reference computed with 0.125 applied twice") in said

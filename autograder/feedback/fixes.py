@@ -36,7 +36,8 @@ class Fix:
         """The line with where to make it: the problem list's form (once: not again where
         the line itself already names that line, "at line 28", "started at add.py:28")."""
         n = self.where.rpartition(":")[2]
-        said = self.where.startswith("at ") and n.isdigit() and re.search(rf"(line |:){n}\b", self.what)
+        named = re.search(rf"(lines? |:)(\d+(, | and ))*{n}\b", self.what) if n.isdigit() else None
+        said = self.where.startswith("at ") and named
         return f"{self.what} ({self.where})" if self.where and not said else self.what
 
 

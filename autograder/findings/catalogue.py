@@ -100,6 +100,10 @@ _KINDS = (
                                 "on this case), where the formula has {meant} ({meant_value} here): the reference "
                                 "computed with {value} in its place gives your kernel's output. Make the number "
                                 "from {meant_dim}, not {dim}",
+              # A number of the formula applied once more than it has (``compare.constant_fit``).
+              "constant-twice": "the kernel computes with {value}, which is {form} ({dim} = {size} on this case), "
+                                "at {lines}: the reference computed with {value} applied twice gives your kernel's "
+                                "output, where the formula applies it once. Apply it in one place",
               # Every wrong row the right row times one number (``compare.scaled_rows``).
               "scaled-rows": "every wrong output row is the right row times one number ({low} to {high}; {rows} of "
                              "{of} rows): what each row is made of is right, only its scale is wrong{divided}",

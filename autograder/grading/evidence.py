@@ -53,7 +53,7 @@ def _of_case(a: Assignment, run: Run, outcome: Outcome, store: DrawStore, scan,
         return found
     names = [a.inputs[i].name for i in arrays]
     # A number made from the wrong size of the case (1/√S for 1/√D): the fault's line.
-    numbers = [c for c, _p in kernel.constants] if kernel is not None else []
+    numbers = list(dict.fromkeys(c for c, _p in kernel.constants)) if kernel is not None else []
     steps = {"constant": lambda: constant_fit(outcome.output, store.reference_fn, args, arrays, tol, length,
                                               numbers, run.case.dim_map, names) if numbers else None,
              "mistake": lambda: mistake_fit(outcome.output, store.mistakes(), args, _blocks(scan, names), tol,

@@ -93,7 +93,7 @@ def formula_fix(f: Finding, sources: Sources | None) -> tuple[str, dict] | None:
     kernels = sources.kernels if sources is not None else ()
     kernel = kernels[0] if len(kernels) == 1 else None
     if f.id == "wrong-result" and (made := _constant(x.get("constant"), kernel)) is not None:
-        return _made(x["constant"], made)
+        return _made(x["constant"], made, kernel)
     if f.id == "wrong-result" and isinstance(x.get("mistake"), dict) and (seen := _mistake(x["mistake"], kernel)):
         return seen
     if f.id == "wrong-result" and x.get("unused_input") and kernel is not None and kernel.unused_inputs:
@@ -155,13 +155,19 @@ def _constant(c, k: KernelSource | None) -> Place | None:
     return next((p for v, p in (k.constants if k is not None else ()) if v == value), None)
 
 
-def _made(c: dict, place: Place) -> tuple[str, dict] | None:
-    """The fix a number made from the wrong size calls for, in the case's own numbers."""
+def _made(c: dict, place: Place, k: KernelSource | None = None) -> tuple[str, dict] | None:
+    """The fix a number made from the wrong size (or applied twice) calls for, in the
+    case's own numbers."""
     try:
         values = {"value": f"{float(c['value']):.4g}", "form": str(c["form"]), "dim": str(c["dim"]),
-                  "size": int(c["size"]), "meant": str(c["meant"]), "meant_value": f"{float(c['meant_value']):.4g}",
-                  "meant_dim": str(c["meant_dim"]), "line": _line(place)}
-    except (KeyError, TypeError, ValueError):
+                  "size": int(c["size"]), "line": _line(place)}
+        if c.get("twice") is True:
+            lines = sorted({_line(p) for v, p in (k.constants if k is not None else ()) if v == c["value"]})
+            said = ", ".join(str(n) for n in lines[:-1]) + (" and " if len(lines) > 1 else "") + str(lines[-1])
+            return "constant-twice", {**values, "lines": f"line{'s' if len(lines) > 1 else ''} {said}"}
+        values.update(meant=str(c["meant"]), meant_value=f"{float(c['meant_value']):.4g}",
+                      meant_dim=str(c["meant_dim"]))
+    except (KeyError, TypeError, ValueError, IndexError):
         return None
     return "wrong-constant", values
 

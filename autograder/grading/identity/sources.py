@@ -69,7 +69,7 @@ class KernelSource:
     reductions: tuple[tuple[tuple[int, ...], int, Place], ...] = ()
     scratch_refs: tuple[str, ...] = ()       # the kernel's scratch refs' names (what it carries across steps)
     narrow_scratch: tuple[int, ...] = ()     # scratch refs (their place among them) of a 16-bit dtype
-    constants: tuple[tuple[float, Place], ...] = ()   # the float numbers it computes with (a scale), first line each
+    constants: tuple[tuple[float, Place], ...] = ()   # the float numbers it computes with (a scale), at each line
     unused_inputs: tuple[tuple[str, Place | None], ...] = ()   # inputs whose value reaches no write: (ref, its read)
     ops: tuple[tuple[str, Place], ...] = ()  # (primitive, line) of those a fix may name (OPS: exp, where, ...)
 
@@ -316,18 +316,19 @@ PLAIN = frozenset({0.0, 1.0, -1.0, 0.5, -0.5, 2.0, -2.0})
 
 
 def _constants(node: Any, most: int = 8) -> list[tuple[float, Any]]:
-    """The float scalar literals of a kernel's equations, each value once with its first
-    equation's source (``literals._scalar``: the document's own literal forms)."""
-    found: dict[float, Any] = {}
+    """The float scalar literals of a kernel's equations, each at every equation's source
+    that uses it, the first one first (``literals._scalar``: the document's own literal forms)."""
+    found: dict[tuple[float, Any], None] = {}
     for e in _eqns(node):
         for atom in e.get("in") if isinstance(e.get("in"), list) else ():
             try:
                 value = literals._scalar(atom) if isinstance(atom, dict) and "lit" in atom else None
             except (ValueError, TypeError):     # (a literal the grammar let through, not read)
                 value = None
-            if type(value) is float and math.isfinite(value) and value not in PLAIN and len(found) < most:
-                found.setdefault(value, e.get("src"))
-    return list(found.items())
+            if type(value) is float and math.isfinite(value) and value not in PLAIN \
+                    and len({v for v, _s in found} | {value}) <= most and len(found) < 4 * most:
+                found.setdefault((value, e["src"] if isinstance(e.get("src"), int) else None), None)
+    return list(found)
 
 
 def _writes(jaxpr: dict, refs: set, found: list) -> None:
@@ -435,7 +436,7 @@ class _Reader:
             resets.semantics(_params(eqn).get("compiler_params")),
             tuple((*r, p) for e in _eqns(eqn["params"]) if (r := _reduction(e)) and (p := self._at(e.get("src")))),
             tuple(names[nio + nin + nout:]), _narrow_scratch(jaxpr, nio + nin + nout),
-            tuple((c, p) for c, src in _constants(eqn["params"]) if (p := self._at(src)) is not None),
+            tuple(dict.fromkeys((c, p) for c, src in _constants(eqn["params"]) if (p := self._at(src)) is not None)),
             tuple((names[nio + k] if len(names) > nio + k else f"input {k}", next(filter(None, map(self._at, srcs)),
                                                                                   None))
                   for k, srcs in dataflow.unused_inputs(jaxpr, nio, nin)),

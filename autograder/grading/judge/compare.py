@@ -166,25 +166,34 @@ def constant_fit(out: np.ndarray, reference_fn, args: list, arrays: list[int], t
     """A number the kernel computes with that is made from one size of the case (0.051 =
     1/√S, S = 384) where the reference makes it from another: the reference, given one
     input scaled by the ratio of the two, reproduces the kernel's output within the
-    comparison's tolerance. {value, form, dim, size, meant,
-    meant_value, meant_dim, input}, else
-    None. Evidence for a fix, never a charge."""
+    comparison's tolerance ({value, form, dim, size, meant, meant_value, meant_dim, input});
+    else one applied once more than the formula does (0.125 = 1/√D twice: the reference,
+    given one input scaled by the number itself, reproduces it; {value, form, dim, size,
+    twice, input}); else None. Evidence for a fix, never a charge."""
     if out is None or not np.isfinite(np.asarray(out, dtype=np.float64)).all():
         return None
+
+    def scaled_fits(ratio: float) -> str | None:     # the input whose scaling by ratio gives the kernel's output
+        for k, i in enumerate(arrays):
+            scaled = list(args)
+            scaled[i] = np.asarray(args[i], dtype=np.float64) * ratio
+            ref = np.asarray(reference_fn(*scaled), dtype=np.float64)
+            if ref.shape == out.shape and not mismatches(out, ref, tol, reduction_length).any():
+                return names[k]
+        return None
+
     for value in constants:
         for form, fn in FORMS:
             made = [d for d, n in dims.items() if n > 0 and abs(fn(n) - value) <= 1e-6 * abs(value)]
             for dim, other in ((d, o) for d in made for o, n in dims.items() if o != d and n > 0
                                and abs(fn(n) - value) > 1e-3 * abs(value)):
-                ratio = value / fn(dims[other])
-                for k, i in enumerate(arrays):
-                    scaled = list(args)
-                    scaled[i] = np.asarray(args[i], dtype=np.float64) * ratio
-                    ref = np.asarray(reference_fn(*scaled), dtype=np.float64)
-                    if ref.shape == out.shape and not mismatches(out, ref, tol, reduction_length).any():
-                        return {"value": value, "form": form.format(dim), "dim": dim, "size": dims[dim],
-                                "meant": form.format(other), "meant_value": fn(dims[other]),
-                                "meant_dim": other, "input": names[k]}
+                if (found := scaled_fits(value / fn(dims[other]))) is not None:
+                    return {"value": value, "form": form.format(dim), "dim": dim, "size": dims[dim],
+                            "meant": form.format(other), "meant_value": fn(dims[other]),
+                            "meant_dim": other, "input": found}
+            if made and (found := scaled_fits(value)) is not None:
+                return {"value": value, "form": form.format(made[0]), "dim": made[0], "size": dims[made[0]],
+                        "twice": True, "input": found}
     return None
 
 
