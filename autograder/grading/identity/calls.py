@@ -185,3 +185,21 @@ def divisor(statement: str) -> tuple[str, str] | None:
     if not isinstance(base, ast.Name):
         return None
     return ast.get_source_segment(statement.strip(), right) or base.id, base.id
+
+
+def store_lines(tree: ast.Module, name: str) -> list[int]:
+    """The module's lines that store into ``name[...]`` (``=`` or an augmented ``+=``), in order."""
+    return sorted({t.lineno for node in ast.walk(tree) if isinstance(node, (ast.Assign, ast.AugAssign))
+                   for t in (node.targets if isinstance(node, ast.Assign) else [node.target])
+                   if isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name) and t.value.id == name})
+
+
+def first_step(decorator: ast.expr) -> bool:
+    """``@pl.when(<something> == 0)``: a block that runs at a first step only."""
+    if not isinstance(decorator, ast.Call) or not decorator.args:
+        return False
+    name = decorator.func.attr if isinstance(decorator.func, ast.Attribute) else getattr(decorator.func, "id", "")
+    test = decorator.args[0]
+    return name == "when" and isinstance(test, ast.Compare) and len(test.ops) == 1 \
+        and isinstance(test.ops[0], ast.Eq) and isinstance(test.comparators[0], ast.Constant) \
+        and test.comparators[0].value == 0

@@ -129,7 +129,7 @@ class Sources:
         in line order; read from the text alone, () when it does not parse."""
         tree, _joined = _module(self.text)
         return () if tree is None else \
-            tuple(p for p in (self.place(self.file, n) for n in _store_lines(tree, name)) if p is not None)
+            tuple(p for p in (self.place(self.file, n) for n in calls.store_lines(tree, name)) if p is not None)
 
 
     def carried_writes(self, names: tuple[str, ...]) -> tuple[tuple[str, Place], ...]:
@@ -140,8 +140,8 @@ class Sources:
         if tree is None:
             return ()
         resets = [range(n.lineno, (n.end_lineno or n.lineno) + 1) for n in ast.walk(tree)
-                  if isinstance(n, ast.FunctionDef) and any(_first_step(d) for d in n.decorator_list)]
-        found = {n: name for name in names for n in _store_lines(tree, name) if not any(n in r for r in resets)}
+                  if isinstance(n, ast.FunctionDef) and any(calls.first_step(d) for d in n.decorator_list)]
+        found = {n: name for name in names for n in calls.store_lines(tree, name) if not any(n in r for r in resets)}
         return tuple((found[n], p) for n in sorted(found) if (p := self.place(self.file, n)) is not None)
 
 
@@ -160,24 +160,6 @@ class Sources:
         args = [a.arg for a in fn.args.posonlyargs + fn.args.args]
         args = args[:len(args) - len(fn.args.defaults)]
         return tuple(args[len(args) - len(k.scratch_refs):]) if len(args) >= len(k.scratch_refs) else ()
-
-
-def _store_lines(tree: ast.Module, name: str) -> list[int]:
-    """The module's lines that store into ``name[...]`` (``=`` or an augmented ``+=``), in order."""
-    return sorted({t.lineno for node in ast.walk(tree) if isinstance(node, (ast.Assign, ast.AugAssign))
-                   for t in (node.targets if isinstance(node, ast.Assign) else [node.target])
-                   if isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name) and t.value.id == name})
-
-
-def _first_step(decorator: ast.expr) -> bool:
-    """``@pl.when(<something> == 0)``: a block that runs at a first step only."""
-    if not isinstance(decorator, ast.Call) or not decorator.args:
-        return False
-    name = decorator.func.attr if isinstance(decorator.func, ast.Attribute) else getattr(decorator.func, "id", "")
-    test = decorator.args[0]
-    return name == "when" and isinstance(test, ast.Compare) and len(test.ops) == 1 \
-        and isinstance(test.ops[0], ast.Eq) and isinstance(test.comparators[0], ast.Constant) \
-        and test.comparators[0].value == 0
 
 
 @functools.lru_cache(maxsize=2)
