@@ -207,6 +207,11 @@ _KINDS = (
         fix="zero accumulators at the first step and write every output block in full",
         fix_at="body",
         seen={
+            # The output's store under a pl.when no grid point runs (``KernelSource.never_run``).
+            "store-never-runs": "the store at line {store} runs only under `{cond}` (line {when}), whose "
+                                "condition is false at every step of the grid {grid}: no step stores the output. "
+                                "Make it true at the step that should store (the last step along an axis is "
+                                "pl.num_programs(axis) - 1)",
             "never-stored": "the kernel never stores {count} of the output's elements (the first at index "
                             "[{first}]): make the store write every valid element of its block (its mask or slice "
                             "stops short)",

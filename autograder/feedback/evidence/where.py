@@ -168,6 +168,8 @@ def _kernel_fault(f: Finding, k: KernelSource, related: Iterable[Finding], sourc
     if f.id == "uninitialized-memory":
         if (x.get("unwritten_count") or f.problem == "unwritten-blocks") and k.grid_at is not None:
             return Fault("the grid", k.grid_at)
+        if _never_stored(x) and k.never_run:
+            return Fault("the pl.when around the store", k.never_run[0][1])   # (its condition is never true)
         if _never_stored(x) and len(k.stores) == 1:
             return Fault("the store", k.stores[0])
         return None

@@ -8,7 +8,7 @@ from typing import Iterable
 
 from ...findings import CATALOGUE, Finding
 from ...grading.identity.sources import Sources
-from .formula import formula_fix
+from .formula import _line, formula_fix
 from .where import _never_stored, _wrong_dimension, crossed, dma_fact, narrow_scratch, padded_reads, reset_axis, unread
 
 
@@ -38,13 +38,29 @@ def _race_fix(x: dict, sources: Sources | None) -> tuple[str, dict] | None:
     return None
 
 
+def _never_run(f: Finding, x: dict, kernels) -> tuple[str, dict] | None:
+    """Elements never stored, in a kernel whose output store sits under a pl.when that no
+    grid point runs (``KernelSource.never_run``): that condition is the fault."""
+    if len(kernels) != 1 or not kernels[0].never_run or f.problem == "unwritten-blocks" \
+            or x.get("unwritten_count") or not _never_stored(x):
+        return None
+    store, when = kernels[0].never_run[0]
+    grid = kernels[0].grid
+    return "store-never-runs", {"store": _line(store), "when": _line(when), "cond": when.text or "pl.when",
+                                "grid": "(" + ", ".join(str(g) for g in grid) + ("," if len(grid) == 1 else "") + ")"}
+
+
+def _stored_values(x: dict) -> dict:
+    return {"count": x.get("never_written"), "first": ", ".join(str(i) for i in x.get("first_never") or ())}
+
+
 def _uninitialized(f: Finding, x: dict) -> tuple[str, dict] | None:
     if f.problem == "unwritten-blocks":
         return "unvisited", {}
     if not isinstance(x.get("never_written"), int) or x.get("unwritten_count"):
         return None     # no fill reruns to tell (or blocks the grid never visits: the grid's own fix)
     if _never_stored(x):
-        return "never-stored", {"count": x["never_written"], "first": ", ".join(str(i) for i in x["first_never"])}
+        return "never-stored", _stored_values(x)
     return "read-first", {}
 
 
@@ -163,6 +179,8 @@ def seen(f: Finding, sources: Sources | None = None, related: Iterable[Finding] 
         names = sources.scratch_names(k)
         named = [names[i] for i in k.narrow_scratch if i < len(names)]
         return "narrow-scratch", {"names": " and ".join(named) or "ref", "line": k.scratch.where}
+    if f.id == "uninitialized-memory" and (found := _never_run(f, x, kernels)) is not None:
+        return found
     if f.id == "uninitialized-memory":
         found = _uninitialized(f, x)
         gridless = len(kernels) == 1 and not kernels[0].grid

@@ -17,7 +17,7 @@ from collections import Counter
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Iterator
 
-from ...pallas_surface.program import dmas
+from ...pallas_surface.program import dmas, unroll
 from ...spec import mistakes
 from . import calls, dataflow, literals, resets
 
@@ -72,6 +72,7 @@ class KernelSource:
     constants: tuple[tuple[float, Place], ...] = ()   # the float numbers it computes with (a scale), at each line
     unused_inputs: tuple[tuple[str, Place | None], ...] = ()   # inputs whose value reaches no write: (ref, its read)
     ops: tuple[tuple[str, Place], ...] = ()  # (primitive, line) of those a fix may name (OPS: exp, where, ...)
+    never_run: tuple[tuple[Place, Place], ...] = ()   # output stores under a pl.when no grid point runs: (store, when)
 
     def lines_of(self, *prims: str) -> tuple[Place, ...]:
         """The kernel's distinct lines that compute one of ``prims``, in order."""
@@ -422,7 +423,14 @@ class _Reader:
             tuple((names[nio + k] if len(names) > nio + k else f"input {k}", next(filter(None, map(self._at, srcs)),
                                                                                   None))
                   for k, srcs in dataflow.unused_inputs(jaxpr, nio, nin)),
-            tuple((e["p"], p) for e, src in _sourced(eqn["params"]) if e["p"] in OPS and (p := self._at(src))))
+            tuple((e["p"], p) for e, src in _sourced(eqn["params"]) if e["p"] in OPS and (p := self._at(src))),
+            self.never_run(jaxpr, _grid(eqn), written))
+
+    def never_run(self, jaxpr: dict | None, grid: tuple[int, ...], written: list) -> tuple[tuple[Place, Place], ...]:
+        """The output stores under a pl.when that no grid point runs (``unroll.never_run``), with its line."""
+        found = unroll.never_run(jaxpr, grid) if jaxpr is not None and written else None
+        return tuple(dict.fromkeys((st, c) for e, cond in found or () if e.get("src") in written
+                                   and (st := self._at(e.get("src"))) and (c := self._at(cond.get("src")))))
 
     def _at(self, src: Any) -> Place | None:
         found = self.source(src)

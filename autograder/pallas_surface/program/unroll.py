@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 DMA = ("dma_start", "dma_wait")
+STORES = ("swap", "masked_swap")
 STEPS = 20_000      # equations evaluated in all (a 64-step loop of 30 equations on 8 grid points is 15,360)
 POINTS = 64         # grid points walked
 DEPTH = 12          # nested jaxprs
@@ -88,13 +89,13 @@ def _jaxpr_of(value: Any) -> dict | None:
     return value if isinstance(value, dict) and isinstance(value.get("eqns"), list) else None
 
 
-def has_dma(node: Any) -> bool:
-    """Whether a DMA primitive is anywhere under ``node``."""
+def has_dma(node: Any, prims: tuple[str, ...] = DMA) -> bool:
+    """Whether a DMA primitive (one of ``prims``) is anywhere under ``node``."""
     stack = [node]
     while stack:
         v = stack.pop()
         if isinstance(v, dict):
-            if v.get("p") in DMA:
+            if v.get("p") in prims:
                 return True
             stack.extend(v.values())
         elif isinstance(v, list):
@@ -136,6 +137,42 @@ def dma_eqns(jaxpr: Any, grid: tuple[int, ...] = ()) -> list[dict] | None:
     return walk.found
 
 
+def never_run(jaxpr: Any, grid: tuple[int, ...], prims: tuple[str, ...] = STORES) -> list[tuple[dict, dict]] | None:
+    """The equations of ``prims`` (stores) under a ``cond`` that no grid point runs, each
+    with the innermost such cond (a ``pl.when`` whose condition is false at every step);
+    None where it cannot tell (a branch chosen by a value read from memory, the budget).
+    The same walk as ``dma_eqns``, its targets the stores."""
+    if not isinstance(jaxpr, dict) or not isinstance(jaxpr.get("eqns"), list):
+        return None
+    if not all(type(g) is int and g >= 0 for g in grid) or _size(grid) > POINTS:
+        return None
+    walk = _Walk(grid, prims)
+    refs = [RefOf(v["v"]) if isinstance(v, dict) and type(v.get("v")) is int else None
+            for v in jaxpr.get("invars") or []]
+    try:
+        for point in itertools.product(*(range(g) for g in grid)):
+            walk.point = point
+            walk.jaxpr(jaxpr, refs, 0)
+    except (_Unread, TypeError, ValueError, OverflowError, RecursionError):
+        return None
+    return [(e, c) for e, c in _guarded(jaxpr, prims, None, 0) if c is not None and id(e) not in walk.reached]
+
+
+def _guarded(node: Any, prims: tuple[str, ...], cond: dict | None, depth: int):
+    """Every equation of ``prims`` under ``node`` with its innermost enclosing cond (or None)."""
+    if depth > 8 * DEPTH:      # (a jaxpr is several dicts and lists deep)
+        return
+    if isinstance(node, dict):
+        if node.get("p") in prims:
+            yield node, cond
+        inner = node if node.get("p") == "cond" else cond
+        for value in node.values():
+            yield from _guarded(value, prims, inner, depth + 1)
+    elif isinstance(node, list):
+        for value in node:
+            yield from _guarded(value, prims, cond, depth + 1)
+
+
 def _size(grid: tuple[int, ...]) -> int:
     n = 1
     for g in grid:
@@ -144,14 +181,15 @@ def _size(grid: tuple[int, ...]) -> int:
 
 
 class _Walk:
-    def __init__(self, grid: tuple[int, ...]):
-        self.grid, self.point, self.steps, self.found = grid, (), 0, []
+    def __init__(self, grid: tuple[int, ...], targets: tuple[str, ...] = DMA):
+        self.grid, self.point, self.steps, self.found, self.targets = grid, (), 0, [], targets
         self.holds: dict[int, bool] = {}     # has_dma of an equation's parameters, once each (by identity)
+        self.reached: set[int] = set()       # the target equations reached (by identity)
 
     def has_dma(self, eqn: dict) -> bool:
         key = id(eqn)
         if key not in self.holds:
-            self.holds[key] = has_dma(eqn.get("params"))
+            self.holds[key] = has_dma(eqn.get("params"), self.targets)
         return self.holds[key]
 
     def jaxpr(self, j: Any, args: list, depth: int) -> list:
@@ -178,8 +216,10 @@ class _Walk:
         if self.steps > STEPS:
             raise _Unread
         p, params = eqn.get("p"), _params(eqn)
-        if p in DMA:
-            self.found.append({**eqn, "in": [_atom(v) for v in ins]})
+        if p in self.targets:
+            self.reached.add(id(eqn))
+            if p in DMA:
+                self.found.append({**eqn, "in": [_atom(v) for v in ins]})
             return []
         if p in ARITH:
             return [_bounded(ARITH[p](*ins)) if ins and all(_number(v) for v in ins) else None]
