@@ -11,6 +11,7 @@ from autograder.feedback import evidence, fixes
 from autograder.findings import Finding
 from autograder.grading import assignments
 from autograder.grading.identity import sources
+from autograder.grading.identity.sources import KernelSource, Sources
 from autograder.pallas_surface.program import dmas, unroll
 
 DOCUMENTS = Path(__file__).resolve().parent / "documents"
@@ -349,3 +350,23 @@ def test_the_never_waited_copy_is_the_fix_of_a_mode_dependent_result_not_of_a_ha
     # A hang is a wait nothing satisfies: the copy left over is not what stopped it.
     assert evidence.fix(_hang(), where).startswith("a .wait() that no .start() satisfies")
     assert evidence.fault(_hang(), where) is None or evidence.fault(_hang(), where).what != "the copy never waited on"
+
+
+def test_a_buffer_read_before_its_wait_is_placed_at_the_read_and_one_refilled_at_the_start():
+    """The race detector names both accesses: wrong only when copies land late ('on_wait'
+    fails), the read that comes before its wait is the fault (the seventh read's kernel);
+    wrong only when they land early ('eager' fails), the copy's start that refills it."""
+    text = ["x = 1"] * 30
+    text[16], text[25] = "copy(0, 0).start()", "x = buf[slot]"
+    where = Sources((KernelSource("dma_scale.py:40", "dma_scale", "dma_kernel", "dma_scale.py:12-32"),),
+                    file="dma_scale.py", text=tuple(text), where=lambda f, line: f"{f}:{line}")
+    race = Finding.make("data-race", "tpu-interpret", "race", case="f32-256x128", check="races",
+                        accesses=[{"access": "write", "where": "dma_scale.py:17:4 (kernel)"},
+                                  {"access": "read", "where": "dma_scale.py:26:8 (kernel)"}])
+    found = evidence.fault(_mode_dependent(), where, [race])
+    assert (found.what, found.place.where, found.place.text) == ("the read before its wait", "dma_scale.py:26",
+                                                                 "x = buf[slot]")
+    eager = Finding.make("dma-protocol", "tpu-interpret", "wrong when early", case="f32-256x128", check="races",
+                         problem="mode-dependent", mode_passing="on_wait", mode_failing="eager")
+    found = evidence.fault(eager, where, [race])
+    assert (found.what, found.place.where) == ("the copy's start", "dma_scale.py:17")

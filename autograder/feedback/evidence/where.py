@@ -83,10 +83,11 @@ def _line_of(where: str, sources: Sources) -> Place | None:
     return sources.place(m[1], int(m[2])) if m else None
 
 
-def _race(f: Finding, sources: Sources) -> Fault | None:
+def _race(f: Finding, sources: Sources, first: str = "write") -> Fault | None:
     accesses = [a for a in f.facts().get("accesses") or [] if isinstance(a, dict)]
-    # The write first: a DMA landing in a buffer, or the second core's store.
-    accesses.sort(key=lambda a: a.get("access") != "write")
+    # The write first: a DMA landing in a buffer, or the second core's store (a read
+    # first for a buffer read before its copy is waited on).
+    accesses.sort(key=lambda a: a.get("access") != first)
     for a in accesses:
         place = _line_of(str(a.get("where", "")), sources)
         if place is not None:
@@ -180,7 +181,11 @@ def _kernel_fault(f: Finding, k: KernelSource, related: Iterable[Finding], sourc
         return Fault("the copy's start", m.start) if m.kind == "slot" else Fault("the wait", m.wait)
     if f.id == "dma-protocol" and f.problem == "mode-dependent":
         race = next((r for r in related if r.id == "data-race" and r.case == f.case), None)
-        found = _race(race, sources) if race is not None else None
+        # Wrong only when copies land late: the read that comes before its wait is the fault.
+        early = x.get("mode_failing") == "on_wait"
+        found = _race(race, sources, "read" if early else "write") if race is not None else None
+        if found is not None and found.what == "the racing read" and early:
+            return Fault("the read before its wait", found.place)
         if found is not None:
             return Fault("the copy's start", found.place) if found.what == "the racing write" else found
         return Fault("the copy's start", k.dma_starts[-1]) if len(k.dma_starts) == 1 else None
