@@ -76,3 +76,38 @@ def test_what_stays_numerics():
     padding = far.with_facts(padding_read=True)
     for other in (probe, padding):
         assert causes.one_cause(plan, [other, _compare("numerics", "hidden-wide")], _faces(plan))[1].id == "numerics"
+
+
+def _unread(input_name="input 1"):
+    return {"input": input_name, "arg": 1, "output": "output 0", "output_block": [0, 1], "input_block": [0, 1],
+            "read": [[1, 0]], "read_count": 1, "wrong_blocks": 2, "of": 2, "block_shape": [8, 128],
+            "array_shape": [16, 256], "kind": "map-misses", "name": "y", "also": []}
+
+
+def test_an_index_map_with_crossed_axes_is_one_bug_past_the_end_and_on_the_wrong_blocks():
+    """The seventh read's add: only y's map swapped, (j, i). Square block grids read the
+    wrong blocks; the tall secret case runs past the end: one problem, out-of-bounds."""
+    plan = _plan("add")
+    oob = Finding.make("out-of-bounds", "static", "past the end", case="hidden-tall", check="index-maps",
+                       map_axes="input 1")
+    wrong = [_compare("wrong-result", "small", unread_needed=_unread()),
+             _compare("wrong-result", "odd-rows", "tpu-interpret", unread_needed=_unread()),
+             _compare("wrong-result", "hidden-wide")]        # (a secret case: no evidence kept)
+    out = causes.one_map(plan, [oob, *wrong])
+    assert [f.same_bug_as for f in out] == [None, "out-of-bounds", "out-of-bounds", "out-of-bounds"]
+    # A visible wrong result whose missing block is another input's, or none at all: another bug.
+    for other in (_unread("input 0"), None):
+        mixed = [oob, wrong[0], _compare("wrong-result", "odd-rows", unread_needed=other)]
+        assert causes.one_map(plan, mixed) == mixed
+    assert causes.one_map(plan, wrong) == wrong        # no crossed map
+
+
+def test_the_fix_for_a_block_read_with_its_axes_swapped_says_so():
+    from autograder.feedback import evidence
+    f = _compare("wrong-result", "small", unread_needed=_unread())
+    assert evidence.reads_fix(f) == (
+        "output block (0, 1) depends on block (0, 1) of y, but the step that writes it reads block (1, 0), the same "
+        "block index in another axis order: y's index map returns its block axes swapped. Return the block index in "
+        "the array's axis order, as the output's index map does")
+    other = _compare("wrong-result", "small", unread_needed={**_unread(), "read": [[1, 1]]})
+    assert "the steps that write it read only (1, 1)" in evidence.reads_fix(other)

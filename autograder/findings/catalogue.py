@@ -83,6 +83,11 @@ _KINDS = (
                               "never moves along dimension {dim} ({size} elements){also}. Make the block span "
                               "dimension {dim} (block size {size}), or walk its blocks across the steps of a "
                               "reduction axis",
+              # The one block read is the needed one with its axes in another order.
+              "map-swapped": "output block {output_block} depends on block {input_block} of {name}, but the step "
+                             "that writes it reads block {read}, the same block index in another axis order{also}: "
+                             "{name}'s index map returns its block axes swapped. Return the block index in the "
+                             "array's axis order, as the output's index map does",
               "map-misses": "output block {output_block} depends on block {input_block} of {name}, but the steps "
                             "that write it read only {read}{also}: make {name}'s index map give those steps every "
                             "block their output block needs (e.g. follow the reduction axis's step)",

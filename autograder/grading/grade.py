@@ -381,6 +381,8 @@ def _diagnose(plan: Plan, ex: execution.Execution, store: DrawStore, loc: submis
     findings = causes.one_cause(plan, findings, kernels)
     # One length from the wrong dimension: past the end on one case, short on another.
     findings = causes.one_length(plan, findings)
+    # One index map with crossed axes: past the end on one case, the wrong blocks on another.
+    findings = causes.one_map(plan, findings)
     if found is not None and len(found.kernels) == 1:      # (a sweep scores only: no problems to tie)
         # A prefetch into the slot in use: the race and the memory never filled are one bug.
         findings = causes.one_race(findings, frozenset(p.where for p in found.kernels[0].stores))

@@ -149,7 +149,11 @@ def reads_fix(f: Finding, related: Iterable[Finding] = ()) -> str | None:
                   "also": also}
     except (KeyError, TypeError, ValueError):
         return None
-    return CATALOGUE["wrong-result"].fix_seen(u["kind"], values)
+    kind = u["kind"]
+    if kind == "map-misses" and len(u["read"]) == 1 == u["read_count"] and list(u["read"][0]) != \
+            list(u["input_block"]) and sorted(u["read"][0]) == sorted(u["input_block"]):
+        kind = "map-swapped"      # (the one block it reads is the needed one, its axes in another order)
+    return CATALOGUE["wrong-result"].fix_seen(kind, values)
 
 
 # What a secret case's finding may say: keys chosen from the grader's own words alone

@@ -145,6 +145,26 @@ def one_length(plan: Plan, findings: list[Finding]) -> list[Finding]:
     return out
 
 
+def one_map(plan: Plan, findings: list[Finding]) -> list[Finding]:
+    """``findings`` with an index map whose grid axes are crossed said as one bug: past
+    the end where the array's block counts along the two axes differ (the static scan's
+    ``map_axes``: that operand), wrong blocks where they match. Every wrong result is
+    tied to it (``same_bug_as``) only when each visible one's missing block is that same
+    input's (``unread_needed``); a secret case's then goes with them, as one wrong
+    formula is one finding on every case it breaks. The points each test lost stay."""
+    crossed = {x["map_axes"] for f in findings if f.id == "out-of-bounds"
+               and isinstance((x := f.facts()).get("map_axes"), str)}
+    wrong = [f for f in findings if f.id == "wrong-result" and not f.same_bug_as]
+    seen = [f for f in wrong if f.case is not None and plan.assignment.case(f.case).visible]
+    if len(crossed) != 1 or not seen:
+        return findings
+    (operand,) = crossed
+    if not all(isinstance(u := f.facts().get("unread_needed"), dict) and u.get("input") == operand for f in seen):
+        return findings
+    return [f.with_facts(same_bug_as="out-of-bounds") if f.id == "wrong-result" and not f.same_bug_as else f
+            for f in findings]
+
+
 # ---- memory read before the DMA that fills it lands -----------------------------------------
 #
 # A prefetch into the slot still being read (``buf.at[cur]`` for ``buf.at[nxt]``) is one
