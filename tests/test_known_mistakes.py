@@ -155,3 +155,33 @@ def test_an_accumulator_divided_every_block_gets_the_fix_at_the_division():
     assert proc.returncode == 0 and "[FAIL] 1.1 f32-b2-s384-d64 · generic interpreter (0/1.5)" in said
     assert (f"computes with the accumulator divided at every key block, within this case's tolerance (the "
             f"division at line {_line_of(path, '/ l_new')}). The accumulator is divided by the running sum") in said
+
+
+def test_matmuls_declared_mistake_is_the_product_with_each_block_of_y_transposed():
+    matmul = assignments.find("matmul")
+    (m,) = mistakes.of(matmul)
+    assert (m.name, m.at, m.tiled) == ("each block of y transposed", "dot", True)
+    rng = np.random.default_rng(1)
+    x, y = rng.standard_normal((256, 384)), rng.standard_normal((384, 256))
+    blocks = {"x": (128, 128), "y": (128, 128)}
+    want = sum(x[:, k:k + 128] @ np.hstack([y[k:k + 128, j:j + 128].T for j in (0, 128)]) for k in (0, 128, 256))
+    got = m([x, y], blocks)
+    assert np.allclose(got, want)
+    ref = load_reference(matmul)(x, y)
+    tol = matmul.tolerance(matmul.cases[0])
+    assert mistake_fit(got.astype(np.float32), (m,), [x, y], blocks, tol, 384, ref)["name"] == m.name
+    # Blocks that are not square make no such product: the mistake does not apply.
+    assert mistake_fit(got.astype(np.float32), (m,), [x, y], {"x": (128, 128), "y": (128, 256)}, tol, 384,
+                       ref) is None
+
+
+@pytest.mark.jax
+@pytest.mark.grading
+def test_a_transposed_y_block_gets_the_fix_at_the_product():
+    path = corpus("matmul") / "y_block_transposed.py"
+    proc = run_cli("grade", str(path), "-a", "matmul", "--run-key", "5", "--case", "f32-256x384x256",
+                   "--rung", "generic")
+    said = " ".join(proc.stdout.split())
+    assert proc.returncode == 0 and "[FAIL] 1.1 f32-256x384x256 · generic interpreter" in said
+    assert (f"computes with each block of y transposed, within this case's tolerance (the matrix product at line "
+            f"{_line_of(path, 'y_ref[...].T')}). The product multiplies") in said

@@ -4,3 +4,32 @@ import numpy as np
 
 def matmul(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     return x.astype(np.float64) @ y.astype(np.float64)
+
+
+# Mistakes seen in students' kernels, which the grader recognises by their result
+# (autograder/spec/mistakes.py): when a failing kernel's output on a visible case is
+# what one computes, its fix is shown. They choose the fix's words, never a score.
+
+def _y_blocks_transposed(x: np.ndarray, y: np.ndarray, *, blocks) -> np.ndarray:
+    """x's (bm, bk) blocks times the transpose of y's (bk, bn) blocks, summed over K:
+    what ``jnp.dot(x_ref[...], y_ref[...].T)`` gives where square blocks hide the shapes."""
+    bk, bn = blocks["y"]
+    if blocks["x"][1] != bk or bk != bn:
+        raise ValueError("only square y blocks (bk == bn) make this product")
+    x, y = x.astype(np.float64), y.astype(np.float64)
+    out = np.zeros((x.shape[0], y.shape[1]))
+    for k in range(0, y.shape[0], bk):
+        for j in range(0, y.shape[1], bn):
+            out[:, j:j + bn] += x[:, k:k + bk] @ y[k:k + bk, j:j + bn].T
+    return out
+
+
+MISTAKES = {
+    "each block of y transposed": {
+        "compute": _y_blocks_transposed,
+        "fix": "the product multiplies x's block by y's block transposed (y_ref[...].T): y's block is already "
+               "(K, N) as the product needs it, so use it as it is. Square blocks hide the mistake from the "
+               "shapes; the values show it.",
+        "at": "dot",
+    },
+}

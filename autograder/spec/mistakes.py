@@ -29,7 +29,8 @@ from .model import Assignment
 from .reader import SpecError
 
 # The kernel lines a mistake's ``at`` may name, by the primitive the line computes.
-AT = {"where": ("select_n",), "division": ("div",), "exp": ("exp", "exp2"), "store": ()}
+AT = {"where": ("select_n",), "division": ("div",), "exp": ("exp", "exp2"), "dot": ("dot_general",),
+      "store": ()}
 # The longest fix shown (a paragraph; a longer one belongs in the handout).
 MAX_FIX = 600
 

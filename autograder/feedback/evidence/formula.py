@@ -186,7 +186,8 @@ def _indices(lo: int, hi: int) -> str:
 
 
 # What a declared mistake's ``at`` calls the line it names (``spec.mistakes.AT``).
-AT_WORDS = {"where": "the jnp.where", "division": "the division", "exp": "the exponential", "store": "the store"}
+AT_WORDS = {"where": "the jnp.where", "division": "the division", "exp": "the exponential",
+            "dot": "the matrix product", "store": "the store"}
 
 
 def _mistake_line(m, k: KernelSource | None) -> tuple[str, Place] | None:
