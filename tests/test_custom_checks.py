@@ -316,3 +316,17 @@ def test_a_kernel_that_raises_fails_the_checks_that_call_it(with_checks, tmp_pat
     c1 = next(t for t in doc["tests"] if t["number"] == "C1")
     assert (c1["score"], c1["status"]) == (0.0, "failed")
     assert "did not trace on this graded case's inputs" in c1["output"]
+
+
+def test_numpys_printout_of_both_whole_arrays_is_left_out_of_a_failed_check():
+    from autograder.grading.judge.instructor import without_arrays
+    message = ("\nNot equal to tolerance rtol=0.0001, atol=0.0001\n\nMismatched elements: 49024 / 49152 (99.7%)\n"
+               "Max absolute difference among violations: 0.21045707\n"
+               " ACTUAL: array([[[-0.058411,  0.036972, ...,  0.051275,\n          0.105935],\n"
+               "        [-0.058411,  0.036972, ...,  0.051275,...\n"
+               " DESIRED: array([[[-0.033073,  0.023063, ..., -0.007109,\n          0.094215],\n"
+               "        [-0.033073,  0.023063, ..., -0.007109,...\n")
+    assert without_arrays(message) == (
+        "\nNot equal to tolerance rtol=0.0001, atol=0.0001\n\nMismatched elements: 49024 / 49152 (99.7%)\n"
+        "Max absolute difference among violations: 0.21045707\n\n(the two whole arrays numpy printed are left out)")
+    assert without_arrays("AssertionError: 3 != 4") == "AssertionError: 3 != 4"      # nothing to leave out

@@ -7,6 +7,7 @@ points stay the instructor's rubric).
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from ..run.custom_checks import SubFailure
@@ -38,8 +39,30 @@ def said_once(failures: tuple[SubFailure, ...], tests: tuple[TestResult, ...],
             continue
         first[f.message] = (test.number, True, f.label) if test is not None else (f.label, False, f.label)
         p = keyed.get(key_of(test.finding)) if test is not None and test.charges else None
-        out.append(Said(f.label, f.message.strip("\n"), problem=p, test=test.number if p else ""))
+        out.append(Said(f.label, without_arrays(f.message).strip("\n"), problem=p, test=test.number if p else ""))
     return tuple(out)
+
+
+# numpy.testing's printout of both whole arrays ("ACTUAL: array([[...", " x: array(..."):
+# its summary above (mismatches, first indices, largest differences) says what they do.
+_ARRAY_HEAD = re.compile(r"^(\s*)(ACTUAL|DESIRED|x|y): array\(")
+
+
+def without_arrays(message: str) -> str:
+    """An assertion's message without numpy's printout of the whole arrays it compared
+    (each head line and the lines it continues on), saying that they were left out."""
+    out, skip, left = [], None, False
+    for line in message.split("\n"):
+        if skip is not None and line.strip() and len(line) - len(line.lstrip()) > skip:
+            continue
+        head = _ARRAY_HEAD.match(line)
+        skip = len(head[1]) if head else None
+        left = left or head is not None
+        if head is None:
+            out.append(line)
+    if left:
+        out.append("(the two whole arrays numpy printed are left out)")
+    return "\n".join(out)
 
 
 def _test_of(f: SubFailure, tests: tuple[TestResult, ...]) -> TestResult | None:
