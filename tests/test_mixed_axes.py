@@ -135,3 +135,25 @@ def test_a_row_max_down_the_block_is_placed_at_its_line_through_the_cli(grade_cl
             "reduce along axis=-1.") in first
     assert "first wrong output is at" not in first
     assert "Problems found: 1 " in " ".join(out.split())
+
+
+def test_a_value_copied_one_chunk_away_is_an_offset_not_a_mixing():
+    """The eighth read's dma_scale: the prefetch copies chunk c, not c + 1, so the
+    output's chunks are x's 0, 0, 1: x[0, 0] lands at [0, 0] and also 64 rows after."""
+    x = np.random.default_rng(2).standard_normal((192, 8))
+
+    def kernel(a):
+        return np.concatenate([a[:64], a[:64], a[64:128]]) * 2
+
+    found = mixed_axes(kernel(x), kernel(_nudged(x)), x * 2, _nudged(x) * 2)
+    assert (found["moved_to"], found["ref_to"], found["also"]) == ([64, 0], [0, 0], True)
+    f = Finding.make("wrong-result", "generic", "wrong", case="f32-192x256", check="correctness",
+                     mixed={**found, "input": "x", "at": [0, 0]})
+    where = Sources((KernelSource("dma_scale.py:40", "dma_scale", "body", "dma_scale.py:18-26"),), file="dma_scale.py")
+    assert fixes.fix(f, assignments.find("dma_scale"), sources=where).what == (
+        "changing only x[0, 0] changed output [64, 0], which does not depend on it in the reference (there only "
+        "output [0, 0] changes): the kernel also puts that value 64 after where it belongs along axis 0. Look for "
+        "an index, a block index or a copy's source or destination that is off by that much")
+    # A kernel that moves many outputs (a reduction's mixing) keeps the mixing words.
+    rows = mixed_axes(_blocks(x, 0), _blocks(_nudged(x), 0), _softmax(x, -1), _softmax(_nudged(x), -1))
+    assert "moved_to" not in rows

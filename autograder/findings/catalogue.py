@@ -114,6 +114,11 @@ _KINDS = (
                              "{of} rows): what each row is made of is right, only its scale is wrong{divided}",
               # Outputs moved with one input element the reference keeps them apart from
               # (``compare.mixed_axes``), and the one reduction along that axis.
+              # One value landed elsewhere (``compare.mixed_axes``' moved_to): an offset, not a mixing.
+              "shifted": "changing only {input}[{at}] changed output [{to}], which does not depend on it in the "
+                         "reference (there only output [{ref_to}] changes): the kernel{also} puts that value "
+                         "{offset}. Look for an index, a block index or a copy's source or "
+                         "destination that is off by that much",
               "mixed-axis": "changing only {input}[{at}] changed {moved} outputs at {span} along axis {axis}, "
                             "which do not depend on it in the reference (there only {ref_at} along axis {axis} "
                             "changes): the reduction{lines} at line{lines} {line} {runs} along axis {raxis} of {its} "

@@ -138,6 +138,8 @@ def _mixed(m: dict, k: KernelSource | None) -> tuple[str, dict] | None:
         return None
     values["want"] = (f"; in the reference the change spreads along axis {want[0]} instead: reduce along "
                       f"axis={want[0] - rank}" if len(want) == 1 else "")
+    if (shifted := _shifted(m)) is not None:
+        return "shifted", {**values, **shifted}
     found = _mixing(m, k)
     if not found:
         return "mixed", values
@@ -147,6 +149,22 @@ def _mixed(m: dict, k: KernelSource | None) -> tuple[str, dict] | None:
     return "mixed-axis", {**values, "line": ", ".join(str(_line(r[2])) for r in found),
                           **dict(zip(("lines", "runs", "es", "its"), words)),
                           "raxis": " and ".join(str(a) for a in sorted(raxes)) or str(axis)}
+
+
+def _shifted(m: dict) -> dict | None:
+    """One output moved where the reference moves one other (``mixed_axes``' moved_to):
+    the offset between them, along the axes it is not zero."""
+    try:
+        to, ref = [int(i) for i in m["moved_to"]], [int(i) for i in m["ref_to"]]
+    except (KeyError, TypeError, ValueError):
+        return None
+    along = [(d, a - b) for d, (a, b) in enumerate(zip(to, ref)) if a != b]
+    if len(to) != len(ref) or not along:
+        return None
+    said = " and ".join(f"{abs(n)} {'after' if n > 0 else 'before'} where it belongs along axis {d}"
+                        for d, n in along)
+    return {"to": ", ".join(map(str, to)), "ref_to": ", ".join(map(str, ref)), "offset": said,
+            "also": " also" if m.get("also") is True else ""}
 
 
 def _constant(c, k: KernelSource | None) -> Place | None:

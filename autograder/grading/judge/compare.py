@@ -146,10 +146,17 @@ def mixed_axes(out: np.ndarray, nudged_out: np.ndarray, ref: np.ndarray, nudged_
     axes = [d for d in range(out.ndim) if np.setdiff1d(extra_at[d], ref_at[d]).size]
     if not axes:
         return None
-    return {"axes": axes, "moved": int(extra.sum()), "shape": list(out.shape),
-            "span": [[int(extra_at[d].min()), int(extra_at[d].max())] for d in axes],
-            "ref_moved": int(ref_moved.sum()), "ref_axes": [d for d in range(out.ndim) if ref_at[d].size > 1],
-            "ref_span": [[int(a.min()), int(a.max())] for a in ref_at]}
+    found = {"axes": axes, "moved": int(extra.sum()), "shape": list(out.shape),
+             "span": [[int(extra_at[d].min()), int(extra_at[d].max())] for d in axes],
+             "ref_moved": int(ref_moved.sum()), "ref_axes": [d for d in range(out.ndim) if ref_at[d].size > 1],
+             "ref_span": [[int(a.min()), int(a.max())] for a in ref_at]}
+    if extra.sum() == 1 == ref_moved.sum():
+        # One output moved where the reference moves one other: the value landed elsewhere
+        # (a copy or an index offset; "also": besides where it belongs), not mixed in.
+        found["moved_to"] = [int(i) for i in np.argwhere(extra)[0]]
+        found["ref_to"] = [int(i) for i in np.argwhere(ref_moved)[0]]
+        found["also"] = bool(moved[tuple(found["ref_to"])])
+    return found
 
 
 def _moved(a: np.ndarray, b: np.ndarray) -> np.ndarray:
