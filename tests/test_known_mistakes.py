@@ -159,8 +159,9 @@ def test_an_accumulator_divided_every_block_gets_the_fix_at_the_division():
 
 def test_matmuls_declared_mistake_is_the_product_with_each_block_of_y_transposed():
     matmul = assignments.find("matmul")
-    (m,) = mistakes.of(matmul)
-    assert (m.name, m.at, m.tiled) == ("each block of y transposed", "dot", True)
+    m, last = mistakes.of(matmul)
+    assert [(d.name, d.at, d.tiled) for d in (m, last)] == [("each block of y transposed", "dot", True),
+                                                            ("the last K block's product only", "dot", True)]
     rng = np.random.default_rng(1)
     x, y = rng.standard_normal((256, 384)), rng.standard_normal((384, 256))
     blocks = {"x": (128, 128), "y": (128, 128)}
@@ -170,6 +171,9 @@ def test_matmuls_declared_mistake_is_the_product_with_each_block_of_y_transposed
     ref = load_reference(matmul)(x, y)
     tol = matmul.tolerance(matmul.cases[0])
     assert mistake_fit(got.astype(np.float32), (m,), [x, y], blocks, tol, 384, ref)["name"] == m.name
+    # The accumulator overwritten at every K step: the last K block's product alone.
+    alone = (x[:, 256:] @ y[256:]).astype(np.float32)
+    assert mistake_fit(alone, (m, last), [x, y], blocks, tol, 384, ref)["name"] == "the last K block's product only"
     # Blocks that are not square make no such product: the mistake does not apply.
     assert mistake_fit(got.astype(np.float32), (m,), [x, y], {"x": (128, 128), "y": (128, 256)}, tol, 384,
                        ref) is None

@@ -24,12 +24,27 @@ def _y_blocks_transposed(x: np.ndarray, y: np.ndarray, *, blocks) -> np.ndarray:
     return out
 
 
+def _last_k_block_only(x: np.ndarray, y: np.ndarray, *, blocks) -> np.ndarray:
+    """The last K block's product alone: an accumulator overwritten (``=``) at every K
+    step where it is added to (``+=``)."""
+    bk = blocks["x"][1]
+    last = (x.shape[1] - 1) // bk * bk
+    return x[:, last:].astype(np.float64) @ y[last:].astype(np.float64)
+
+
 MISTAKES = {
     "each block of y transposed": {
         "compute": _y_blocks_transposed,
         "fix": "the product multiplies x's block by y's block transposed (y_ref[...].T): y's block is already "
                "(K, N) as the product needs it, so use it as it is. Square blocks hide the mistake from the "
                "shapes; the values show it.",
+        "at": "dot",
+    },
+    "the last K block's product only": {
+        "compute": _last_k_block_only,
+        "fix": "each K step overwrites the accumulator with its own block's product (acc = ...) where it should "
+               "add to it (acc += ...): only the last K block survives. Add each step's product to the "
+               "accumulator.",
         "at": "dot",
     },
 }
