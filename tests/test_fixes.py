@@ -211,3 +211,15 @@ def test_blocks_never_visited_past_a_floor_divided_grid_get_the_cdiv_in_the_stud
     two = short.with_facts(unwritten_blocks=[[2, 0], [0, 1]], block_grid=[3, 2])
     assert fixes.fix(two).what.startswith("the grid never visits 1 of the 6 blocks of output 0")
     assert fixes.fix(short.with_facts(grid=[4])).what.startswith("the grid never visits 1 of the 3 blocks")
+
+
+def test_a_grid_given_by_name_is_placed_at_the_line_that_makes_it():
+    # The eighth read's add: ``grid = (M // BM, N // BN)`` then ``grid=grid``: the numbers are on the first.
+    from autograder.grading.identity import calls
+    text = ("def add(x, y):\n    M, N = x.shape\n    grid = (M // BM, N // BN)\n    return pl.pallas_call(\n"
+            "        add_kernel,\n        grid=grid,\n        in_specs=[spec, spec],\n    )(x, y)\n")
+    assert calls.of_call(calls.parse(text), 4).grid == 3
+    # A grid given as a parameter (nothing assigns it): the keyword's own line.
+    param = text.replace("    grid = (M // BM, N // BN)\n", "    pass\n")
+    param = param.replace("def add(x, y)", "def add(x, y, grid)")
+    assert calls.of_call(calls.parse(param), 4).grid == 6

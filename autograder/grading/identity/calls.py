@@ -164,8 +164,11 @@ def of_call(tree: ast.Module, line: int) -> CallLines | None:
         return None
     scope = _Scope(tree, call)
     grid = _part(call, "grid", scope)
+    # ``grid=grid``: the line that makes the grid holds its numbers (``grid = (M // BM, ...)``).
+    made = scope.resolve(grid.value) if grid is not None else None
     scratch = _part(call, "scratch_shapes", scope)
-    return CallLines(call.lineno, grid.lineno if grid is not None else None, _semantics_line(call, scope),
+    return CallLines(call.lineno, (made.lineno if made is not grid.value else grid.lineno) if grid is not None
+                     else None, _semantics_line(call, scope),
                      _maps(call, "in_specs", scope), _maps(call, "out_specs", scope),
                      scratch.lineno if scratch is not None else None)
 
