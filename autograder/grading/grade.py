@@ -267,7 +267,9 @@ def _graded_scans(outcomes: dict[Run, Outcome]) -> list:
 def _speed(plan: Plan, outcomes: dict[Run, Outcome], tests: list[scoring.TestResult],
            solution: dict, kernels: faces.Faces | None) -> speed_grade.SpeedGrade | None:
     passed = all(t.passed for t in tests if t.probe is None)
-    runs = tuple(speed_grade.SizeRun(r.variant, r.draw.case.dims, r.draw.case.dtype, outcomes.get(r),
+    order = {d.name: i for i, d in enumerate(plan.assignment.dims)}     # (shown in the handout's order)
+    runs = tuple(speed_grade.SizeRun(r.variant, tuple(sorted(r.draw.case.dims, key=lambda d: order.get(d[0], 99))),
+                                     r.draw.case.dtype, outcomes.get(r),
                                      _withheld(plan, r, outcomes, kernels))
                  for r in plan.speed_runs())
     g = speed_grade.grade(plan.assignment.speed, runs, solution, passed)
