@@ -137,3 +137,18 @@ def test_a_scale_applied_twice_is_fixed_at_both_lines():
     assert proc.returncode == 0 and "[FAIL] 1.1 f32-b2-s384-d64 · generic interpreter (0/1.5)" in said
     assert (f"Fix: the kernel computes with 0.125, which is 1/√D (D = 64 on this case), at lines {lines[0]} and "
             f"{lines[1]}: the reference computed with 0.125 applied twice") in said
+
+
+def test_a_number_made_from_a_shape_read_is_placed_at_the_line_that_reads_it():
+    # The eighth read's flash: ``sm_scale = 1.0 / math.sqrt(q.shape[1])`` outside the kernel.
+    text = ["def flash_attention(q, k, v):"] + ["    pass"] * 37 + ["    sm_scale = 1.0 / math.sqrt(q.shape[1])"]
+    use = Place("k.py:20", "s = jnp.dot(q, k.T) * sm_scale")
+    where = Sources((KernelSource("k.py:45", "flash_attention", "kernel", "k.py:13-35",
+                                  constants=((0.05103103630798288, use),)),), file="k.py", text=tuple(text),
+                    where=lambda f, n: f"{f}:{n}")
+    fact = {"value": 0.05103103630798288, "form": "1/√S", "dim": "S", "size": 384, "meant": "1/√D",
+            "meant_value": 0.125, "meant_dim": "D", "input": "q", "axis": 1, "rank": 3}
+    f = _finding(constant=fact)
+    assert evidence.fault(f, where).place.where == "k.py:39"
+    assert ("which is 1/√S (S = 384 on this case), made from q.shape[1] at line 39, where the formula has 1/√D"
+            in fixes.fix(f, FLASH, sources=where).what)

@@ -102,9 +102,9 @@ _KINDS = (
                                "case's tolerance{line}. {fix}",
               # A number made from another size than the reference's (``compare.constant_fit``).
               "wrong-constant": "the kernel computes with {value} at line {line}, which is {form} ({dim} = {size} "
-                                "on this case), where the formula has {meant} ({meant_value} here): the reference "
-                                "computed with {value} in its place gives your kernel's output. Make the number "
-                                "from {meant_dim}, not {dim}",
+                                "on this case){made}, where the formula has {meant} ({meant_value} here): the "
+                                "reference computed with {value} in its place gives your kernel's output. Make the "
+                                "number from {meant_dim}, not {dim}",
               # A number of the formula applied once more than it has (``compare.constant_fit``).
               "constant-twice": "the kernel computes with {value}, which is {form} ({dim} = {size} on this case), "
                                 "at {lines}: the reference computed with {value} applied twice gives your kernel's "

@@ -54,8 +54,9 @@ def _of_case(a: Assignment, run: Run, outcome: Outcome, store: DrawStore, scan,
     names = [a.inputs[i].name for i in arrays]
     # A number made from the wrong size of the case (1/√S for 1/√D): the fault's line.
     numbers = list(dict.fromkeys(c for c, _p in kernel.constants)) if kernel is not None else []
-    steps = {"constant": lambda: constant_fit(outcome.output, store.reference_fn, args, arrays, tol, length,
-                                              numbers, run.case.dim_map, names) if numbers else None,
+    steps = {"constant": lambda: _axis_of(a, constant_fit(outcome.output, store.reference_fn, args, arrays, tol,
+                                                          length, numbers, run.case.dim_map, names))
+             if numbers else None,
              "mistake": lambda: mistake_fit(outcome.output, store.mistakes(), args, _blocks(scan, names), tol,
                                             length, ref),
              "unread_needed": lambda: _named(reads.evidence(scan, mismatches(outcome.output, ref, tol, length),
@@ -68,6 +69,13 @@ def _of_case(a: Assignment, run: Run, outcome: Outcome, store: DrawStore, scan,
         if value is not None:
             found[key] = value
     return found
+
+
+def _axis_of(a: Assignment, found: dict | None) -> dict | None:
+    """A number's fact with where its size is an input's axis (the first input whose shape
+    names it: ``x.shape[axis]`` reads it), so the fix can find the line that reads it."""
+    spec = next((i for i in a.inputs if found is not None and found.get("dim") in i.shape), None)
+    return {**found, "axis": spec.shape.index(found["dim"]), "rank": len(spec.shape)} if spec is not None else found
 
 
 def _named(found: dict | None, names: list[str]) -> dict | None:

@@ -55,7 +55,11 @@ def formula_fault(f: Finding, k: KernelSource, sources: Sources | None = None) -
     if f.id != "wrong-result":
         return None
     if (made := _constant(x.get("constant"), k)) is not None:
-        return "the number it computes with", made
+        at = sources.shape_reads(x["constant"]["axis"], x["constant"]["rank"]) \
+            if sources is not None and type(x["constant"].get("axis")) is int \
+            and type(x["constant"].get("rank")) is int else ()
+        # (the line that reads the wrong size makes the number; the kernel's line only uses it)
+        return ("the line that makes the number", at[0][0]) if len(at) == 1 else ("the number it computes with", made)
     if (seen := _mistake_line(x.get("mistake"), k)) is not None:
         return seen
     if x.get("unused_input") and k.unused_inputs and (k.unused_inputs[0][1] is not None or len(k.stores) == 1):
@@ -93,7 +97,7 @@ def formula_fix(f: Finding, sources: Sources | None) -> tuple[str, dict] | None:
     kernels = sources.kernels if sources is not None else ()
     kernel = kernels[0] if len(kernels) == 1 else None
     if f.id == "wrong-result" and (made := _constant(x.get("constant"), kernel)) is not None:
-        return _made(x["constant"], made, kernel)
+        return _made(x["constant"], made, kernel, sources)
     if f.id == "wrong-result" and isinstance(x.get("mistake"), dict) and (seen := _mistake(x["mistake"], kernel)):
         return seen
     if f.id == "wrong-result" and x.get("unused_input") and kernel is not None and kernel.unused_inputs:
@@ -173,7 +177,17 @@ def _constant(c, k: KernelSource | None) -> Place | None:
     return next((p for v, p in (k.constants if k is not None else ()) if v == value), None)
 
 
-def _made(c: dict, place: Place, k: KernelSource | None = None) -> tuple[str, dict] | None:
+def _made_at(c: dict, sources: Sources | None) -> str:
+    """Where the number is made, when one line of the module reads its size (``q.shape[1]``)."""
+    axis, rank = c.get("axis"), c.get("rank")
+    if sources is None or type(axis) is not int or type(rank) is not int:
+        return ""
+    reads = sources.shape_reads(axis, rank)
+    return f", made from {reads[0][1]} at line {_line(reads[0][0])}" if len(reads) == 1 else ""
+
+
+def _made(c: dict, place: Place, k: KernelSource | None = None,
+          sources: Sources | None = None) -> tuple[str, dict] | None:
     """The fix a number made from the wrong size (or applied twice) calls for, in the
     case's own numbers."""
     try:
@@ -184,7 +198,7 @@ def _made(c: dict, place: Place, k: KernelSource | None = None) -> tuple[str, di
             said = ", ".join(str(n) for n in lines[:-1]) + (" and " if len(lines) > 1 else "") + str(lines[-1])
             return "constant-twice", {**values, "lines": f"line{'s' if len(lines) > 1 else ''} {said}"}
         values.update(meant=str(c["meant"]), meant_value=f"{float(c['meant_value']):.4g}",
-                      meant_dim=str(c["meant_dim"]))
+                      meant_dim=str(c["meant_dim"]), made=_made_at(c, sources))
     except (KeyError, TypeError, ValueError, IndexError):
         return None
     return "wrong-constant", values
