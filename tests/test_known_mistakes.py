@@ -39,7 +39,8 @@ def _by_name():
 
 def test_the_bundled_declarations_load_with_their_line_and_tiling():
     found = _by_name()
-    assert [(n, m.at, m.tiled) for n, m in found.items()] == [(CAUSAL, "where", False), (DIVIDED, "division", True)]
+    assert [(n, m.at, m.tiled) for n, m in found.items()] == [
+        (CAUSAL, "where", False), (DIVIDED, "division", True), ("the accumulator never rescaled", "accumulator", True)]
     assert found[CAUSAL].fix.startswith("this assignment's attention is not causal")
 
 
@@ -64,6 +65,8 @@ def test_the_kernels_output_is_matched_to_the_mistake_it_computes_and_to_no_othe
     args, found = _qkv(), _by_name()
     ref = load_reference(FLASH)(*args)
     declared = tuple(found.values())
+    unscaled = found["the accumulator never rescaled"](args, BLOCKS).astype(np.float32)
+    assert mistake_fit(unscaled, declared, args, BLOCKS, TOL, 384, ref)["at"] == "accumulator"
     causal = found[CAUSAL](args, BLOCKS).astype(np.float32)
     divided = found[DIVIDED](args, BLOCKS).astype(np.float32)
     assert mistake_fit(causal, declared, args, BLOCKS, TOL, 384, ref)["name"] == CAUSAL
@@ -102,6 +105,16 @@ def test_the_fix_is_the_instructors_at_the_line_the_mistake_names_said_once():
                          "query's position")
     assert evidence.fault(f, where).place == mask
     assert said.text == said.what           # the problem list does not name line 28 again
+    # The accumulator's update: the one scratch store outside the reset that adds a product.
+    text = ["def kernel(acc_ref, l_ref, p, v, alpha):"] + ["    pass"] * 39
+    text[29] = "    acc_ref[...] = acc_ref[...] + jnp.dot(p, v)"
+    text[30] = "    l_ref[...] = alpha * l_ref[...] + p.sum(-1)"
+    carried = Sources((KernelSource("k.py:50", "flash_attention", "kernel", "k.py:18-40",
+                                    scratch_refs=("l_ref", "acc_ref")),), file="k.py", text=tuple(text),
+                      where=lambda f, n: f"{f}:{n}")
+    acc = _finding(mistake={"name": "the accumulator never rescaled", "fix": "rescale it", "at": "accumulator"})
+    assert evidence.fault(acc, carried).place.where == "k.py:30"
+    assert "(the accumulator's update at line 30). Rescale it" in fixes.fix(acc, FLASH, sources=carried).what
     # Two jnp.where lines: the instructor's fix, no line named.
     two = Sources((KernelSource("k.py:50", "flash_attention", "kernel", "k.py:18-40",
                                 ops=(("select_n", mask), ("select_n", exp))),), file="k.py")
@@ -160,8 +173,8 @@ def test_an_accumulator_divided_every_block_gets_the_fix_at_the_division():
 def test_matmuls_declared_mistake_is_the_product_with_each_block_of_y_transposed():
     matmul = assignments.find("matmul")
     m, last = mistakes.of(matmul)
-    assert [(d.name, d.at, d.tiled) for d in (m, last)] == [("each block of y transposed", "dot", True),
-                                                            ("the last K block's product only", "dot", True)]
+    assert [(d.name, d.at, d.tiled) for d in (m, last)] == [
+        ("each block of y transposed", "dot", True), ("the last K block's product only", "accumulator", True)]
     rng = np.random.default_rng(1)
     x, y = rng.standard_normal((256, 384)), rng.standard_normal((384, 256))
     blocks = {"x": (128, 128), "y": (128, 128)}

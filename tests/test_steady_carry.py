@@ -3,6 +3,8 @@
 each step does with what earlier steps carried, named by the stores into the
 kernel's scratch outside its first-step reset (``Sources.carried_writes``). Pure
 logic without JAX, then one flash kernel through the real CLI."""
+import shutil
+
 import pytest
 from conftest import corpus, tags
 
@@ -80,8 +82,14 @@ def test_the_fix_names_every_carried_update_and_one_update_holds_the_fault():
 
 @pytest.mark.grading
 @pytest.mark.releases
-def test_an_accumulator_not_rescaled_names_what_the_steps_carry_through_the_cli(grade_cli):
-    doc, out = grade_cli(CORPUS / "acc_not_rescaled.py", "flash_attention", "--run-key", "5")
+def test_an_accumulator_not_rescaled_names_what_the_steps_carry_through_the_cli(grade_cli, tmp_path):
+    # The bundled assignment declares this mistake beside its reference (``test_known_mistakes``):
+    # a course that does not gets the steady rerun's words, from the evidence alone.
+    shutil.copytree(FLASH.folder, tmp_path / "flash_attention", ignore=shutil.ignore_patterns("corpus"))
+    with (tmp_path / "flash_attention" / "reference.py").open("a") as f:
+        f.write("\nMISTAKES = {}\n")
+    doc, out = grade_cli(CORPUS / "acc_not_rescaled.py", "flash_attention", "--run-key", "5",
+                         "--assignments", str(tmp_path))
     assert tags(doc) == [["wrong-result"]] * 10 and doc["score"] == 8.0      # the score is the comparison's
     first = " ".join(doc["tests"][0]["output"].split())
     assert ("Fix: the output is right when every block of S is alike (its first 128 repeated to 384: nothing "

@@ -37,6 +37,23 @@ def _normalised_every_block(q: np.ndarray, k: np.ndarray, v: np.ndarray, *, bloc
     return acc
 
 
+def _accumulator_not_rescaled(q: np.ndarray, k: np.ndarray, v: np.ndarray, *, blocks) -> np.ndarray:
+    """The online softmax with the running sum rescaled by exp(m_old - m_new) at every
+    key block and the accumulator not (acc = acc + p·v)."""
+    bk = blocks["k"][1]
+    s_all = q @ k.transpose(0, 2, 1) / np.sqrt(q.shape[-1])
+    m = np.full(s_all.shape[:-1] + (1,), -np.inf)
+    l, acc = np.zeros_like(m), np.zeros(q.shape)
+    for j in range(0, k.shape[1], bk):
+        s = s_all[..., j:j + bk]
+        m_new = np.maximum(m, s.max(axis=-1, keepdims=True))
+        p = np.exp(s - m_new)
+        l = np.exp(m - m_new) * l + p.sum(axis=-1, keepdims=True)
+        acc = acc + p @ v[:, j:j + bk]
+        m = m_new
+    return acc / l
+
+
 MISTAKES = {
     "a causal mask": {
         "compute": _causal,
@@ -50,5 +67,12 @@ MISTAKES = {
                "multiplies it only by exp(m_old - m_new), so the old sum is lost. Keep the accumulator "
                "undivided and divide acc / l once, at the last key block.",
         "at": "division",
+    },
+    "the accumulator never rescaled": {
+        "compute": _accumulator_not_rescaled,
+        "fix": "when a key block raises the running max, the running sum is rescaled by exp(m_old - m_new) but "
+               "the accumulator is not, so its earlier blocks keep their old, larger weights. Multiply the "
+               "accumulator by the same exp(m_old - m_new) before adding this block's p·v.",
+        "at": "accumulator",
     },
 }

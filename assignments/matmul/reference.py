@@ -45,6 +45,6 @@ MISTAKES = {
         "fix": "each K step overwrites the accumulator with its own block's product (acc = ...) where it should "
                "add to it (acc += ...): only the last K block survives. Add each step's product to the "
                "accumulator.",
-        "at": "dot",
+        "at": "accumulator",
     },
 }

@@ -30,7 +30,7 @@ from .reader import SpecError
 
 # The kernel lines a mistake's ``at`` may name, by the primitive the line computes.
 AT = {"where": ("select_n",), "division": ("div",), "exp": ("exp", "exp2"), "dot": ("dot_general",),
-      "store": ()}
+      "accumulator": (), "store": ()}    # (accumulator: the scratch update that adds a product; store: the output's)
 # The longest fix shown (a paragraph; a longer one belongs in the handout).
 MAX_FIX = 600
 

@@ -60,7 +60,7 @@ def formula_fault(f: Finding, k: KernelSource, sources: Sources | None = None) -
             and type(x["constant"].get("rank")) is int else ()
         # (the line that reads the wrong size makes the number; the kernel's line only uses it)
         return ("the line that makes the number", at[0][0]) if len(at) == 1 else ("the number it computes with", made)
-    if (seen := _mistake_line(x.get("mistake"), k)) is not None:
+    if (seen := _mistake_line(x.get("mistake"), k, sources)) is not None:
         return seen
     if x.get("unused_input") and k.unused_inputs and (k.unused_inputs[0][1] is not None or len(k.stores) == 1):
         read = k.unused_inputs[0][1]
@@ -98,7 +98,8 @@ def formula_fix(f: Finding, sources: Sources | None) -> tuple[str, dict] | None:
     kernel = kernels[0] if len(kernels) == 1 else None
     if f.id == "wrong-result" and (made := _constant(x.get("constant"), kernel)) is not None:
         return _made(x["constant"], made, kernel, sources)
-    if f.id == "wrong-result" and isinstance(x.get("mistake"), dict) and (seen := _mistake(x["mistake"], kernel)):
+    if f.id == "wrong-result" and isinstance(x.get("mistake"), dict) \
+            and (seen := _mistake(x["mistake"], kernel, sources)):
         return seen
     if f.id == "wrong-result" and x.get("unused_input") and kernel is not None and kernel.unused_inputs:
         return _unused(kernel)
@@ -219,24 +220,27 @@ def _indices(lo: int, hi: int) -> str:
 
 # What a declared mistake's ``at`` calls the line it names (``spec.mistakes.AT``).
 AT_WORDS = {"where": "the jnp.where", "division": "the division", "exp": "the exponential",
-            "dot": "the matrix product", "store": "the store"}
+            "dot": "the matrix product", "accumulator": "the accumulator's update", "store": "the store"}
 
 
-def _mistake_line(m, k: KernelSource | None) -> tuple[str, Place] | None:
+def _mistake_line(m, k: KernelSource | None, sources: Sources | None = None) -> tuple[str, Place] | None:
     """(what the line is, the line) a declared mistake's ``at`` names, when the kernel has
     exactly one such line, else None."""
     at = m.get("at") if isinstance(m, dict) else None
     if k is None or at not in AT_WORDS:
         return None
-    lines = k.stores if at == "store" else k.lines_of(*mistakes.AT[at])
+    if at == "accumulator":     # the scratch update, outside the first-step reset, that adds a product
+        lines = tuple(p for _name, p in _carried(k, sources) if "dot(" in p.text or "@" in p.text)
+    else:
+        lines = k.stores if at == "store" else k.lines_of(*mistakes.AT[at])
     return (AT_WORDS[at], lines[0]) if len(lines) == 1 else None
 
 
-def _mistake(m: dict, k: KernelSource | None) -> tuple[str, dict] | None:
+def _mistake(m: dict, k: KernelSource | None, sources: Sources | None = None) -> tuple[str, dict] | None:
     """The fix a declared mistake calls for, in the instructor's words, at its line."""
     if not isinstance(m.get("name"), str) or not isinstance(m.get("fix"), str):
         return None
-    seen = _mistake_line(m, k)
+    seen = _mistake_line(m, k, sources)
     line = f" ({seen[0]} at line {_line(seen[1])})" if seen is not None else ""
     fix = m["fix"].strip().rstrip(".")      # (the catalogue's sentence ends it)
     return "known-mistake", {"name": m["name"], "fix": fix[:1].upper() + fix[1:], "line": line}
