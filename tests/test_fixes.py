@@ -1,5 +1,7 @@
 """Fix lines in the student's own terms (no JAX): the axis, operand, block and
 semantics a finding's facts name, and the line of the student's file."""
+from dataclasses import replace
+
 from autograder.feedback import fixes
 from autograder.findings import Finding, fix_line
 from autograder.grading import assignments
@@ -223,3 +225,24 @@ def test_a_grid_given_by_name_is_placed_at_the_line_that_makes_it():
     param = text.replace("    grid = (M // BM, N // BN)\n", "    pass\n")
     param = param.replace("def add(x, y)", "def add(x, y, grid)")
     assert calls.of_call(calls.parse(param), 4).grid == 6
+
+
+def test_rows_a_kernel_without_scratch_never_stores_are_its_stores_not_an_accumulator():
+    # The ninth read's softmax: ``o_ref[pl.ds(i, SUB), :]`` for ``pl.ds(i * SUB, SUB)``.
+    from autograder.feedback import evidence
+    store = Place("softmax.py:16", "o_ref[pl.ds(i, SUB), :] = e / s")
+    bare = Sources((KernelSource("softmax.py:22", "softmax", "softmax_kernel", "softmax.py:11-18", stores=(store,),
+                                 grid=(1,)),), file="softmax.py")
+    f = Finding.make("uninitialized-memory", "generic", "2892 change with the fill", case="rows-20x256",
+                     check="correctness", never_written=455, first_never=[11, 1], wrong_unwritten=2892, wrong=4863)
+    said = fixes.fix(f, assignments.find("softmax"), sources=bare)
+    assert said.what == (
+        "the kernel never stores 455 of the output's elements (the first at index [11, 1]), and 2892 wrong outputs "
+        "change with what fills memory nothing wrote: its stores and reads do not cover the block as they should. "
+        "Check each index and slice (a pl.ds start that is not a multiple of its size, a loop bound, a slice that "
+        "stops short)")
+    assert evidence.fault(f, bare).place == store
+    # With a scratch accumulator, memory read before it is written is its reset.
+    acc = Sources((replace(bare.kernels[0], scratch_refs=("acc",)),), file="softmax.py")
+    assert fixes.fix(f, assignments.find("softmax"), sources=acc).what.startswith(
+        "the output is computed from memory nothing wrote first: initialize what you accumulate")

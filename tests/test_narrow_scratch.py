@@ -72,3 +72,30 @@ def test_an_overflow_is_placed_at_the_kernels_one_exponential_and_keeps_the_hand
     two = Sources((replace(one.kernels[0], ops=(("exp", exp), ("exp", other))),), file="softmax.py")
     small = Finding.make("numerics", "generic", "3 outputs off", case="logits100-37x128", check="correctness")
     assert evidence.fault(nan, two) is None and evidence.fault(small, one) is None
+
+
+def test_float32_inputs_rounded_to_bfloat16_before_the_product_are_the_fault_and_the_fix():
+    """The ninth read's matmul: ``x_ref[...].astype(jnp.bfloat16)`` and y's the same, then a
+    float32-accumulated product: the casts cost the precision, not the accumulation (the
+    handout's hint, which the kernel already follows, is not the fix)."""
+    def aval(dt):
+        return {"sa": [[8, 128], {"dt": dt}, False]}
+    read = {"p": "get", "in": [{"v": 1}], "out": [{"v": 10, "aval": aval("float32")}], "params": [], "src": 3}
+    cast = {"p": "convert_element_type", "in": [{"v": 10}], "out": [{"v": 11, "aval": aval("bfloat16")}],
+            "params": [], "src": 4}
+    other = {"p": "convert_element_type", "in": [{"v": 12}], "out": [{"v": 13, "aval": aval("bfloat16")}],
+             "params": [], "src": 5}      # (a computed value cast down, as a flash kernel's p: not a read)
+    assert sources._narrow_reads({"eqns": [read, cast, other]}) == [4]
+    matmul = assignments.find("matmul")
+    a = Place("matmul.py:17", "a = x_ref[...].astype(jnp.bfloat16)")
+    b = Place("matmul.py:18", "b = y_ref[...].astype(jnp.bfloat16)")
+    where = Sources((KernelSource("matmul.py:30", "matmul", "kernel", "matmul.py:10-21",
+                                  ops=(("narrow_read", a), ("narrow_read", b))),), file="matmul.py")
+    f = Finding.make("numerics", "generic", "off by 0.28%", case="f32-256x384x256", check="correctness")
+    assert evidence.fault(f, where).place == a
+    assert fixes.fix(f, matmul, sources=where).what == (
+        "the kernel casts float32 values it reads to a 16-bit dtype (lines 17 and 18) before it computes with "
+        "them: that rounding, not the accumulation, is what costs the precision here. Compute with the inputs "
+        "in the dtype they come in")
+    # An overflow (NaN or Inf) is not what a cast explains.
+    assert evidence.fault(f.with_facts(nonfinite=3), where) is None

@@ -98,3 +98,17 @@ def test_an_accumulator_not_rescaled_names_what_the_steps_carry_through_the_cli(
             "36);") in first
     assert "first wrong output is at" not in first
     assert "Problems found: 1 " in " ".join(out.split())
+
+
+def test_a_running_value_stored_only_at_the_first_step_is_named():
+    # The ninth read's flash: ``m_ref[...] = m_new`` left out; m is stored only in the reset.
+    text = ("def kernel(q_ref, o_ref, m_ref, l_ref):", "    @pl.when(pl.program_id(2) == 0)", "    def _():",
+            "        m_ref[...] = -inf", "        l_ref[...] = 0", "    m_new = jnp.maximum(m_ref[...], 1)",
+            "    l_ref[...] = l_ref[...] * jnp.exp(m_ref[...] - m_new) + 1", "    o_ref[...] = l_ref[...]")
+    src = Sources((KernelSource("k.py:12", "f", "kernel", "k.py:1-8", scratch_refs=("m_ref", "l_ref")),),
+                  file="k.py", text=text, where=lambda f, n: f"{f}:{n}")
+    what = fixes.fix(_wrong({"dim": "S", "period": 128, "size": 384}), FLASH, sources=src).what
+    assert what.endswith("(l_ref at line 7); when a later block changes one carried value (a running maximum, say), "
+                         "everything computed from its old value must follow. m_ref is stored only at the first step "
+                         "(line 4) and no later step stores its new value, though each step reads it: store it "
+                         "every step")

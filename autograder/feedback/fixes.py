@@ -48,7 +48,7 @@ def fix(f: Finding, assignment=None, *, visible: bool = True, sources: Sources |
     the program's parts are; ``related``: the grading's other findings."""
     f = evidence.with_grid(f, sources)
     specific = _said(f, assignment, sources, related) if visible else evidence.fix(f, visible=False)
-    own = visible and (evidence.seen(f, sources, related) or ("",))[0] == "narrow-scratch"
+    own = visible and (evidence.seen(f, sources, related) or ("",))[0] in ("narrow-scratch", "narrow-read")
     if f.id == "numerics" and assignment is not None and assignment.numerics_hint and not own:
         specific = assignment.numerics_hint.rstrip(".")     # (unless the kernel's own line says more)
     found = evidence.fault(f, sources, related)

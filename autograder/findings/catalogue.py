@@ -146,7 +146,10 @@ _KINDS = (
         fix="accumulate in float32 and keep intermediates in a stable range",
         fix_at="body",
         # A 16-bit scratch ref on the bfloat16 cases (``KernelSource.narrow_scratch``), no 16-bit product.
-        seen={"narrow-scratch": "the scratch {names} declared at {line} is 16-bit on the bfloat16 cases: a sum kept "
+        seen={"narrow-read": "the kernel casts float32 values it reads to a 16-bit dtype ({lines}) before it "
+                             "computes with them: that rounding, not the accumulation, is what costs the precision "
+                             "here. Compute with the inputs in the dtype they come in",
+              "narrow-scratch": "the scratch {names} declared at {line} is 16-bit on the bfloat16 cases: a sum kept "
                                 "in 16 bits loses its low bits at every step; declare it float32 (pltpu.VMEM(shape, "
                                 "jnp.float32), not the inputs' dtype) and cast once when writing the output"},
         chip_seen={"narrow-scratch": "a real v5e kept a test kernel's bfloat16 scratch accumulator (flash attention) "
@@ -229,6 +232,11 @@ _KINDS = (
                           "parallel (each of its steps is another output block) and the reduction runs along "
                           "axis {reduction}: what you accumulate carries one block's sums into the next; reset "
                           "at the reduction's first step, pl.when(pl.program_id({reduction}) == 0)",
+            # No scratch to accumulate into: the stores and reads miss their rows.
+            "stores-miss": "the kernel never stores {count} of the output's elements (the first at index [{first}]), "
+                           "and {wrong} wrong outputs change with what fills memory nothing wrote: its stores and "
+                           "reads do not cover the block as they should. Check each index and slice (a pl.ds start "
+                           "that is not a multiple of its size, a loop bound, a slice that stops short)",
             "read-first": "the output is computed from memory nothing wrote first: initialize what you accumulate "
                           "into (zero it under @pl.when at the reduction's first step) before the first +=",
             # (A kernel without a grid has no first step: what it reads unwritten is a buffer.)

@@ -108,7 +108,7 @@ def formula_fix(f: Finding, sources: Sources | None) -> tuple[str, dict] | None:
     if f.id == "wrong-result" and isinstance(x.get("mixed"), dict) and (found := _mixed(x["mixed"], kernel)):
         return found
     if f.id == "wrong-result" and isinstance(x.get("steady"), dict):
-        return _steady(x["steady"], _carried(kernel, sources))
+        return _steady(x["steady"], _carried(kernel, sources), _frozen(kernel, sources))
     return None
 
 
@@ -117,8 +117,20 @@ def _carried(k: KernelSource | None, sources: Sources | None) -> tuple[tuple[str
     return sources.carried_writes(sources.scratch_names(k)) if k is not None and sources is not None else ()
 
 
-def _steady(s: dict, carried: tuple[tuple[str, Place], ...]) -> tuple[str, dict] | None:
-    """The fix a right answer on alike blocks calls for: the lines that update what is carried."""
+def _frozen(k: KernelSource | None, sources: Sources | None) -> list[tuple[str, Place]]:
+    """The scratch refs stored only in the first-step reset (no later step updates them),
+    with that store's line: a running value the steps read but never carry forward."""
+    if k is None or sources is None:
+        return []
+    carried = {name for name, _p in _carried(k, sources)}
+    return [(name, writes[0]) for name in sources.scratch_names(k)
+            if name not in carried and (writes := sources.writes_to(name))]
+
+
+def _steady(s: dict, carried: tuple[tuple[str, Place], ...],
+            frozen: list[tuple[str, Place]] = ()) -> tuple[str, dict] | None:
+    """The fix a right answer on alike blocks calls for: the lines that update what is
+    carried, and a carried value no step updates."""
     try:
         values = {"dim": str(s["dim"]), "period": int(s["period"]), "size": int(s["size"])}
     except (KeyError, TypeError, ValueError):
@@ -126,6 +138,10 @@ def _steady(s: dict, carried: tuple[tuple[str, Place], ...]) -> tuple[str, dict]
     named = [f"{name} at line {_line(p)}" for name, p in carried]
     values["carried"] = (f" ({', '.join(named)}); when a later block changes one carried value (a running maximum, "
                          "say), everything computed from its old value must follow" if named else "")
+    if carried and len(frozen) == 1:
+        name, p = frozen[0]
+        values["carried"] += (f". {name} is stored only at the first step (line {_line(p)}) and no later step "
+                              f"stores its new value, though each step reads it: store it every step")
     return "steady-carry", values
 
 

@@ -157,6 +157,8 @@ def _kernel_fault(f: Finding, k: KernelSource, related: Iterable[Finding], sourc
         return Fault("the dimension semantics", k.semantics) if k.semantics is not None else None
     if f.id == "numerics" and narrow_scratch(x, k):
         return Fault("the scratch's dtype", k.scratch)
+    if f.id == "numerics" and not x.get("nonfinite") and (reads := k.lines_of("narrow_read")):
+        return Fault("the cast to 16 bits", reads[0])    # (float32 inputs rounded before anything else)
     if f.id == "numerics" and x.get("nonfinite") and len(exps := k.lines_of("exp", "exp2")) == 1:
         return Fault("the exponential", exps[0])     # (an inf from the one exp: its argument grew too large)
     if (f.id == "compile-reject" and x.get("rule_id") == "matmul-accumulator"
@@ -171,8 +173,8 @@ def _kernel_fault(f: Finding, k: KernelSource, related: Iterable[Finding], sourc
             return Fault("the grid", k.grid_at)
         if _never_stored(x) and k.never_run:
             return Fault("the pl.when around the store", k.never_run[0][1])   # (its condition is never true)
-        if _never_stored(x) and len(k.stores) == 1:
-            return Fault("the store", k.stores[0])
+        if (_never_stored(x) or x.get("never_written") and not k.scratch_refs) and len(k.stores) == 1:
+            return Fault("the store", k.stores[0])      # (no scratch: the one store is what misses its rows)
         return None
     if f.id == "dma-protocol" and (m := dma_fact(f, k)) is not None:
         # (a copy started into the wrong slot: its start is the odd one out)

@@ -71,7 +71,7 @@ class KernelSource:
     narrow_scratch: tuple[int, ...] = ()     # scratch refs (their place among them) of a 16-bit dtype
     constants: tuple[tuple[float, Place], ...] = ()   # the float numbers it computes with (a scale), at each line
     unused_inputs: tuple[tuple[str, Place | None], ...] = ()   # inputs whose value reaches no write: (ref, its read)
-    ops: tuple[tuple[str, Place], ...] = ()  # (primitive, line) of those a fix may name (OPS: exp, where, ...)
+    ops: tuple[tuple[str, Place], ...] = ()  # (primitive, line) a fix may name (OPS; narrow_read: a 16-bit cast)
     never_run: tuple[tuple[Place, Place], ...] = ()   # output stores under a pl.when no grid point runs: (store, when)
 
     def lines_of(self, *prims: str) -> tuple[Place, ...]:
@@ -251,15 +251,26 @@ def _kernel_jaxpr(eqn: dict) -> dict | None:
 NARROW = ("bfloat16", "float16")
 
 
-def _narrow_dot(e: dict) -> bool:
-    """A dot_general whose result is 16-bit, as the document says it (a claim: a wrong
-    answer moves only where the feedback points)."""
-    if e.get("p") != "dot_general" or not isinstance(e.get("out"), list) or not e["out"]:
-        return False
-    aval = e["out"][0].get("aval") if isinstance(e["out"][0], dict) else None
+def _narrow_dot(e: dict, p: str = "dot_general") -> bool:
+    """A dot_general (an equation of ``p``) whose result is 16-bit, as the document says it
+    (a claim: a wrong answer moves only where the feedback points)."""
+    return e.get("p") == p and isinstance(e.get("out"), list) and bool(e["out"]) and _dt(e["out"][0]) in NARROW
+
+
+def _dt(atom: Any) -> str | None:
+    aval = atom.get("aval") if isinstance(atom, dict) else None
     sa = aval.get("sa") if isinstance(aval, dict) else None
-    dt = sa[1].get("dt") if isinstance(sa, list) and len(sa) > 1 and isinstance(sa[1], dict) else None
-    return dt in NARROW
+    return sa[1].get("dt") if isinstance(sa, list) and len(sa) > 1 and isinstance(sa[1], dict) else None
+
+
+def _narrow_reads(node: Any) -> list[Any]:
+    """The sources of 16-bit casts of a float32 value read from a ref (an input rounded
+    before it is computed with: ``x_ref[...].astype(jnp.bfloat16)``)."""
+    read = {o.get("v") for e in _eqns(node) if e.get("p") == "get" for o in e.get("out") or []
+            if _dt(o) == "float32"}
+    return [e.get("src") for e in _eqns(node) if _narrow_dot(e, "convert_element_type")
+            and isinstance(e.get("in"), list) and e["in"] and isinstance(e["in"][0], dict)
+            and e["in"][0].get("v") in read]
 
 
 # The reductions whose axis the feedback may name (a max along the wrong axis, ...).
@@ -423,7 +434,8 @@ class _Reader:
             tuple((names[nio + k] if len(names) > nio + k else f"input {k}", next(filter(None, map(self._at, srcs)),
                                                                                   None))
                   for k, srcs in dataflow.unused_inputs(jaxpr, nio, nin)),
-            tuple((e["p"], p) for e, src in _sourced(eqn["params"]) if e["p"] in OPS and (p := self._at(src))),
+            tuple((e["p"], p) for e, src in _sourced(eqn["params"]) if e["p"] in OPS and (p := self._at(src)))
+            + tuple(("narrow_read", p) for src in _narrow_reads(eqn["params"]) if (p := self._at(src))),
             self.never_run(jaxpr, _grid(eqn), written))
 
     def never_run(self, jaxpr: dict | None, grid: tuple[int, ...], written: list) -> tuple[tuple[Place, Place], ...]:
