@@ -200,12 +200,15 @@ def _placement(t: TestResult, problems: dict, ctx: Context, maps: dict) -> dict[
     which are its own bug seen another way (one note line each, never a ladder or a
     fix of their own): each problem is explained once, where the student first
     meets it (with its block map, when it has one)."""
-    here, pointers, notes, keys = [], [], [], set()
+    here, pointers, notes, keys, noted = [], [], [], set(), set()
     for i, f in enumerate((t.finding, *t.others) if t.finding else t.others):
         k = key_of(f)
         if i and seen_as_main(t, f, ctx.tied):
-            if k != key_of(t.finding) and k not in keys and not symptom_of(t.finding, f):
+            # (One note per check and kind: two findings of one check tied to different bugs read the same.)
+            if k != key_of(t.finding) and k not in keys and (f.check, f.id) not in noted \
+                    and not symptom_of(t.finding, f):
                 keys.add(k)
+                noted.add((f.check, f.id))
                 notes.append(_note(f, ctx))
             continue
         k = key_of(ctx.tied[f]) if i and f in ctx.tied else k     # another view of another problem

@@ -134,7 +134,7 @@ _KINDS = (
                               "earlier steps carried{carried}"},
         symptom=True,
         hidden="the output is wrong",
-        chip="a real v5e computed the same wrong values for every test kernel with this bug",
+        chip="a real v5e computed the same wrong values for every sample kernel with this bug",
         drawn=True),
     FindingKind(
         "numerics", "Numerical problem",
@@ -152,14 +152,14 @@ _KINDS = (
               "narrow-scratch": "the scratch {names} declared at {line} is 16-bit on the bfloat16 cases: a sum kept "
                                 "in 16 bits loses its low bits at every step; declare it float32 (pltpu.VMEM(shape, "
                                 "jnp.float32), not the inputs' dtype) and cast once when writing the output"},
-        chip_seen={"narrow-scratch": "a real v5e kept a test kernel's bfloat16 scratch accumulator (flash attention) "
+        chip_seen={"narrow-scratch": "a real v5e kept a sample kernel's bfloat16 scratch accumulator (flash attention) "
                                      "within the tolerance at the graded inputs where the interpreters did not: "
                                      "what a 16-bit sum loses depends on its length and the chip's rounding "
                                      "(latent: the charge stands)"},
         symptom=True,
         hidden="the output has a numerical (precision or overflow) problem",
         chip=("the chip rounds as the interpreters do or worse (its exp, log and tanh were measured less exact than "
-              "XLA's on a CPU): the test kernels' overflows gave inf on a real v5e too"),
+              "XLA's on a CPU): the sample kernels' overflows gave inf on a real v5e too"),
         drawn=True),
     FindingKind(
         "out-of-bounds", "Out-of-bounds access",
@@ -182,7 +182,7 @@ _KINDS = (
                           "axis than the one that grid axis counts blocks along, so where the array has more "
                           "blocks along one axis than the other it asks for blocks past the end: return the block "
                           "index in the array's axis order (each grid axis's step on the block axis it counts)"},
-        chip=("the core halts: on a real v5e every out-of-bounds block or DMA index in the test kernels stopped it "
+        chip=("the core halts: on a real v5e every out-of-bounds block or DMA index in the sample kernels stopped it "
               "(RuntimeUnexpectedCoreHalt, \"BoundsCheck ... dma.hbm_to_vmem\"), and the process could use the "
               "chip no more"),
         drawn=True),
@@ -251,7 +251,7 @@ _KINDS = (
         same_bug=("grid-order-dependence",),
         claim=Claim("some output blocks are never visited by the grid",
                     "the output is right there on every run (an aliased input, say, keeps its values)"),
-        chip=("memory nothing wrote holds whatever it holds: on a real v5e five of the test kernels gave wrong "
+        chip=("memory nothing wrote holds whatever it holds: on a real v5e five of the sample kernels gave wrong "
               "values and two happened to be right at the visible cases (latent: the charge stands)"),
         drawn=True),
     FindingKind(
@@ -268,7 +268,7 @@ _KINDS = (
         },
         explains=("tpu-interpret",),
         hang_explains_timeout=True,
-        chip=("a real v5e runs the grid in order on one core: the test kernels that need an order gave right "
+        chip=("a real v5e runs the grid in order on one core: the sample kernels that need an order gave right "
               "values there (latent); megacore chips split 'parallel' axes over two cores (JAX's Pallas TPU "
               "pipelining guide): not run on one here"),
         drawn=True),
@@ -292,7 +292,7 @@ _KINDS = (
                                    "{size}{divides}",
         },
         explains=("generic", "tpu-interpret"),
-        chip=("the padding of a partial block holds whatever it holds: on a real v5e the test kernel overflowed "
+        chip=("the padding of a partial block holds whatever it holds: on a real v5e the sample kernel overflowed "
               "to inf at the case with a partial block"),
         drawn=True),
     FindingKind(
@@ -310,11 +310,11 @@ _KINDS = (
                              "parallel axis an output block of its own, or mark that axis \"arbitrary\"",
         },
         explains=("tpu-interpret",),
-        chip=("a real v5e has one TensorCore and runs the grid in order: both racing test kernels gave right values "
+        chip=("a real v5e has one TensorCore and runs the grid in order: both racing sample kernels gave right values "
               "there (latent); megacore chips (v4, v5p) split 'parallel' axes over two TensorCores (JAX's Pallas TPU "
               "pipelining guide), where the race can show: not run on one here"),
         chip_seen={"cores-overlap": (
-            "a real v5e has one TensorCore: a racing two-core pl.kernel mesh among the test kernels gave "
+            "a real v5e has one TensorCore: a racing two-core pl.kernel mesh among the sample kernels gave "
             "right values there (latent: both cores wrote the same values); on a chip with two TensorCores "
             "(v4, v5p) a mesh's cores run at once, where the race can show: not run on one here")},
         drawn=True),
@@ -376,7 +376,7 @@ _KINDS = (
             "lowering": "change what the compiler's message names; the interpreters cannot check it",
         },
         same_bug_by={"matmul-accumulator": ("numerics",)},
-        chip=("a real v5e's compiler refused every test kernel with this bug (the block-tiling rule; a 16-bit "
+        chip=("a real v5e's compiler refused every sample kernel with this bug (the block-tiling rule; a 16-bit "
               "matmul result: \"Expected matmul acc to be 32-bit\")")),
     FindingKind(
         "vmem-overflow", "Blocks overflow VMEM",

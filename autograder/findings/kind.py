@@ -28,7 +28,7 @@ TEST_RUNGS: dict[str, str] = {"generic": "generic interpreter", "tpu-interpret":
 # Where a line says what other chips do, it cites the document; where nothing backs it, it
 # says so. A line never promises more than the chip showed: a bug the v5e ran right is
 # latent there, and the charge stands.
-CHIP_SOURCE = "from the grader's own test run on that chip, with jax 0.10.2"
+CHIP_SOURCE = "checked on a TPU v5e with jax 0.10.2; GLOSSARY.md says how"
 
 # Each kind's explanation (``<id>.j2``) and the parts they share (``_*.j2``); the
 # feedback's templates include them as "findings/<id>.j2".
