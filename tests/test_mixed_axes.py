@@ -3,6 +3,8 @@
 kernel mixes, the reduction along it (``sources._reduction``, read from the traced
 kernel) and the fix (``evidence.formula``). Pure logic without JAX, then one
 softmax through the real CLI."""
+from dataclasses import replace
+
 import numpy as np
 import pytest
 from conftest import corpus, tags
@@ -154,6 +156,14 @@ def test_a_value_copied_one_chunk_away_is_an_offset_not_a_mixing():
         "changing only x[0, 0] changed output [64, 0], which does not depend on it in the reference (there only "
         "output [0, 0] changes): the kernel also puts that value 64 after where it belongs along axis 0. Look for "
         "an index, a block index or a copy's source or destination that is off by that much")
+    # A copy the unroller saw land in another slot than its wait's: that start moved the value.
+    from autograder.grading.identity.sources import SemMismatch
+    start = Place("dma_scale.py:28", "copy(c, nxt).start()")
+    moved = SemMismatch(Place("dma_scale.py:30", "copy(c, slot).wait()"), start, "sem[1]", "sem[0]", "buf[1]",
+                        "slot", "buf[0]", "x_hbm[64:128]")
+    dma = Sources((replace(where.kernels[0], sem_mismatches=(moved,)),), file="dma_scale.py")
+    assert evidence.fault(f, dma).place == start
+    assert evidence.fault(f, where) is None            # (no such copy: no line)
     # A kernel that moves many outputs (a reduction's mixing) keeps the mixing words.
     rows = mixed_axes(_blocks(x, 0), _blocks(_nudged(x), 0), _softmax(x, -1), _softmax(_nudged(x), -1))
     assert "moved_to" not in rows

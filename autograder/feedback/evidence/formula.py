@@ -69,6 +69,12 @@ def formula_fault(f: Finding, k: KernelSource, sources: Sources | None = None) -
         return "the store (what it scales the rows by)", k.stores[0]
     if (found := _mixing(x.get("mixed"), k)):
         return "the reduction", found[0][2]
+    if isinstance(x.get("mixed"), dict) and _shifted(x["mixed"]) is not None:
+        # A value landed elsewhere in a kernel whose copy went to another slot than its wait's
+        # (``dmas.mismatches``' slot kind): that copy's start moved it.
+        moved = next((m for m in k.sem_mismatches if m.kind == "slot"), None)
+        if moved is not None:
+            return "the copy's start", moved.start
     carried = _carried(k, sources) if isinstance(x.get("steady"), dict) and not x.get("mixed") else ()
     return ("what the step carries", carried[0][1]) if len(carried) == 1 else None
 
