@@ -147,3 +147,11 @@ def test_a_body_integer_may_derive_from_the_frame():
     assert numbers.departures(at(8192, 512), graded) == []
     odd = numbers.Numbers({frame: 512, body: 7}, (), frozenset({body}))
     assert [d.slot for d in numbers.departures((numbers.Size((("M", 8192),), "float32"), odd), graded)] == [body]
+
+
+def test_a_departure_is_said_with_its_values_at_the_graded_sizes():
+    # The ninth read's correct dma_scale: a wait's slot (nchunks - 2) % 2 is 1 and 0 at the
+    # graded sizes and 0 at the speed size; the student sees both, not a bare "is 0".
+    from autograder.grading.judge.faces import _said
+    d = numbers.Departure("slot", 0, "a number of dma_wait in the kernel body", (1, 0))
+    assert _said([d]) == "a number of dma_wait in the kernel body is 0 here (1 and 0 at the graded sizes)"

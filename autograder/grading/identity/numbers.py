@@ -331,6 +331,7 @@ class Departure:
     slot: str
     value: Value
     where: str               # the slot in words
+    graded: tuple = ()       # its values at the graded sizes, in their order
 
 
 def describe(slot: str) -> str:
@@ -406,6 +407,6 @@ def departures(ungraded: tuple[Size, Numbers], graded: list[tuple[Size, Numbers]
             values = [v for _s, v in seen] + [value]
             ok = _integer_rule(list(zip(distinct[where], values)))
         if not ok:
-            found.append(Departure(slot, value, describe(slot)))
+            found.append(Departure(slot, value, describe(slot), tuple(v for _s, v in seen)))
     said: set[str] = set()
     return [d for d in found if not (d.where in said or said.add(d.where))]

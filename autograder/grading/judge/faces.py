@@ -119,7 +119,11 @@ class _Numbers(dict):
 
 
 def _said(off: list[numbers.Departure]) -> str:
-    said = "; ".join(f"{d.where} is {str(d.value).removeprefix('dtype:')}" for d in off[:MAX_SAID])
+    def one(d: numbers.Departure) -> str:
+        there = " and ".join(str(v).removeprefix("dtype:") for v in d.graded)
+        return (f"{d.where} is {str(d.value).removeprefix('dtype:')} here"
+                + (f" ({there} at the graded sizes)" if there else ""))
+    said = "; ".join(one(d) for d in off[:MAX_SAID])
     return said + (f" (and {len(off) - MAX_SAID} more)" if len(off) > MAX_SAID else "")
 
 
