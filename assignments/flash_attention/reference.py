@@ -20,10 +20,10 @@ def _causal(q: np.ndarray, k: np.ndarray, v: np.ndarray) -> np.ndarray:
     return (p / p.sum(axis=-1, keepdims=True)) @ v
 
 
-def _normalised_every_block(q: np.ndarray, k: np.ndarray, v: np.ndarray, *, blocks) -> np.ndarray:
-    """The online softmax with the accumulator divided by the running sum at every key
-    block and the next block's rescale leaving that sum out (acc = (c·acc + p·v) / l)."""
-    bk = blocks["k"][1]
+def _online(q: np.ndarray, k: np.ndarray, v: np.ndarray, bk: int, update) -> tuple[np.ndarray, np.ndarray]:
+    """The online softmax over key blocks of ``bk``: (running sum, accumulator) after the
+    last block, each block's update of them given as ``update(c, p, l, acc, pv)`` where
+    c = exp(m_old - m_new), p = exp(s - m_new) and pv = p·v."""
     s_all = q @ k.transpose(0, 2, 1) / np.sqrt(q.shape[-1])
     m = np.full(s_all.shape[:-1] + (1,), -np.inf)
     l, acc = np.zeros_like(m), np.zeros(q.shape)
@@ -31,26 +31,25 @@ def _normalised_every_block(q: np.ndarray, k: np.ndarray, v: np.ndarray, *, bloc
         s = s_all[..., j:j + bk]
         m_new = np.maximum(m, s.max(axis=-1, keepdims=True))
         c, p = np.exp(m - m_new), np.exp(s - m_new)
-        l = c * l + p.sum(axis=-1, keepdims=True)
-        acc = (c * acc + p @ v[:, j:j + bk]) / l
+        l, acc = update(c, p, l, acc, p @ v[:, j:j + bk])
         m = m_new
-    return acc
+    return l, acc
+
+
+def _normalised_every_block(q: np.ndarray, k: np.ndarray, v: np.ndarray, *, blocks) -> np.ndarray:
+    """The accumulator divided by the running sum at every key block and the next block's
+    rescale leaving that sum out (acc = (c·acc + p·v) / l), stored as it is."""
+    def update(c, p, l, acc, pv):
+        l = c * l + p.sum(axis=-1, keepdims=True)
+        return l, (c * acc + pv) / l
+    return _online(q, k, v, blocks["k"][1], update)[1]
 
 
 def _accumulator_not_rescaled(q: np.ndarray, k: np.ndarray, v: np.ndarray, *, blocks) -> np.ndarray:
-    """The online softmax with the running sum rescaled by exp(m_old - m_new) at every
-    key block and the accumulator not (acc = acc + p·v)."""
-    bk = blocks["k"][1]
-    s_all = q @ k.transpose(0, 2, 1) / np.sqrt(q.shape[-1])
-    m = np.full(s_all.shape[:-1] + (1,), -np.inf)
-    l, acc = np.zeros_like(m), np.zeros(q.shape)
-    for j in range(0, k.shape[1], bk):
-        s = s_all[..., j:j + bk]
-        m_new = np.maximum(m, s.max(axis=-1, keepdims=True))
-        p = np.exp(s - m_new)
-        l = np.exp(m - m_new) * l + p.sum(axis=-1, keepdims=True)
-        acc = acc + p @ v[:, j:j + bk]
-        m = m_new
+    """The running sum rescaled by exp(m_old - m_new) at every key block and the
+    accumulator not (acc = acc + p·v)."""
+    l, acc = _online(q, k, v, blocks["k"][1], lambda c, p, l, acc, pv: (c * l + p.sum(axis=-1, keepdims=True),
+                                                                       acc + pv))
     return acc / l
 
 

@@ -119,13 +119,20 @@ def _atom(value: Any) -> dict:
 def dma_eqns(jaxpr: Any, grid: tuple[int, ...] = ()) -> list[dict] | None:
     """Every DMA equation the kernel issues, in order over the grid (row-major) and its
     loops, its operands resolved (see the module's docstring); None where it cannot tell."""
+    if isinstance(jaxpr, dict) and isinstance(jaxpr.get("eqns"), list) and not has_dma(jaxpr["eqns"]):
+        return []
+    walk = _walked(jaxpr, grid, DMA)
+    return walk.found if walk is not None else None
+
+
+def _walked(jaxpr: Any, grid: tuple[int, ...], targets: tuple[str, ...]) -> _Walk | None:
+    """The kernel walked at every grid point in order, ``targets`` reached; None where it
+    cannot tell (malformed, over a bound, a target under what the walk does not enter)."""
     if not isinstance(jaxpr, dict) or not isinstance(jaxpr.get("eqns"), list):
         return None
-    if not has_dma(jaxpr.get("eqns")):
-        return []
     if not all(type(g) is int and g >= 0 for g in grid) or _size(grid) > POINTS:
         return None
-    walk = _Walk(grid)
+    walk = _Walk(grid, targets)
     refs = [RefOf(v["v"]) if isinstance(v, dict) and type(v.get("v")) is int else None
             for v in jaxpr.get("invars") or []]
     try:
@@ -134,7 +141,7 @@ def dma_eqns(jaxpr: Any, grid: tuple[int, ...] = ()) -> list[dict] | None:
             walk.jaxpr(jaxpr, refs, 0)
     except (_Unread, TypeError, ValueError, OverflowError, RecursionError):
         return None
-    return walk.found
+    return walk
 
 
 def never_run(jaxpr: Any, grid: tuple[int, ...], prims: tuple[str, ...] = STORES) -> list[tuple[dict, dict]] | None:
@@ -142,18 +149,8 @@ def never_run(jaxpr: Any, grid: tuple[int, ...], prims: tuple[str, ...] = STORES
     with the innermost such cond (a ``pl.when`` whose condition is false at every step);
     None where it cannot tell (a branch chosen by a value read from memory, the budget).
     The same walk as ``dma_eqns``, its targets the stores."""
-    if not isinstance(jaxpr, dict) or not isinstance(jaxpr.get("eqns"), list):
-        return None
-    if not all(type(g) is int and g >= 0 for g in grid) or _size(grid) > POINTS:
-        return None
-    walk = _Walk(grid, prims)
-    refs = [RefOf(v["v"]) if isinstance(v, dict) and type(v.get("v")) is int else None
-            for v in jaxpr.get("invars") or []]
-    try:
-        for point in itertools.product(*(range(g) for g in grid)):
-            walk.point = point
-            walk.jaxpr(jaxpr, refs, 0)
-    except (_Unread, TypeError, ValueError, OverflowError, RecursionError):
+    walk = _walked(jaxpr, grid, prims)
+    if walk is None:
         return None
     return [(e, c) for e, c in _guarded(jaxpr, prims, None, 0) if c is not None and id(e) not in walk.reached]
 
