@@ -100,6 +100,10 @@ def test_an_index_map_with_crossed_axes_is_one_bug_past_the_end_and_on_the_wrong
         mixed = [oob, wrong[0], _compare("wrong-result", "odd-rows", unread_needed=other)]
         assert causes.one_map(plan, mixed) == mixed
     assert causes.one_map(plan, wrong) == wrong        # no crossed map
+    # A probe's wrong result on a stress input (no case of the spec's): kept, never looked up.
+    stress = Finding.make("wrong-result", "generic", "off with stress input", case="large-values", check="numerics")
+    out = causes.one_map(plan, [oob, *wrong, stress])
+    assert out[-1] is stress and [f.same_bug_as for f in out[1:4]] == ["out-of-bounds"] * 3
 
 
 def test_the_fix_for_a_block_read_with_its_axes_swapped_says_so():

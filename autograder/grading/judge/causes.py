@@ -151,18 +151,22 @@ def one_map(plan: Plan, findings: list[Finding]) -> list[Finding]:
     ``map_axes``: that operand), wrong blocks where they match. Every wrong result is
     tied to it (``same_bug_as``) only when each visible one's missing block is that same
     input's (``unread_needed``); a secret case's then goes with them, as one wrong
-    formula is one finding on every case it breaks. The points each test lost stay."""
+    formula is one finding on every case it breaks (correctness tests only: a probe's
+    stress input is its own evidence). The points each test lost stay."""
     crossed = {x["map_axes"] for f in findings if f.id == "out-of-bounds"
                and isinstance((x := f.facts()).get("map_axes"), str)}
-    wrong = [f for f in findings if f.id == "wrong-result" and not f.same_bug_as]
-    seen = [f for f in wrong if f.case is not None and plan.assignment.case(f.case).visible]
+    # A correctness test's own comparison on one of the spec's cases (a stress input's is a probe's).
+    cases = {c.name: c for c in plan.assignment.cases}
+    wrong = [f for f in findings if f.id == "wrong-result" and f.check == "correctness" and f.case in cases
+             and not f.same_bug_as]
+    seen = [f for f in wrong if cases[f.case].visible]
     if len(crossed) != 1 or not seen:
         return findings
     (operand,) = crossed
     if not all(isinstance(u := f.facts().get("unread_needed"), dict) and u.get("input") == operand for f in seen):
         return findings
-    return [f.with_facts(same_bug_as="out-of-bounds") if f.id == "wrong-result" and not f.same_bug_as else f
-            for f in findings]
+    tied = {id(f) for f in wrong}
+    return [f.with_facts(same_bug_as="out-of-bounds") if id(f) in tied else f for f in findings]
 
 
 # ---- memory read before the DMA that fills it lands -----------------------------------------
