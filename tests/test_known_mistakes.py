@@ -166,6 +166,7 @@ def test_an_accumulator_divided_every_block_gets_the_fix_at_the_division():
                    "--rung", "generic")
     said = " ".join(proc.stdout.split())
     assert proc.returncode == 0 and "[FAIL] 1.1 f32-b2-s384-d64 · generic interpreter (0/1.5)" in said
+    assert "Wrong result [wrong-result], problem 1:" in said and "Problems found: 1 " in said
     assert (f"computes with the accumulator divided at every key block, within this case's tolerance (the "
             f"division at line {_line_of(path, '/ l_new')}). The accumulator is divided by the running sum") in said
 
@@ -199,6 +200,7 @@ def test_a_transposed_y_block_gets_the_fix_at_the_product():
     proc = run_cli("grade", str(path), "-a", "matmul", "--run-key", "5", "--case", "f32-256x384x256",
                    "--rung", "generic")
     said = " ".join(proc.stdout.split())
-    assert proc.returncode == 0 and "[FAIL] 1.1 f32-256x384x256 · generic interpreter" in said
+    assert proc.returncode == 0 and "[FAIL] 1.1 f32-256x384x256 · generic interpreter (0/1.5)" in said
+    assert "Wrong result [wrong-result], problem 1:" in said and "Problems found: 1 " in said
     assert (f"computes with each block of y transposed, within this case's tolerance (the matrix product at line "
             f"{_line_of(path, 'y_ref[...].T')}). The product multiplies") in said

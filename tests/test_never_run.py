@@ -70,7 +70,9 @@ def test_a_store_whose_condition_is_never_true_is_fixed_at_the_condition():
     proc = run_cli("grade", str(path), "-a", "matmul", "--run-key", "5", "--case", "f32-256x384x256",
                    "--rung", "generic")
     said = " ".join(proc.stdout.split())
-    assert proc.returncode == 0 and "[FAIL] 1.1 f32-256x384x256 · generic interpreter" in said
+    assert proc.returncode == 0 and "[FAIL] 1.1 f32-256x384x256 · generic interpreter (0/1.5)" in said
+    assert "Depends on uninitialized memory [uninitialized-memory], problem 1:" in said
+    assert "Problems found: 1 " in said
     assert f"At store_condition_never_true.py:{line}: @pl.when(k == nk)" in said
     assert (f"runs only under `@pl.when(k == nk)` (line {line}), whose condition is false at every step of the grid "
             "(2, 2, 3)") in said

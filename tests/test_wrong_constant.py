@@ -135,6 +135,7 @@ def test_a_scale_applied_twice_is_fixed_at_both_lines():
     said = " ".join(proc.stdout.split())
     lines = [n for n, line in enumerate(path.read_text().splitlines(), 1) if "* scale" in line and "``" not in line]
     assert proc.returncode == 0 and "[FAIL] 1.1 f32-b2-s384-d64 · generic interpreter (0/1.5)" in said
+    assert "Wrong result [wrong-result], problem 1:" in said and "Problems found: 1 " in said
     assert (f"Fix: the kernel computes with 0.125, which is 1/√D (D = 64 on this case), at lines {lines[0]} and "
             f"{lines[1]}: the reference computed with 0.125 applied twice") in said
 

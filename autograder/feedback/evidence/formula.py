@@ -30,6 +30,25 @@ def _line(p: Place) -> int:
     return int(m[1]) if m else -1
 
 
+def lines_said(places) -> str:
+    """Their line numbers in words, each once: "line 17", "lines 17 and 18", "lines 3, 7 and 9"."""
+    lines = [str(n) for n in sorted({_line(p) for p in places})]
+    if not lines:
+        return ""
+    return f"line{'s' if len(lines) > 1 else ''} " + ", ".join(lines[:-1]) + (" and " if len(lines) > 1 else "") \
+        + lines[-1]
+
+
+def _size_read(c: dict, sources: Sources | None) -> tuple[Place, str] | None:
+    """The one line of the module that reads the size a number is made from (``q.shape[1]``:
+    the fact's axis and rank) and the expression as written; None for none or several."""
+    axis, rank = c.get("axis"), c.get("rank")
+    if sources is None or type(axis) is not int or type(rank) is not int:
+        return None
+    reads = sources.shape_reads(axis, rank)
+    return reads[0] if len(reads) == 1 else None
+
+
 def _scaled(rows: dict, k: KernelSource | None, sources: Sources | None) -> tuple[str, dict] | None:
     """The fix rows that are the right rows times one number call for: where the one store
     divides, what it divides by and every line that writes that."""
@@ -55,11 +74,10 @@ def formula_fault(f: Finding, k: KernelSource, sources: Sources | None = None) -
     if f.id != "wrong-result":
         return None
     if (made := _constant(x.get("constant"), k)) is not None:
-        at = sources.shape_reads(x["constant"]["axis"], x["constant"]["rank"]) \
-            if sources is not None and type(x["constant"].get("axis")) is int \
-            and type(x["constant"].get("rank")) is int else ()
         # (the line that reads the wrong size makes the number; the kernel's line only uses it)
-        return ("the line that makes the number", at[0][0]) if len(at) == 1 else ("the number it computes with", made)
+        read = _size_read(x["constant"], sources)
+        return ("the line that makes the number", read[0]) if read is not None \
+            else ("the number it computes with", made)
     if (seen := _mistake_line(x.get("mistake"), k, sources)) is not None:
         return seen
     if x.get("unused_input") and k.unused_inputs and (k.unused_inputs[0][1] is not None or len(k.stores) == 1):
@@ -114,7 +132,8 @@ def formula_fix(f: Finding, sources: Sources | None) -> tuple[str, dict] | None:
     if f.id == "wrong-result" and isinstance(x.get("mixed"), dict) and (found := _mixed(x["mixed"], kernel)):
         return found
     if f.id == "wrong-result" and isinstance(x.get("steady"), dict):
-        return _steady(x["steady"], _carried(kernel, sources), _frozen(kernel, sources))
+        carried = _carried(kernel, sources)
+        return _steady(x["steady"], carried, _frozen(kernel, sources, carried))
     return None
 
 
@@ -123,14 +142,15 @@ def _carried(k: KernelSource | None, sources: Sources | None) -> tuple[tuple[str
     return sources.carried_writes(sources.scratch_names(k)) if k is not None and sources is not None else ()
 
 
-def _frozen(k: KernelSource | None, sources: Sources | None) -> list[tuple[str, Place]]:
-    """The scratch refs stored only in the first-step reset (no later step updates them),
-    with that store's line: a running value the steps read but never carry forward."""
+def _frozen(k: KernelSource | None, sources: Sources | None,
+            carried: tuple[tuple[str, Place], ...]) -> list[tuple[str, Place]]:
+    """The scratch refs stored only in the first-step reset (no later step updates them:
+    none of ``carried``), with that store's line: a running value never carried forward."""
     if k is None or sources is None:
         return []
-    carried = {name for name, _p in _carried(k, sources)}
+    updated = {name for name, _p in carried}
     return [(name, writes[0]) for name in sources.scratch_names(k)
-            if name not in carried and (writes := sources.writes_to(name))]
+            if name not in updated and (writes := sources.writes_to(name))]
 
 
 def _steady(s: dict, carried: tuple[tuple[str, Place], ...],
@@ -200,15 +220,6 @@ def _constant(c, k: KernelSource | None) -> Place | None:
     return next((p for v, p in (k.constants if k is not None else ()) if v == value), None)
 
 
-def _made_at(c: dict, sources: Sources | None) -> str:
-    """Where the number is made, when one line of the module reads its size (``q.shape[1]``)."""
-    axis, rank = c.get("axis"), c.get("rank")
-    if sources is None or type(axis) is not int or type(rank) is not int:
-        return ""
-    reads = sources.shape_reads(axis, rank)
-    return f", made from {reads[0][1]} at line {_line(reads[0][0])}" if len(reads) == 1 else ""
-
-
 def _made(c: dict, place: Place, k: KernelSource | None = None,
           sources: Sources | None = None) -> tuple[str, dict] | None:
     """The fix a number made from the wrong size (or applied twice) calls for, in the
@@ -217,11 +228,12 @@ def _made(c: dict, place: Place, k: KernelSource | None = None,
         values = {"value": f"{float(c['value']):.4g}", "form": str(c["form"]), "dim": str(c["dim"]),
                   "size": int(c["size"]), "line": _line(place)}
         if c.get("twice") is True:
-            lines = sorted({_line(p) for v, p in (k.constants if k is not None else ()) if v == c["value"]})
-            said = ", ".join(str(n) for n in lines[:-1]) + (" and " if len(lines) > 1 else "") + str(lines[-1])
-            return "constant-twice", {**values, "lines": f"line{'s' if len(lines) > 1 else ''} {said}"}
+            return "constant-twice", {**values, "lines": lines_said(
+                [p for v, p in (k.constants if k is not None else ()) if v == c["value"]] or [place])}
+        read = _size_read(c, sources)
         values.update(meant=str(c["meant"]), meant_value=f"{float(c['meant_value']):.4g}",
-                      meant_dim=str(c["meant_dim"]), made=_made_at(c, sources))
+                      meant_dim=str(c["meant_dim"]),
+                      made=f", made from {read[1]} at line {_line(read[0])}" if read is not None else "")
     except (KeyError, TypeError, ValueError, IndexError):
         return None
     return "wrong-constant", values

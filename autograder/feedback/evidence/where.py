@@ -157,7 +157,7 @@ def _kernel_fault(f: Finding, k: KernelSource, related: Iterable[Finding], sourc
         return Fault("the dimension semantics", k.semantics) if k.semantics is not None else None
     if f.id == "numerics" and narrow_scratch(x, k):
         return Fault("the scratch's dtype", k.scratch)
-    if f.id == "numerics" and not x.get("nonfinite") and (reads := k.lines_of("narrow_read")):
+    if f.id == "numerics" and (reads := narrow_reads(x, k)):
         return Fault("the cast to 16 bits", reads[0])    # (float32 inputs rounded before anything else)
     if f.id == "numerics" and x.get("nonfinite") and len(exps := k.lines_of("exp", "exp2")) == 1:
         return Fault("the exponential", exps[0])     # (an inf from the one exp: its argument grew too large)
@@ -173,7 +173,7 @@ def _kernel_fault(f: Finding, k: KernelSource, related: Iterable[Finding], sourc
             return Fault("the grid", k.grid_at)
         if _never_stored(x) and k.never_run:
             return Fault("the pl.when around the store", k.never_run[0][1])   # (its condition is never true)
-        if (_never_stored(x) or x.get("never_written") and not k.scratch_refs) and len(k.stores) == 1:
+        if (_never_stored(x) or stores_miss(x, k)) and len(k.stores) == 1:
             return Fault("the store", k.stores[0])      # (no scratch: the one store is what misses its rows)
         return None
     if f.id == "dma-protocol" and (m := dma_fact(f, k)) is not None:
@@ -204,6 +204,20 @@ def dma_fact(f: Finding, k: KernelSource) -> SemMismatch | None:
     waited on, though not for a hang (a wait nothing satisfies: a copy left over did not stop it)."""
     m = k.sem_mismatches[0] if k.sem_mismatches else None
     return None if m is None or m.kind == "unwaited" and f.problem == "hang" else m
+
+
+def narrow_reads(x: dict, k: KernelSource) -> tuple[Place, ...]:
+    """A precision problem (no NaN or Inf) in a kernel that casts float32 values it reads to
+    16 bits (``KernelSource.ops``' narrow_read): those casts' lines, else ()."""
+    return () if x.get("nonfinite") else k.lines_of("narrow_read")
+
+
+def stores_miss(x: dict, k: KernelSource) -> bool:
+    """Elements never stored beside others computed from memory nothing wrote, in a kernel
+    with no scratch (nothing it could accumulate into): its stores and reads miss their
+    rows (a pl.ds start that is not a multiple of its size), not an accumulator's reset."""
+    return (not k.scratch_refs and bool(k.stores) and isinstance(x.get("never_written"), int)
+            and x["never_written"] > 0 and bool(x.get("first_never")) and isinstance(x.get("wrong_unwritten"), int))
 
 
 def narrow_scratch(x: dict, k: KernelSource) -> bool:

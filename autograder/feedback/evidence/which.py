@@ -8,8 +8,19 @@ from typing import Iterable
 
 from ...findings import CATALOGUE, Finding
 from ...grading.identity.sources import Sources
-from .formula import _line, formula_fix
-from .where import _never_stored, _wrong_dimension, crossed, dma_fact, narrow_scratch, padded_reads, reset_axis, unread
+from .formula import _line, formula_fix, lines_said
+from .where import (
+    _never_stored,
+    _wrong_dimension,
+    crossed,
+    dma_fact,
+    narrow_reads,
+    narrow_scratch,
+    padded_reads,
+    reset_axis,
+    stores_miss,
+    unread,
+)
 
 
 def _range(access: dict) -> str:
@@ -45,18 +56,8 @@ def _never_run(f: Finding, x: dict, kernels) -> tuple[str, dict] | None:
             or x.get("unwritten_count") or not _never_stored(x):
         return None
     store, when = kernels[0].never_run[0]
-    grid = kernels[0].grid
     return "store-never-runs", {"store": _line(store), "when": _line(when), "cond": when.text or "pl.when",
-                                "grid": "(" + ", ".join(str(g) for g in grid) + ("," if len(grid) == 1 else "") + ")"}
-
-
-def _stores_miss(x: dict, kernels) -> bool:
-    """Elements never stored beside others computed from memory nothing wrote, in a kernel
-    with no scratch (nothing it could accumulate into): its stores and reads miss their
-    rows (a pl.ds start that is not a multiple of its size), not an accumulator's reset."""
-    return (len(kernels) == 1 and not kernels[0].scratch_refs and bool(kernels[0].stores)
-            and isinstance(x.get("never_written"), int) and x["never_written"] > 0 and bool(x.get("first_never"))
-            and isinstance(x.get("wrong_unwritten"), int))
+                                "grid": _point(kernels[0].grid)}
 
 
 def _stored_values(x: dict) -> dict:
@@ -192,16 +193,13 @@ def seen(f: Finding, sources: Sources | None = None, related: Iterable[Finding] 
         names = sources.scratch_names(k)
         named = [names[i] for i in k.narrow_scratch if i < len(names)]
         return "narrow-scratch", {"names": " and ".join(named) or "ref", "line": k.scratch.where}
-    if f.id == "numerics" and not x.get("nonfinite") and len(kernels) == 1 \
-            and (reads := kernels[0].lines_of("narrow_read")):
-        lines = [str(_line(p)) for p in reads]
-        said = ", ".join(lines[:-1]) + (" and " if len(lines) > 1 else "") + lines[-1]
-        return "narrow-read", {"lines": f"line{'s' if len(lines) > 1 else ''} {said}"}
+    if f.id == "numerics" and len(kernels) == 1 and (reads := narrow_reads(x, kernels[0])):
+        return "narrow-read", {"lines": lines_said(reads)}
     if f.id == "uninitialized-memory" and (found := _never_run(f, x, kernels)) is not None:
         return found
     if f.id == "uninitialized-memory":
         found = _uninitialized(f, x)
-        if found == ("read-first", {}) and _stores_miss(x, kernels):
+        if found == ("read-first", {}) and len(kernels) == 1 and stores_miss(x, kernels[0]):
             return "stores-miss", {**_stored_values(x), "wrong": x["wrong_unwritten"]}
         gridless = len(kernels) == 1 and not kernels[0].grid
         return ("read-unfilled", {}) if found == ("read-first", {}) and gridless else found

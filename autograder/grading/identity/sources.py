@@ -251,16 +251,14 @@ def _kernel_jaxpr(eqn: dict) -> dict | None:
 NARROW = ("bfloat16", "float16")
 
 
+def _dt(atom: Any) -> str | None:     # (``literals._dtype``, for an atom of any shape a forged document has)
+    return literals._dtype(atom) if isinstance(atom, dict) else None
+
+
 def _narrow_dot(e: dict, p: str = "dot_general") -> bool:
     """A dot_general (an equation of ``p``) whose result is 16-bit, as the document says it
     (a claim: a wrong answer moves only where the feedback points)."""
     return e.get("p") == p and isinstance(e.get("out"), list) and bool(e["out"]) and _dt(e["out"][0]) in NARROW
-
-
-def _dt(atom: Any) -> str | None:
-    aval = atom.get("aval") if isinstance(atom, dict) else None
-    sa = aval.get("sa") if isinstance(aval, dict) else None
-    return sa[1].get("dt") if isinstance(sa, list) and len(sa) > 1 and isinstance(sa[1], dict) else None
 
 
 def _narrow_reads(node: Any) -> list[Any]:
@@ -313,6 +311,7 @@ def _constants(node: Any, most: int = 8) -> list[tuple[float, Any]]:
     """The float scalar literals of a kernel's equations, each at every equation's source
     that uses it, the first one first (``literals._scalar``: the document's own literal forms)."""
     found: dict[tuple[float, Any], None] = {}
+    values: set[float] = set()      # (at most ``most`` numbers, each at up to four lines on average)
     for e in _eqns(node):
         for atom in e.get("in") if isinstance(e.get("in"), list) else ():
             try:
@@ -320,7 +319,8 @@ def _constants(node: Any, most: int = 8) -> list[tuple[float, Any]]:
             except (ValueError, TypeError):     # (a literal the grammar let through, not read)
                 value = None
             if type(value) is float and math.isfinite(value) and value not in PLAIN \
-                    and len({v for v, _s in found} | {value}) <= most and len(found) < 4 * most:
+                    and (value in values or len(values) < most) and len(found) < 4 * most:
+                values.add(value)
                 found.setdefault((value, e["src"] if isinstance(e.get("src"), int) else None), None)
     return list(found)
 

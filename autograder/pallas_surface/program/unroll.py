@@ -149,10 +149,11 @@ def never_run(jaxpr: Any, grid: tuple[int, ...], prims: tuple[str, ...] = STORES
     with the innermost such cond (a ``pl.when`` whose condition is false at every step);
     None where it cannot tell (a branch chosen by a value read from memory, the budget).
     The same walk as ``dma_eqns``, its targets the stores."""
+    guarded = [(e, c) for e, c in _guarded(jaxpr, prims, None, 0) if c is not None]
+    if not guarded:
+        return []       # (no store under a branch: nothing to walk for, the common kernel)
     walk = _walked(jaxpr, grid, prims)
-    if walk is None:
-        return None
-    return [(e, c) for e, c in _guarded(jaxpr, prims, None, 0) if c is not None and id(e) not in walk.reached]
+    return None if walk is None else [(e, c) for e, c in guarded if id(e) not in walk.reached]
 
 
 def _guarded(node: Any, prims: tuple[str, ...], cond: dict | None, depth: int):
