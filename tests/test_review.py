@@ -645,6 +645,11 @@ def _browse(out: Path) -> None:
         assert visible == ["<script>window.hacked = 1</script>"]
         page.fill("#filter", "")
         page.locator("#findings a", has_text="wrong-result").click()
+        # (The link sets the page's hash; its filter applies on the hashchange event, which
+        # comes after the click returns: wait for it, then read.)
+        page.wait_for_function("location.hash.startsWith('#filter:')")
+        page.wait_for_function("document.querySelectorAll('#table tbody tr').length > "
+                               "[...document.querySelectorAll('#table tbody tr')].filter(r => r.offsetParent).length")
         assert page.locator("#table tbody tr:visible td:nth-child(2)").all_inner_texts() == ["Grace Hopper"]
         page.locator("#table a", has_text="Grace Hopper").click()
         assert "What the student saw" in page.content() and page.locator("section.test.fail").count() >= 1
